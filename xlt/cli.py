@@ -1,0 +1,112 @@
+"""Hydra entry points: compose and validate the config, find the run directory, run stages.
+
+``python -m xlt.train`` runs every stage the recipe lists; ``python -m xlt.build_data``,
+``xlt.translate``, ``xlt.finetune``, ``xlt.evaluate`` and ``xlt.report`` run one stage each, on the
+same run directory (derived from the same recipe and overrides).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from xlt import config as xcfg
+from xlt.errors import XltError
+from xlt.run import RunDir, run_name
+
+log = logging.getLogger("xlt")
+
+CONF_DIR = os.environ.get("XLT_CONF_DIR", str(Path(__file__).resolve().parent.parent / "conf"))
+
+# Stage name -> "module:function". Each function takes (cfg, run) and returns a summary dict for the
+# stage's done-marker, or None when the stage is not complete (e.g. one shard of several).
+STAGE_FUNCS: dict[str, str] = {
+    "build_data": "xlt.data.assemble:run_stage",
+    "translate": "xlt.translation.stage:run_stage",
+    "train": "xlt.training.stage:run_stage",
+    "evaluate": "xlt.scoring.stage:run_stage",
+    "report": "xlt.reporting.stage:run_stage",
+}
+
+
+def _register_resolvers() -> None:
+    if not OmegaConf.has_resolver("xlt_run_name"):
+        OmegaConf.register_new_resolver("xlt_run_name", lambda overrides: run_name(list(overrides)))
+    if not OmegaConf.has_resolver("xlt_assets"):
+        OmegaConf.register_new_resolver("xlt_assets", lambda: str(Path(__file__).resolve().parent / "assets"))
+
+
+_register_resolvers()
+xcfg.register()
+
+
+def is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def stage_function(name: str) -> Callable[[DictConfig, RunDir], dict[str, Any] | None]:
+    module, _, func = STAGE_FUNCS[name].partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def run_stages(cfg: DictConfig, run: RunDir, stages: Sequence[str]) -> None:
+    """Run ``stages`` in order, skipping those already marked done (unless ``force``)."""
+    for name in stages:
+        if run.is_done(name) and not cfg.force:
+            log.info("stage %-10s already done (%s); skipping. Use force=true to redo it.", name, run.marker(name))
+            continue
+        log.info("stage %-10s starting", name)
+        summary = stage_function(name)(cfg, run)
+        if summary is not None and is_main_process():
+            run.mark_done(name, summary)
+        log.info("stage %-10s finished", name)
+
+
+def _setup_logging() -> None:
+    if not is_main_process():
+        logging.getLogger().setLevel(logging.WARNING)
+    for noisy in ("httpx", "urllib3", "filelock", "datasets", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def resolve_run(cfg: DictConfig) -> tuple[DictConfig, RunDir]:
+    """Validate ``cfg`` (rejecting unknown keys) and return it with its run directory."""
+    validated = xcfg.validate(cfg)
+    run = RunDir(HydraConfig.get().runtime.output_dir)
+    return validated, run
+
+
+def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
+    """Build a Hydra entry point that runs ``default_stages`` (None: the stages the config lists)."""
+
+    @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
+    def _main(cfg: DictConfig) -> None:
+        _setup_logging()
+        try:
+            validated, run = resolve_run(cfg)
+            stages = list(default_stages) if default_stages is not None else list(validated.stages)
+            log.info("run directory: %s", run.path)
+            if is_main_process():
+                from xlt.secrets import redact_config
+
+                from xlt.run import atomic_write_text
+
+                atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
+            run_stages(validated, run, stages)
+        except XltError as err:
+            print(f"\nxlt: error: {err}", file=sys.stderr)
+            sys.exit(2)
+        except KeyboardInterrupt:
+            print("\nxlt: interrupted; rerun the same command to resume.", file=sys.stderr)
+            sys.exit(130)
+
+    return _main

@@ -1,0 +1,43 @@
+"""Schema of the ``data`` group (conf/data/*.yaml): the sources of the English training set."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class SourceConfig:
+    """One training source. Set ``path`` to read a local copy instead of the Hub."""
+
+    enabled: bool = True
+    hub_id: str | None = None
+    config_name: str | None = None
+    revision: str | None = None
+    # Local copy: a directory of split-named JSONL/Parquet files in the upstream schema, or the
+    # original files (MCScript2.0 XML, ReClor JSON). Takes precedence over hub_id/url.
+    path: str | None = None
+    # Download URL for sources without a Hub copy (MCScript2.0).
+    url: str | None = None
+    license: str = ""
+    # Read at most this many rows per split (debugging); None reads everything.
+    max_rows: int | None = None
+
+
+@dataclass
+class DecontaminationConfig:
+    enabled: bool = False
+    ngram: int = 13
+    # Remove overlapping training rows (otherwise only report them).
+    remove: bool = False
+
+
+@dataclass
+class DataConfig:
+    sources: dict[str, SourceConfig] = field(default_factory=dict)
+    # Seed of the shuffles the conversion rules prescribe (independent of the training seed, so a
+    # seed sweep trains on the same data).
+    seed: int = 1234
+    # Passages with more sentences are dropped (all sources but ReClor), as in the Belebele paper.
+    max_passage_sentences: int = 25
+    export_tsv: bool = True
+    decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)

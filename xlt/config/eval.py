@@ -1,0 +1,34 @@
+"""Schema of the ``eval`` group (conf/eval/*.yaml): benchmarks, languages, scoring and sharding."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class BenchmarkConfig:
+    """One evaluation benchmark. ``kind`` names an entry of the benchmark registry."""
+
+    kind: str = "belebele"
+    enabled: bool = True
+    hub_id: str | None = None
+    revision: str | None = None
+    # Local copy in the Hub's layout and schema; takes precedence over hub_id.
+    path: str | None = None
+    # Language codes to evaluate; None or empty means every language the benchmark has.
+    languages: list[str] | None = None
+    split: str = "test"
+    # Evaluate at most this many questions per language (debugging); None evaluates all.
+    max_questions: int | None = None
+
+
+@dataclass
+class EvalConfig:
+    benchmarks: dict[str, BenchmarkConfig] = field(default_factory=dict)
+    # What to score: "run" (the run's trained model), or a local path / Hub id of an MC model.
+    model: str = "run"
+    batch_size: int = 64
+    bootstrap_samples: int = 1000
+    # Shard the (benchmark, language) jobs: this process evaluates shard `shard_index` of `num_shards`.
+    shard_index: int = 0
+    num_shards: int = 1

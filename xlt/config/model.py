@@ -1,0 +1,46 @@
+"""Schema of the ``model`` group (conf/model/*.yaml): which encoder, tokenizer and LoRA settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TINY_MODEL_ID = "xlt-tiny"
+
+
+@dataclass
+class TinyModelConfig:
+    """Architecture of the offline tiny XLM-R model (used when ``name_or_path == "xlt-tiny"``)."""
+
+    hidden_size: int = 64
+    num_hidden_layers: int = 2
+    num_attention_heads: int = 4
+    intermediate_size: int = 128
+    vocab_size: int = 4000  # target size of the offline Unigram tokenizer
+
+
+@dataclass
+class LoraConfig:
+    enabled: bool = False
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.1
+    target_modules: list[str] = field(default_factory=lambda: ["query", "value"])
+    # Also write a plain (merged) model next to the adapter.
+    merge_and_save: bool = False
+
+
+@dataclass
+class ModelConfig:
+    # Short name used in run names, reports and model cards.
+    name: str = "tiny"
+    # A Hub id (e.g. FacebookAI/xlm-roberta-base), a local directory, or "xlt-tiny" (built offline).
+    name_or_path: str = TINY_MODEL_ID
+    # Pinned Hub revision (commit sha or tag); ignored for local paths.
+    revision: str | None = None
+    # Tokenizer id/path if different from the model's.
+    tokenizer: str | None = None
+    # Always explicit: some checkpoints (XLM-V) carry no usable model_max_length.
+    max_length: int = 256
+    trust_remote_code: bool = False
+    tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
+    lora: LoraConfig = field(default_factory=LoraConfig)

@@ -1,0 +1,164 @@
+"""The run directory: its name, stage markers and atomic writes.
+
+A run directory is derived from the recipe and the command-line overrides (never the clock), so the
+same command finds the same directory: finished stages are skipped, interrupted ones resume.
+
+Layout::
+
+    <run_root>/<recipe>/<overrides or "default">/
+        .hydra/             resolved config (written by Hydra)
+        config.yaml         the validated config of this run (secrets removed)
+        stages/<stage>.json done-markers with a short summary per finished stage
+        data/               build_data and translate outputs
+        checkpoints/        resumable Trainer checkpoints
+        model/              final model (safetensors) + model card
+        eval/<benchmark>/   per-language results and predictions
+        report.*, plots/    the report
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+# Override keys that do not change what a run computes, so they do not change its directory.
+NEUTRAL_OVERRIDE_KEYS = (
+    "stages",
+    "force",
+    "run_root",
+    "logger",
+    "eval.shard_index",
+    "eval.num_shards",
+    "hydra",
+    "description",
+)
+
+_MAX_NAME = 120
+
+
+def _is_neutral(key: str) -> bool:
+    key = key.lstrip("+~")
+    return any(key == k or key.startswith(k + ".") or key.startswith(k + "/") for k in NEUTRAL_OVERRIDE_KEYS)
+
+
+def run_name(overrides: list[str]) -> str:
+    """Relative run directory for a list of command-line overrides, e.g. ``demo/seed=2``.
+
+    The recipe (``+recipe=NAME``) names the first level; the remaining result-changing overrides,
+    sorted, name the second (``default`` when there are none). Long names are shortened with a hash.
+    """
+    recipe = "norecipe"
+    rest = []
+    for ov in overrides:
+        key, _, value = ov.partition("=")
+        if key.lstrip("+") == "recipe":
+            recipe = value
+        elif not _is_neutral(key):
+            rest.append(f"{key.lstrip('+')}={value}")
+    tail = ",".join(sorted(rest)) or "default"
+    tail = re.sub(r"[^A-Za-z0-9_.,=+\-]", "_", tail)
+    if len(tail) > _MAX_NAME:
+        digest = hashlib.sha1(tail.encode()).hexdigest()[:10]
+        tail = f"{tail[: _MAX_NAME - 11]}-{digest}"
+    return f"{recipe}/{tail}"
+
+
+class RunDir:
+    """Paths and stage bookkeeping of one run directory."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+
+    def __truediv__(self, other: str) -> Path:
+        return self.path / other
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    @property
+    def data(self) -> Path:
+        return self.path / "data"
+
+    @property
+    def train_set(self) -> Path:
+        return self.path / "data" / "train_set"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.path / "checkpoints"
+
+    @property
+    def model(self) -> Path:
+        return self.path / "model"
+
+    @property
+    def eval(self) -> Path:
+        return self.path / "eval"
+
+    def marker(self, stage: str) -> Path:
+        return self.path / "stages" / f"{stage}.json"
+
+    def is_done(self, stage: str) -> bool:
+        return self.marker(stage).exists()
+
+    def done_info(self, stage: str) -> dict[str, Any]:
+        return json.loads(self.marker(stage).read_text())
+
+    def mark_done(self, stage: str, info: dict[str, Any] | None = None) -> None:
+        atomic_write_json(self.marker(stage), info or {})
+
+    def clear(self, stage: str) -> None:
+        self.marker(stage).unlink(missing_ok=True)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary sibling folder; on success it replaces ``path`` in one rename.
+
+    Use it for outputs written as folders (``save_to_disk``, ``save_pretrained``): readers never see
+    a half-written folder, and a crash leaves the previous version (or nothing) in place.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
