@@ -1,0 +1,162 @@
+"""The one language table of xlt: Belebele variants and Global-MMLU languages, joined per language.
+
+The data lives in ``xlt/languages.tsv`` (one row per Belebele variant; 122 rows). Each row carries the
+variant's FLORES-200-style code, name, script and family *as published in the Belebele README*, and,
+where the language is also in Global-MMLU, its Global-MMLU config code, resource tier and translation
+source. Every Global-MMLU language maps to exactly one Belebele code (``zh`` -> ``zho_Hans``,
+``fil`` -> ``tgl_Latn``, ...), so results join across the two benchmarks on :attr:`Language.code`.
+
+Resource-level taxonomy
+-----------------------
+Belebele publishes no resource level per language. xlt's default taxonomy is the one of the
+Global-MMLU paper (Singh et al., 2024, "Global MMLU: Understanding and Addressing Cultural and
+Linguistic Biases in Multilingual Evaluation", section 4.1: high / mid / low): a Belebele variant gets
+the tier of the Global-MMLU language with the *same* code (so ``hin_Deva`` is ``high`` but the
+romanized ``hin_Latn`` is not mapped). Variants outside Global-MMLU get no resource level
+(:data:`UNGROUPED`) unless the user supplies a grouping file (``eval.resource_groups``: a TSV of
+``code<TAB>group`` lines; codes may be Belebele or Global-MMLU codes; ``#`` starts a comment), which
+replaces the default taxonomy entirely.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from xlt.errors import ConfigError, DataError
+
+TABLE_PATH = Path(__file__).resolve().parent / "languages.tsv"
+UNGROUPED = "n/a"
+HUMAN_SOURCES = ("original", "post_edited_professional", "human_translation_mmmlu", "post_edited_community")
+
+
+@dataclass(frozen=True)
+class Language:
+    """One row of the language table."""
+
+    code: str  # Belebele / FLORES-200-style code, e.g. "deu_Latn"
+    name: str
+    script: str
+    family: str
+    gmmlu_code: str | None  # Global-MMLU config code, e.g. "de"
+    gmmlu_tier: str | None  # "high" | "mid" | "low"
+    gmmlu_source: str | None  # see languages.tsv header
+    gmmlu_lite: bool
+
+    @property
+    def translation(self) -> str | None:
+        """``human`` or ``machine`` for Global-MMLU languages (how their test set was made)."""
+        if not self.gmmlu_source:
+            return None
+        return "human" if self.gmmlu_source in HUMAN_SOURCES else "machine"
+
+
+@functools.lru_cache(maxsize=1)
+def table() -> tuple[Language, ...]:
+    """All rows of ``languages.tsv``, in file order."""
+    lines = [ln for ln in TABLE_PATH.read_text(encoding="utf-8").splitlines() if ln and not ln.startswith("#")]
+    rows = list(csv.DictReader(lines, delimiter="\t"))
+    out = []
+    for r in rows:
+        out.append(
+            Language(
+                code=r["code"],
+                name=r["name"],
+                script=r["script"],
+                family=r["family"],
+                gmmlu_code=r["gmmlu_code"] or None,
+                gmmlu_tier=r["gmmlu_tier"] or None,
+                gmmlu_source=r["gmmlu_source"] or None,
+                gmmlu_lite=r["gmmlu_lite"] == "yes",
+            )
+        )
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=1)
+def _index() -> dict[str, Language]:
+    idx: dict[str, Language] = {}
+    for lang in table():
+        idx[lang.code] = lang
+        if lang.gmmlu_code:
+            idx[lang.gmmlu_code] = lang
+    return idx
+
+
+def belebele_codes() -> list[str]:
+    return [lang.code for lang in table()]
+
+
+def gmmlu_codes() -> list[str]:
+    return [lang.gmmlu_code for lang in table() if lang.gmmlu_code]
+
+
+def lookup(code: str) -> Language | None:
+    """The row for a Belebele or Global-MMLU code (``ary_arab`` is accepted for ``ary_Arab``), or None."""
+    idx = _index()
+    if code in idx:
+        return idx[code]
+    if "_" in code:  # the Belebele GitHub table spells one code ary_arab
+        base, _, script = code.partition("_")
+        return idx.get(f"{base}_{script[:1].upper()}{script[1:].lower()}")
+    return None
+
+
+def get(code: str, valid: Sequence[str] | None = None, what: str = "language code") -> Language:
+    """Like :func:`lookup` but raise a :class:`ConfigError` with the closest valid code on a miss."""
+    lang = lookup(code)
+    if lang is None:
+        raise unknown_code_error(code, valid if valid is not None else list(_index()), what)
+    return lang
+
+
+def unknown_code_error(code: str, valid: Iterable[str], what: str = "language code") -> ConfigError:
+    """A ConfigError for ``code`` naming the closest entries of ``valid`` (difflib)."""
+    valid = list(valid)
+    close = difflib.get_close_matches(code, valid, n=3, cutoff=0.5)
+    if not close:  # case-insensitive / prefix matches help with e.g. "DEU" or "deu"
+        low = code.lower()
+        close = [v for v in valid if v.lower() == low or v.lower().startswith(low[:3])][:3]
+    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return ConfigError(f"unknown {what} {code!r}{hint} ({len(valid)} valid codes)")
+
+
+def read_groups(path: str | Path) -> dict[str, str]:
+    """Read a user grouping file (``code<TAB>group`` per line) into {Belebele code: group}.
+
+    Codes may be Belebele or Global-MMLU codes; both are normalised to the Belebele code. A malformed
+    line or an unknown code raises :class:`DataError` naming the file and line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: resource grouping file not found (eval.resource_groups)")
+    out: dict[str, str] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = line.split("#", 1)[0].rstrip()
+        if not line.strip():
+            continue
+        parts = [p.strip() for p in line.split("\t")]
+        if len(parts) != 2 or not all(parts):
+            raise DataError(f"{path}:{lineno}: expected 'code<TAB>group', got {line!r}")
+        if not out and parts[0].lower() == "code":  # optional header line
+            continue
+        lang = lookup(parts[0])
+        if lang is None:
+            err = unknown_code_error(parts[0], list(_index()))
+            raise DataError(f"{path}:{lineno}: field 'code': {err}")
+        out[lang.code] = parts[1]
+    return out
+
+
+def resource_level(code: str, groups: dict[str, str] | None = None) -> str:
+    """The resource group of a language: from ``groups`` when given, else its Global-MMLU tier."""
+    lang = lookup(code)
+    if groups is not None:
+        return groups.get(lang.code if lang else code, UNGROUPED)
+    if lang is None or not lang.gmmlu_tier:
+        return UNGROUPED
+    return lang.gmmlu_tier

@@ -1,0 +1,1 @@
+"""Models, tokenizers and multiple-choice features."""

@@ -1,0 +1,107 @@
+"""Multiple-choice features: each question becomes 4 (passage, question + option) pairs.
+
+Only the passage is truncated (``only_first``). Items without a passage (Global-MMLU) become
+(question, option) pairs. Tokenization is batched and cached per (tokenizer, max length, data
+fingerprint); padding is dynamic (per batch) in :class:`MCCollator`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from datasets import Dataset
+
+from xlt.data.schema import NUM_OPTIONS
+
+FEATURES_VERSION = "1"
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """A stable hash of what determines the token ids: vocabulary, settings and special tokens."""
+    h = hashlib.sha256()
+    h.update(type(tokenizer).__name__.encode())
+    backend = getattr(tokenizer, "backend_tokenizer", None) or getattr(tokenizer, "_tokenizer", None)
+    if backend is not None:
+        h.update(backend.to_str().encode())
+    else:
+        h.update(repr(sorted(tokenizer.get_vocab().items())).encode())
+    return h.hexdigest()[:16]
+
+
+def _pairs(passages: Sequence[str], questions: Sequence[str], options: Sequence[Sequence[str]]):
+    first, second = [], []
+    for passage, question, opts in zip(passages, questions, options, strict=True):
+        for opt in opts:
+            if passage:
+                first.append(passage)
+                second.append(f"{question} {opt}".strip())
+            else:
+                first.append(question)
+                second.append(opt)
+    return first, second
+
+
+def encode_batch(batch: dict[str, list[Any]], tokenizer, max_length: int) -> dict[str, list[Any]]:
+    """Tokenize a batch of MC items into per-item lists of 4 sequences (no padding)."""
+    first, second = _pairs(batch["passage"], batch["question"], batch["options"])
+    enc = tokenizer(first, second, truncation="only_first", max_length=max_length, padding=False)
+    ids = enc["input_ids"]
+    # `only_first` cannot shorten a (question + option) that alone exceeds max_length: clip those
+    # hard, keeping the final </s>.
+    ids = [seq if len(seq) <= max_length else seq[: max_length - 1] + seq[-1:] for seq in ids]
+    n = len(batch["passage"])
+    input_ids = [ids[i * NUM_OPTIONS : (i + 1) * NUM_OPTIONS] for i in range(n)]
+    return {
+        "input_ids": input_ids,
+        "attention_mask": [[[1] * len(s) for s in item] for item in input_ids],
+        "labels": list(batch["label"]),
+        # Padded length of the item (its longest option): what batches are grouped and sorted by.
+        "length": [max(len(s) for s in item) for item in input_ids],
+    }
+
+
+def tokenize_mc(dataset: Dataset, tokenizer, max_length: int, batch_size: int = 1000, desc: str = "tokenize") -> Dataset:
+    """Tokenized features of an MC dataset (columns input_ids, attention_mask, labels, length).
+
+    Cached by ``datasets`` next to the source Arrow files, under a fingerprint made of the data's
+    fingerprint, the tokenizer's hash and ``max_length``.
+    """
+    fingerprint = hashlib.sha256(
+        f"{dataset._fingerprint}|{tokenizer_fingerprint(tokenizer)}|{max_length}|{FEATURES_VERSION}".encode()
+    ).hexdigest()[:16]
+    return dataset.map(
+        encode_batch,
+        batched=True,
+        batch_size=batch_size,
+        fn_kwargs={"tokenizer": tokenizer, "max_length": max_length},
+        remove_columns=dataset.column_names,
+        new_fingerprint=fingerprint,
+        desc=desc,
+    )
+
+
+class MCCollator:
+    """Pads a list of MC features to the longest sequence in the batch: tensors of shape (B, 4, L)."""
+
+    def __init__(self, tokenizer, pad_to_multiple_of: int | None = None):
+        self.pad_id = tokenizer.pad_token_id
+        self.multiple = pad_to_multiple_of
+
+    def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        longest = max(len(seq) for f in features for seq in f["input_ids"])
+        if self.multiple:
+            longest = -(-longest // self.multiple) * self.multiple
+        b = len(features)
+        input_ids = torch.full((b, NUM_OPTIONS, longest), self.pad_id, dtype=torch.long)
+        attention = torch.zeros((b, NUM_OPTIONS, longest), dtype=torch.long)
+        for i, f in enumerate(features):
+            for j, seq in enumerate(f["input_ids"]):
+                input_ids[i, j, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+                attention[i, j, : len(seq)] = 1
+        batch = {"input_ids": input_ids, "attention_mask": attention}
+        if "labels" in features[0]:
+            batch["labels"] = torch.tensor([f["labels"] for f in features], dtype=torch.long)
+        return batch

@@ -1,0 +1,85 @@
+"""Load tokenizers and multiple-choice models: the offline tiny model, a local folder, or a Hub id.
+
+Hub loads go through :func:`xlt.hub.hub_resource`, so a missing network or cache entry becomes a
+clear error saying how to fix it. ``trust_remote_code`` is off unless the model config turns it on.
+Tokenizers loaded from the Hub are saved once under ``$XLT_CACHE/tokenizers`` and reloaded from there:
+XLM-V ships a ~900k-piece SentencePiece model whose conversion takes minutes; it happens only once.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from xlt.config.model import TINY_MODEL_ID, ModelConfig
+from xlt.hub import hub_resource, is_local
+from xlt.modeling.tiny import cache_dir, tiny_config, tiny_tokenizer
+from xlt.run import atomic_dir
+
+
+def _cached_tokenizer_dir(repo_id: str, revision: str | None) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "--", f"{repo_id}@{revision or 'main'}")
+    return cache_dir() / "tokenizers" / safe
+
+
+def load_tokenizer(model: ModelConfig | Any):
+    """The tokenizer of ``model`` (a ModelConfig-like object)."""
+    from transformers import AutoTokenizer
+
+    name = model.tokenizer or model.name_or_path
+    if name == TINY_MODEL_ID:
+        return tiny_tokenizer(model.tiny.vocab_size)
+    if is_local(name):
+        return AutoTokenizer.from_pretrained(name, trust_remote_code=model.trust_remote_code)
+    cached = _cached_tokenizer_dir(name, model.revision)
+    if (cached / "tokenizer_config.json").exists():
+        return AutoTokenizer.from_pretrained(cached, trust_remote_code=model.trust_remote_code)
+    key = "model.tokenizer" if model.tokenizer else "model.name_or_path"
+    with hub_resource("tokenizer", name, model.revision, config_key=key):
+        tok = AutoTokenizer.from_pretrained(name, revision=model.revision, trust_remote_code=model.trust_remote_code)
+    with atomic_dir(cached) as tmp:
+        tok.save_pretrained(tmp)
+    return tok
+
+
+def load_model(model: ModelConfig | Any, tokenizer=None, seed: int = 0):
+    """A fresh ``AutoModelForMultipleChoice`` for ``model``: random init for the tiny model (seeded),
+    pretrained weights (with a new classifier head) otherwise."""
+    from transformers import AutoModelForMultipleChoice
+
+    if model.name_or_path == TINY_MODEL_ID:
+        tokenizer = tokenizer if tokenizer is not None else load_tokenizer(model)
+        torch.manual_seed(seed)
+        return AutoModelForMultipleChoice.from_config(tiny_config(tokenizer, model.tiny, model.max_length))
+    kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code}
+    if is_local(model.name_or_path):
+        return AutoModelForMultipleChoice.from_pretrained(model.name_or_path, **kwargs)
+    with hub_resource("model", model.name_or_path, model.revision, config_key="model.name_or_path"):
+        return AutoModelForMultipleChoice.from_pretrained(model.name_or_path, revision=model.revision, **kwargs)
+
+
+def load_trained(path: str | Path, trust_remote_code: bool = False, revision: str | None = None):
+    """A trained multiple-choice model and its tokenizer from a folder (``run/model``) or a Hub id.
+
+    A folder holding a LoRA adapter (``adapter_config.json``) is loaded with peft on its base model.
+    """
+    from transformers import AutoModelForMultipleChoice, AutoTokenizer
+
+    path = str(path)
+    if is_local(path) and (Path(path) / "adapter_config.json").exists():
+        from peft import AutoPeftModel  # noqa: F401 - peft has no MC auto class; load base + adapter
+        from peft import PeftConfig, PeftModel
+
+        peft_cfg = PeftConfig.from_pretrained(path)
+        base = AutoModelForMultipleChoice.from_pretrained(peft_cfg.base_model_name_or_path,
+                                                          trust_remote_code=trust_remote_code)
+        return PeftModel.from_pretrained(base, path), AutoTokenizer.from_pretrained(path)
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if is_local(path):
+        return AutoModelForMultipleChoice.from_pretrained(path, **kwargs), AutoTokenizer.from_pretrained(path)
+    with hub_resource("model", path, revision, config_key="eval.model"):
+        return (AutoModelForMultipleChoice.from_pretrained(path, revision=revision, **kwargs),
+                AutoTokenizer.from_pretrained(path, revision=revision))
