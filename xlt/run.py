@@ -37,6 +37,8 @@ NEUTRAL_OVERRIDE_KEYS = (
     "logger",
     "eval.shard_index",
     "eval.num_shards",
+    "translate.shard_index",
+    "translate.num_shards",
     "hydra",
     "description",
 )

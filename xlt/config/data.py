@@ -11,6 +11,8 @@ class SourceConfig:
 
     enabled: bool = True
     hub_id: str | None = None
+    # Hub config (e.g. RACE ``all``, SuperGLUE ``multirc``); a local copy may keep its files in a
+    # subfolder of this name (the Hub's Parquet layout), which is searched too.
     config_name: str | None = None
     revision: str | None = None
     # Local copy: a directory of split-named JSONL/Parquet files in the upstream schema, or the
@@ -25,6 +27,9 @@ class SourceConfig:
 
 @dataclass
 class DecontaminationConfig:
+    """Check training passages/questions for word n-gram overlap with local Belebele copies
+    (``eval.benchmarks.*.path`` of kind ``belebele``)."""
+
     enabled: bool = False
     ngram: int = 13
     # Remove overlapping training rows (otherwise only report them).

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xlt.config.llm import LLMConfig
+
 
 @dataclass
 class BenchmarkConfig:
@@ -27,8 +29,18 @@ class EvalConfig:
     benchmarks: dict[str, BenchmarkConfig] = field(default_factory=dict)
     # What to score: "run" (the run's trained model), or a local path / Hub id of an MC model.
     model: str = "run"
+    # Scorer registry entry (xlt/scoring/scorers.py): "mc" (encoder MC head), "gold", "fixed", "llm".
+    scorer: str = "mc"
+    # Option index the "fixed" scorer always picks (0-3).
+    fixed_option: int = 0
     batch_size: int = 64
     bootstrap_samples: int = 1000
+    # Seed of the bootstrap resampling (independent of the training seed, so seeds compare fairly).
+    bootstrap_seed: int = 0
+    # TSV of `code<TAB>group` lines grouping languages by resource level; null: the Global-MMLU tiers.
+    resource_groups: str | None = None
     # Shard the (benchmark, language) jobs: this process evaluates shard `shard_index` of `num_shards`.
     shard_index: int = 0
     num_shards: int = 1
+    # Causal-LLM options, used when scorer == "llm" (schema owned by xlt/config/llm.py).
+    llm: LLMConfig = field(default_factory=LLMConfig)

@@ -1,4 +1,7 @@
-"""Schema of the ``translate`` group (conf/translate/*.yaml): machine translation of the training set."""
+"""Schema of the ``translate`` group (conf/translate/*.yaml): machine translation of the training set.
+
+See :mod:`xlt.translation` for what each stage does with these settings.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +9,74 @@ from dataclasses import dataclass, field
 
 
 @dataclass
+class TranslationQualityConfig:
+    """Rules applied to translated rows (documented in :mod:`xlt.translation.quality`)."""
+
+    # Drop a row when one of its translated fields shows runaway repetition (else only count it).
+    drop_runaway: bool = True
+    # A substring repeated this many times in a row (consecutively) counts as runaway repetition.
+    runaway_min_repeats: int = 4
+    # ... and so does an output longer than this many times its source (in characters) + 20.
+    runaway_max_length_ratio: float = 4.0
+
+
+@dataclass
+class TranslationSamplingConfig:
+    """How the translate-train-all set mixes English and the translations (:mod:`xlt.translation.union`)."""
+
+    # "all": every row of every language; "cap": at most max_rows_per_language per language;
+    # "temperature": rows per language proportional to n_l ** (1 / temperature) (seeded, with
+    # replacement when a language has fewer rows than its share).
+    strategy: str = "all"
+    max_rows_per_language: int | None = None
+    temperature: float = 5.0
+    # Total training rows for "temperature" (None: the sum of all languages' rows).
+    total_rows: int | None = None
+    # Include the English source set as language eng_Latn.
+    include_english: bool = True
+    # At most this many dev rows per language (None: all). Dev rows are never upsampled.
+    max_dev_rows_per_language: int | None = None
+
+
+@dataclass
 class TranslateConfig:
+    # Translator backend: "hf" (any NLLB or M2M100 seq2seq model through transformers) or "echo"
+    # (deterministic test translator: "[<lang>] " + text; no model).
+    kind: str = "hf"
     model_name_or_path: str = "facebook/nllb-200-distilled-600M"
     revision: str | None = None
+    # Language of the training set (FLORES-200 code).
+    source_language: str = "eng_Latn"
     # FLORES-200 target codes.
     languages: list[str] = field(default_factory=list)
+    # Segments per generate() call; batches are formed from length-sorted segments.
     batch_size: int = 32
+    # Optional budget of padded input tokens per batch (batch_size x longest input); None: no budget.
+    max_batch_tokens: int | None = None
+    # Inputs longer than this (tokens) are truncated, and counted in the report.
+    max_input_tokens: int = 256
+    # Hard cap of generated tokens per segment (NLLB's default of 200 would silently cut long ones).
     max_new_tokens: int = 256
+    # Per batch, generate at most ceil(ratio x longest input) + 10 tokens (None: always max_new_tokens).
+    max_new_tokens_ratio: float | None = 2.0
     num_beams: int = 1
+    # "auto": bf16 on a GPU that supports it, else fp32; or "bf16", "fp16", "fp32".
+    precision: str = "auto"
+    # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
+    device: str = "auto"
+    # Extra FLORES -> model language code mappings (M2M100 uses ISO codes like "fr").
+    lang_code_map: dict[str, str] = field(default_factory=dict)
+    # Folder of the SQLite translation cache (shared between runs); None: <run>/data.
+    cache_dir: str | None = None
+    # Commit the cache after this many generate() batches (a killed run loses at most this many).
+    commit_every: int = 1
+    # Work is cut into units of (language, split, row range of this many rows); shard `shard_index`
+    # of `num_shards` translates every num_shards-th unit. Parts do not depend on num_shards, so any
+    # mix of shard settings produces the same merged result.
+    rows_per_unit: int = 5000
+    shard_index: int = 0
+    num_shards: int = 1
+    # Import ready translations from this folder instead of translating (one folder or JSONL per language).
+    import_dir: str | None = None
+    quality: TranslationQualityConfig = field(default_factory=TranslationQualityConfig)
+    sampling: TranslationSamplingConfig = field(default_factory=TranslationSamplingConfig)

@@ -74,8 +74,11 @@ def load_trained(path: str | Path, trust_remote_code: bool = False, revision: st
         from peft import PeftConfig, PeftModel
 
         peft_cfg = PeftConfig.from_pretrained(path)
-        base = AutoModelForMultipleChoice.from_pretrained(peft_cfg.base_model_name_or_path,
-                                                          trust_remote_code=trust_remote_code)
+        base_ref = peft_cfg.base_model_name_or_path
+        # A base stored inside the adapter folder (the tiny model has no Hub id) is named relative to it.
+        if base_ref and (Path(path) / base_ref).is_dir():
+            base_ref = str(Path(path) / base_ref)
+        base = AutoModelForMultipleChoice.from_pretrained(base_ref, trust_remote_code=trust_remote_code)
         return PeftModel.from_pretrained(base, path), AutoTokenizer.from_pretrained(path)
     kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if is_local(path):

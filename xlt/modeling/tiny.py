@@ -20,6 +20,8 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from xlt.run import atomic_dir
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "demo"
+# Bump when the tokenizer recipe changes, so cached tokenizers are rebuilt.
+TOKENIZER_VERSION = "2"
 SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # XLM-R's order: <s>=0, <pad>=1, </s>=2, <unk>=3
 _TEXT_FIELDS = ("article", "question", "options", "support", "correct_answer", "distractor1", "distractor2",
                 "distractor3", "flores_passage", "mc_answer1", "mc_answer2", "mc_answer3", "mc_answer4",
@@ -53,7 +55,9 @@ def _train_tokenizer(texts: list[str], vocab_size: int) -> Tokenizer:
     # degenerates to characters on a corpus this small, which makes the tiny model's task needlessly hard.
     tok = Tokenizer(models.BPE(unk_token="<unk>"))
     tok.normalizer = normalizers.NFKC()
-    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    # Punctuation split off words, so "bananas." in a passage and the option "bananas" share a token
+    # (without it BPE merges "▁bananas." and the tiny model barely learns the matching task).
+    tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Metaspace(), pre_tokenizers.Punctuation()])
     tok.decoder = decoders.Metaspace()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False)
     tok.train_from_iterator(texts, trainer=trainer)
@@ -75,7 +79,7 @@ def tiny_tokenizer(vocab_size: int = 4000):
 
     texts = list(corpus_texts())
     digest = hashlib.sha256(
-        json.dumps([texts, vocab_size, tokenizers.__version__], ensure_ascii=False).encode()
+        json.dumps([texts, vocab_size, tokenizers.__version__, TOKENIZER_VERSION], ensure_ascii=False).encode()
     ).hexdigest()[:16]
     path = cache_dir() / "tokenizers" / f"xlt-tiny-{digest}"
     if not (path / "tokenizer.json").exists():

@@ -1,0 +1,99 @@
+"""LLMScorer wiring: config checks, few-shot pools from the benchmark registry, chat templates, meta."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xlt.errors import ConfigError
+from xlt.scoring.llm.load import llm_config
+from xlt.scoring.llm.scorer import LLMScorer
+
+CHAT = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+def test_config_is_checked():
+    with pytest.raises(ConfigError, match="eval.llm.model is not set"):
+        llm_config({"eval": {"llm": {}}})
+    with pytest.raises(ConfigError, match="eval.llm.mode must be one of"):
+        llm_config({"eval": {"llm": {"model": "m", "mode": "sample"}}})
+    with pytest.raises(ConfigError, match="invalid eval.llm key 'num_shots'"):
+        llm_config({"eval": {"llm": {"model": "m", "num_shots": 5}}})
+    with pytest.raises(ConfigError, match="eval.llm is missing"):
+        llm_config({"eval": {}})
+    assert llm_config({"eval": {"llm": {"model": "m"}}}).num_fewshot == 5
+
+
+def test_global_mmlu_pool_is_the_untruncated_dev_split(make_cfg, loaded_lm, load_items):
+    model, tok = loaded_lm
+    cfg = make_cfg(num_fewshot=5)
+    cfg.eval.benchmarks.global_mmlu.max_questions = 4  # truncates the test items, never the few-shot pool
+    scorer = LLMScorer(cfg, model=model, tokenizer=tok, progress=False)
+    items = load_items("global_mmlu", "en").select(range(4))
+    ctx = scorer.contexts(items, benchmark="global_mmlu", language="en")
+    dev = load_items("global_mmlu", "en", "dev")
+    first_dev = dev[0]["question"].strip()
+    assert ctx[0].startswith(first_dev) and ctx[0].count("\n\n") == 5
+    assert scorer.score(items, benchmark="global_mmlu", language="en").shape == (4, 4)
+    assert scorer.last_meta["fewshot"] == {"k": 5, "split": "dev", "sampler": "first_n", "seed": None}
+    assert scorer.language_meta("global_mmlu", "en")["forward"]["sequences"] == 4
+
+
+def test_chat_template_wraps_the_prompt_and_drops_the_space_before_the_letter(make_cfg, loaded_lm, load_items):
+    model, tok = loaded_lm
+    items = load_items("belebele", "eng_Latn").select(range(3))
+    plain = LLMScorer(make_cfg(num_fewshot=1), model=model, tokenizer=tok, progress=False)
+    with pytest.raises(ConfigError, match="has no chat template"):
+        LLMScorer(make_cfg(num_fewshot=1, chat_template=True), model=model, tokenizer=tok, progress=False).contexts(
+            items, benchmark="belebele", language="eng_Latn")
+    tok.chat_template = CHAT
+    try:
+        chat = LLMScorer(make_cfg(num_fewshot=1, chat_template=True, system_prompt="Be brief."), model=model,
+                         tokenizer=tok, progress=False)
+        ctx = chat.contexts(items, benchmark="belebele", language="eng_Latn")
+        inner = plain.contexts(items, benchmark="belebele", language="eng_Latn")
+        assert ctx[0] == f"<|system|>Be brief.\n<|user|>{inner[0]}\n<|assistant|>"
+        scores = chat.score(items, benchmark="belebele", language="eng_Latn")
+        assert scores.shape == (3, 4) and np.isfinite(scores).all()
+        assert not np.allclose(scores, plain.score(items, benchmark="belebele", language="eng_Latn"))
+    finally:
+        tok.chat_template = None
+
+
+def test_zero_shot_loglikelihood_uses_the_bare_prompt(make_cfg, loaded_lm, load_items):
+    model, tok = loaded_lm
+    items = load_items("global_mmlu", "en")
+    scorer = LLMScorer(make_cfg(num_fewshot=0), model=model, tokenizer=tok, progress=False)
+    ctx = scorer.contexts(items, benchmark="global_mmlu_lite", language="en")
+    assert "\n\n" not in ctx[0] and ctx[0].endswith("\nD. " + items[0]["options"][3] + "\nAnswer:")
+    assert scorer.score(items, benchmark="global_mmlu_lite", language="en").shape == (12, 4)
+    assert scorer.last_meta["fewshot"] == {"k": 0}
+
+
+def test_belebele_pool_is_the_whole_split_when_max_questions_cuts_the_items(make_cfg, loaded_lm, load_items):
+    model, tok = loaded_lm
+    cfg = make_cfg(num_fewshot=5)
+    cfg.eval.benchmarks.belebele.max_questions = 2
+    scorer = LLMScorer(cfg, model=model, tokenizer=tok, progress=False)
+    full = load_items("belebele", "eng_Latn")
+    ctx = scorer.contexts(full.select(range(2)), benchmark="belebele", language="eng_Latn")
+    ref = LLMScorer(make_cfg(num_fewshot=5), model=model, tokenizer=tok, progress=False).contexts(
+        full, benchmark="belebele", language="eng_Latn")
+    assert ctx == ref[:2]
+
+
+def test_unreachable_hub_model_gives_a_clear_error(make_cfg, monkeypatch):
+    from xlt.errors import HubUnavailableError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(HubUnavailableError, match=r"(?s)xlt-test-org/no-such-llm.*eval.llm.model=/path/to/local/copy"):
+        LLMScorer(make_cfg(model="xlt-test-org/no-such-llm"), progress=False)
+
+
+def test_real_loading_path_is_float32_on_cpu_and_scores(make_cfg, load_items):
+    scorer = LLMScorer(make_cfg(num_fewshot=0), progress=False)  # loads from the saved folder (safetensors)
+    assert scorer.device.type == "cpu" and next(scorer.model.parameters()).dtype.is_floating_point
+    assert str(next(scorer.model.parameters()).dtype) == "torch.float32"
+    items = load_items("belebele", "fra_Latn")
+    assert scorer.score(items, benchmark="belebele", language="fra_Latn").shape == (9, 4)

@@ -1,0 +1,93 @@
+"""Accuracy, bootstrap and the summaries, against hand-computed values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from xlt.scoring.metrics import (
+    accuracy,
+    accuracy_with_ci,
+    belebele_summary,
+    bootstrap_ci,
+    gmmlu_subsets,
+    gmmlu_summary,
+    paired_bootstrap,
+)
+
+
+def test_accuracy_and_seeded_bootstrap():
+    correct = np.array([1, 1, 1, 0] * 50, dtype=bool)
+    assert accuracy(correct) == 75.0
+    lo, hi = bootstrap_ci(correct, samples=2000, seed=3)
+    assert (lo, hi) == bootstrap_ci(correct, samples=2000, seed=3)  # seeded
+    # normal approximation: 75 +- 1.96 * sqrt(.75*.25/200) * 100 = 75 +- 6.0
+    assert 68 < lo < 71.5 and 78.5 < hi < 82
+    res = accuracy_with_ci([True, False], samples=10)
+    assert res["n"] == 2 and res["correct"] == 1 and res["accuracy"] == 50.0
+
+
+def test_bootstrap_matches_index_resampling():
+    rng = np.random.default_rng(0)
+    correct = rng.random(300) < 0.6
+    lo, hi = bootstrap_ci(correct, samples=4000, seed=1)
+    idx = rng.integers(0, 300, size=(4000, 300))
+    ref = np.quantile(correct[idx].mean(1) * 100, [0.025, 0.975])
+    assert abs(lo - ref[0]) < 1.0 and abs(hi - ref[1]) < 1.0
+
+
+def test_paired_bootstrap():
+    a = np.array([1, 0] * 100, dtype=bool)
+    same = paired_bootstrap(a, a, samples=500)
+    assert same["diff"] == 0 and same["p_value"] == 1.0
+    b = np.ones(200, dtype=bool)
+    better = paired_bootstrap(a, b, samples=500, seed=2)
+    assert better["diff"] == 50.0 and better["p_value"] < 0.01 and better["ci_low"] > 40
+    c = a.copy()
+    c[1] = True  # one more right of 200: not significant
+    small = paired_bootstrap(a, c, samples=500, seed=2)
+    assert small["diff"] == 0.5 and small["p_value"] > 0.2
+    with pytest.raises(ValueError):
+        paired_bootstrap(a, a[:10])
+
+
+def test_belebele_summary_hand_computed():
+    df = pd.DataFrame({
+        "language": ["a", "b", "c", "d"],
+        "accuracy": [80.0, 60.0, 50.0, 30.0],
+        "script": ["Latn", "Latn", "Cyrl", "Arab"],
+        "family": ["Romance", "Germanic", "Balto-Slavic", "Afro-Asiatic"],
+        "resource": ["high", "high", "mid", "n/a"],
+    })
+    s = belebele_summary(df)
+    assert s["mean"] == 55.0 and s["n_languages"] == 4
+    assert s["n_ge_50"] == 3 and s["n_ge_70"] == 1
+    assert s["by_script"] == {"Arab": {"mean": 30.0, "n_languages": 1}, "Cyrl": {"mean": 50.0, "n_languages": 1},
+                              "Latn": {"mean": 70.0, "n_languages": 2}}
+    assert s["by_resource"]["high"] == {"mean": 70.0, "n_languages": 2}
+    assert s["by_family"]["Romance"]["mean"] == 80.0
+
+
+def test_gmmlu_subsets_and_summary():
+    items = pd.DataFrame({
+        "is_annotated": [True, True, False, True],
+        "cultural_sensitivity_label": ["CS", "CA", "-", "CA"],
+        "subject_category": ["STEM", "Medical", "STEM", "Other"],
+    })
+    m = gmmlu_subsets(items)
+    assert m["MA"].tolist() == [True, True, False, True]
+    assert m["CS"].tolist() == [True, False, False, False] and m["CA"].sum() == 2
+    assert m["category/STEM"].tolist() == [True, False, True, False]
+    per_lang = pd.DataFrame({
+        "language": ["x", "y", "z"],
+        "acc_full": [60.0, 40.0, 50.0], "acc_MA": [50.0, 30.0, 40.0],
+        "acc_CS": [40.0, 20.0, np.nan], "acc_CA": [70.0, 50.0, 60.0],
+        "acc_category/STEM": [10.0, 20.0, 30.0],
+        "tier": ["high", "low", "low"], "translation": ["human", "machine", "machine"],
+    })
+    s = gmmlu_summary(per_lang)
+    assert s["full"] == 50.0 and s["MA"] == 40.0 and s["CS"] == 30.0 and s["CA"] == 60.0
+    assert s["by_category"] == {"STEM": 20.0}
+    assert s["by_tier"]["low"] == {"n_languages": 2, "full": 45.0, "MA": 35.0, "CS": 20.0, "CA": 55.0}
+    assert s["by_translation"]["human"]["full"] == 60.0

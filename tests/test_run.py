@@ -1,0 +1,54 @@
+"""The run directory: deterministic names, markers, atomic writes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xlt.run import RunDir, atomic_dir, atomic_write_json, run_name
+
+
+def test_run_name_from_recipe_and_sorted_overrides() -> None:
+    assert run_name(["+recipe=demo"]) == "demo/default"
+    a = run_name(["+recipe=demo", "seed=2", "training.learning_rate=1e-4"])
+    b = run_name(["training.learning_rate=1e-4", "+recipe=demo", "seed=2"])
+    assert a == b == "demo/seed=2,training.learning_rate=1e-4"
+
+
+def test_neutral_overrides_do_not_change_the_run() -> None:
+    base = run_name(["+recipe=demo"])
+    assert run_name(["+recipe=demo", "stages=[evaluate]", "logger=wandb", "eval.shard_index=3",
+                     "eval.num_shards=4", "force=true"]) == base
+
+
+def test_long_names_are_hashed_and_distinct() -> None:
+    a = run_name(["+recipe=x"] + [f"k{i}=value{i}" for i in range(40)])
+    b = run_name(["+recipe=x"] + [f"k{i}=value{i}" for i in range(39)] + ["k39=other"])
+    assert len(a) < 140 and a != b
+
+
+def test_markers(tmp_path) -> None:
+    run = RunDir(tmp_path)
+    assert not run.is_done("train")
+    run.mark_done("train", {"steps": 3})
+    assert run.is_done("train") and run.done_info("train") == {"steps": 3}
+    run.clear("train")
+    assert not run.is_done("train")
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path) -> None:
+    atomic_write_json(tmp_path / "a" / "x.json", {"a": 1})
+    assert json.loads((tmp_path / "a" / "x.json").read_text()) == {"a": 1}
+    assert [p.name for p in (tmp_path / "a").iterdir()] == ["x.json"]
+
+
+def test_atomic_dir_keeps_old_version_on_crash(tmp_path) -> None:
+    target = tmp_path / "model"
+    with atomic_dir(target) as tmp:
+        (tmp / "w.txt").write_text("v1")
+    with pytest.raises(RuntimeError), atomic_dir(target) as tmp:
+        (tmp / "w.txt").write_text("half")
+        raise RuntimeError("killed")
+    assert (target / "w.txt").read_text() == "v1"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]

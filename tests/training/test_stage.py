@@ -1,0 +1,120 @@
+"""The train stage on the tiny model: it learns, keeps the best checkpoint, resumes, trains LoRA."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from datasets import load_from_disk
+
+from tests.training.conftest import make_cfg, write_train_set
+from xlt.errors import DataError
+from xlt.modeling.features import MCCollator, tokenize_mc
+from xlt.modeling.load import load_trained
+from xlt.training.callbacks import CrashAtStep, SimulatedCrash, TrainingCollapsedError
+from xlt.training.stage import run_stage
+
+
+def dev_logits(model, tokenizer, run, n: int = 32) -> torch.Tensor:
+    dev = load_from_disk(str(run.train_set))["dev"].select(range(n))
+    feats = tokenize_mc(dev, tokenizer, 64).remove_columns(["length"])
+    batch = MCCollator(tokenizer)([feats[i] for i in range(n)])
+    batch.pop("labels")
+    model.eval()
+    with torch.no_grad():
+        return model(**batch).logits
+
+
+def test_training_lowers_loss_and_beats_chance(run_dir):
+    write_train_set(run_dir, 800, 120)
+    cfg = make_cfg(**{"training.num_train_epochs": 3, "training.eval_steps": 20})
+    summary = run_stage(cfg, run_dir)
+
+    metrics = json.loads((run_dir.path / "train_metrics.json").read_text())
+    losses = [h["loss"] for h in metrics["train_loss"]]
+    assert np.mean(losses[-3:]) < losses[0] - 0.08
+    assert summary["best_dev_accuracy"] > 0.35
+    # The best checkpoint is the one restored: its step is in the history with the best accuracy.
+    best = max(metrics["dev"], key=lambda h: h["accuracy"])
+    assert summary["best_step"] == best["step"]
+    assert summary["final_dev_accuracy"] == pytest.approx(summary["best_dev_accuracy"])
+    assert summary["global_step"] == 150  # 800 rows / 16 x 3 epochs
+
+    model_dir = run_dir.model
+    assert (model_dir / "model.safetensors").exists() and not (model_dir / "pytorch_model.bin").exists()
+    card = (model_dir / "README.md").read_text()
+    assert "xlt:evaluation:begin" in card and f"{summary['best_dev_accuracy']:.4f}" in card
+    # The saved model is the best one: reloaded, it scores the reported dev accuracy.
+    model, tok = load_trained(model_dir)
+    dev = load_from_disk(str(run_dir.train_set))["dev"]
+    logits = dev_logits(model, tok, run_dir, n=len(dev))
+    acc = float((logits.argmax(-1).numpy() == np.array(dev["label"])).mean())
+    assert acc == pytest.approx(summary["final_dev_accuracy"])
+
+
+def test_kill_and_resume_gives_the_same_result(tmp_path):
+    from xlt.run import RunDir
+
+    settings = {"training.max_steps": 30, "training.eval_steps": 10}
+    one = RunDir(tmp_path / "one")
+    write_train_set(one, 320, 48)
+    full = run_stage(make_cfg(**settings), one)
+
+    two = RunDir(tmp_path / "two")
+    write_train_set(two, 320, 48)
+    with pytest.raises(SimulatedCrash):
+        run_stage(make_cfg(**settings), two, extra_callbacks=[CrashAtStep(15)])
+    assert (two.checkpoints / "checkpoint-10").exists() and not two.model.exists()
+    resumed = run_stage(make_cfg(**settings), two)
+
+    assert resumed["resumed_from"].endswith("checkpoint-10")
+    for key in ("best_dev_accuracy", "best_step", "final_dev_accuracy", "global_step"):
+        assert resumed[key] == full[key], key
+    h1 = json.loads((one.path / "train_metrics.json").read_text())
+    h2 = json.loads((two.path / "train_metrics.json").read_text())
+    assert [h["loss"] for h in h2["train_loss"]] == pytest.approx([h["loss"] for h in h1["train_loss"]], abs=1e-4)
+    m1, tok = load_trained(one.model)
+    m2, _ = load_trained(two.model)
+    assert torch.allclose(dev_logits(m1, tok, one), dev_logits(m2, tok, two), atol=1e-5)
+
+
+def test_lora_trains_saves_head_and_reloads(run_dir):
+    write_train_set(run_dir, 320, 48)
+    cfg = make_cfg(**{"model.lora.enabled": True, "model.lora.merge_and_save": True, "training.max_steps": 20,
+                      "training.eval_steps": 10, "model.lora.r": 4})
+    summary = run_stage(cfg, run_dir)
+    assert summary["lora"] and (run_dir.model / "adapter_config.json").exists()
+    assert (run_dir.model / "base_model" / "model.safetensors").exists()
+    model, tok = load_trained(run_dir.model)
+    # The head was trained and saved (modules_to_save): it differs from the base's random head.
+    base = model.get_base_model()
+    trained_head = base.classifier.modules_to_save["default"].weight
+    assert not torch.allclose(trained_head, base.classifier.original_module.weight)
+    # Reloading gives the reported dev accuracy, and the merged plain model gives the same logits.
+    lg = dev_logits(model, tok, run_dir, n=48)
+    labels = np.array(load_from_disk(str(run_dir.train_set))["dev"]["label"][:48])
+    assert float((lg.argmax(-1).numpy() == labels).mean()) == pytest.approx(summary["final_dev_accuracy"])
+    merged, _ = load_trained(run_dir.path / "model_merged")
+    assert not (run_dir.path / "model_merged" / "adapter_config.json").exists()
+    assert torch.allclose(dev_logits(merged, tok, run_dir, n=48), lg, atol=1e-5)
+
+
+def test_collapse_stops_the_run_with_a_clear_error(run_dir):
+    write_train_set(run_dir, 160, 48)
+    # lr 0: the model cannot learn; a margin of 0.3 makes any accuracy up to 0.55 count as chance.
+    cfg = make_cfg(**{"training.learning_rate": 0.0, "training.max_steps": 30, "training.eval_steps": 10,
+                      "training.stop_on_collapse": True, "training.collapse_margin": 0.3,
+                      "training.collapse_patience": 2})
+    with pytest.raises(TrainingCollapsedError, match="collapsed"):
+        run_stage(cfg, run_dir)
+    metrics = json.loads((run_dir.path / "train_metrics.json").read_text())
+    assert metrics["collapsed"]["step"] == 20  # warmup is 3 steps: evaluations at 10 and 20
+    assert metrics["global_step"] == 20  # stopped early
+    assert not run_dir.model.exists()
+
+
+def test_missing_training_set_is_a_clear_error(run_dir):
+    with pytest.raises(DataError, match="build_data"):
+        run_stage(make_cfg(), run_dir)

@@ -1,0 +1,53 @@
+"""`python -m xlt.translate` through Hydra, and units whose rows are all dropped."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import make_cfg, make_train_set
+from datasets import load_from_disk
+
+from xlt.translation import stage
+from xlt.translation.engine import translate_dataset
+from xlt.translation.translator import Translator
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_cli_translate_stage(tmp_path):
+    run_dir = tmp_path / "runs" / "demo" / "translate=echo"
+    make_train_set(6, 2).save_to_disk(str(run_dir / "data" / "train_set"))
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
+    cmd = [sys.executable, "-m", "xlt.translate", "+recipe=demo", "translate=echo", f"run_root={tmp_path / 'runs'}"]
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    marker = json.loads((run_dir / "stages" / "translate.json").read_text())
+    assert marker["rows"]["fra_Latn"] == {"train": 6, "dev": 2}
+    assert load_from_disk(str(run_dir / "data" / "translated" / "deu_Latn"))["train"][0]["language"] == "deu_Latn"
+    # A bad language is a clear error with exit status 2, not a traceback.
+    bad = subprocess.run(cmd + ["translate.languages=[french]", "force=true"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "not FLORES-200 codes" in bad.stderr
+
+
+class Collapse(Translator):
+    """Maps every option to the same text: every row loses its distinct options."""
+
+    identity = "collapse"
+
+    def _generate(self, texts, src, tgt):
+        return ["same" if t.startswith(("Answer", "None")) else t for t in texts]
+
+
+def test_unit_with_all_rows_dropped(run, monkeypatch):
+    monkeypatch.setattr(stage, "build_translator", lambda tcfg: Collapse())
+    summary = stage.run_stage(make_cfg(languages=["fra_Latn"]), run)
+    assert summary["rows"]["fra_Latn"] == {"train": 0, "dev": 0}
+    counts = json.loads((run.data / "translation_report.json").read_text())["languages"]["fra_Latn"]["counts"]
+    assert counts["dropped_duplicate_options"] == 19 and counts["rows_out"] == 0
+    res = translate_dataset(make_train_set(2, 1)["train"], Collapse(), None, "eng_Latn", "fra_Latn")
+    assert res.dataset.num_rows == 0

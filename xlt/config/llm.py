@@ -1,0 +1,53 @@
+"""Schema of ``eval.llm`` (conf/eval/llm_*.yaml): scoring a causal LLM the way lm-evaluation-harness does.
+
+Hooked into :class:`xlt.config.eval.EvalConfig` as ``llm: LLMConfig``; used when ``eval.scorer == "llm"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# The instruction of the Belebele paper's zero-shot prompt for instruction-tuned models.
+BELEBELE_INSTRUCTION = (
+    "Given the following passage, query, and answer choices, output the letter corresponding to the correct answer."
+)
+# The same instruction for benchmarks without a passage (Global-MMLU).
+NO_PASSAGE_INSTRUCTION = "Given the following query and answer choices, output the letter corresponding to the correct answer."
+
+
+@dataclass
+class LLMConfig:
+    """A causal LM (any ``AutoModelForCausalLM``) and how to prompt and score it."""
+
+    # Hub id or local directory of the model. Required for an LLM run (eval.llm.model=...).
+    model: str | None = None
+    revision: str | None = None
+    # Tokenizer id/path if different from the model's.
+    tokenizer: str | None = None
+    # "loglikelihood": k-shot, one log-likelihood per option, as lm-evaluation-harness;
+    # "generate": zero-shot instruction prompt, greedy generation, answer letter extracted.
+    mode: str = "loglikelihood"
+    # Few-shot examples per question (loglikelihood mode).
+    num_fewshot: int = 5
+    # Global-MMLU few-shot selection: "first_n" (Full: first k dev rows of the same subject), "random"
+    # (Lite: seeded random dev rows of the same category), or "auto" (random when the benchmark's
+    # hub_id/path names Global-MMLU-Lite, else first_n).
+    gmmlu_fewshot: str = "auto"
+    # Seed of the random few-shot sampler (lm-evaluation-harness's default is 1234).
+    fewshot_seed: int = 1234
+    # "auto": bfloat16 on CUDA, float32 on CPU; or float32 / bfloat16 / float16.
+    dtype: str = "auto"
+    # "auto" (CUDA if available) or a torch device string.
+    device: str = "auto"
+    # Sequences per forward pass to start with; halved automatically on out-of-memory.
+    batch_size: int = 32
+    # Longest input in tokens (left-truncated like the harness); None: from the model config.
+    max_length: int | None = None
+    # Prepend BOS: None follows the tokenizer's default (as the harness does).
+    add_bos_token: bool | None = None
+    # Wrap the prompt in the tokenizer's chat template (instruction-tuned models).
+    chat_template: bool = False
+    system_prompt: str | None = None
+    # Generation mode: instruction text (None: the Belebele paper's) and new-token budget.
+    instruction: str | None = None
+    max_new_tokens: int = 16

@@ -1,0 +1,128 @@
+"""Belebele (``facebook/belebele``): 122 language variants x 900 parallel reading-comprehension questions.
+
+Upstream fields: ``link``, ``question_number``, ``flores_passage``, ``question``, ``mc_answer1..4``,
+``correct_answer_num`` (1-based; a string ``"1"``..``"4"``, some mirrors an int), ``dialect``, ``ds``.
+The item id is ``f"{link}#{question_number}"``: the same id is the same question in every language.
+
+Sources: a local copy in the Hub's layout (``<path>/data/<code>.jsonl``, also ``<path>/<code>.jsonl``),
+or the Hub: ``load_dataset(hub_id, code, split="test", revision=...)``, falling back to the older layout
+with one ``default`` config whose splits are the language codes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from datasets import Dataset, Features, Value, get_dataset_config_names, get_dataset_split_names, load_dataset
+
+from xlt import languages as langtab
+from xlt.data.benchmarks.base import Benchmark, check_not_null, load_local_file, require_columns
+from xlt.data.schema import EVAL_FEATURES
+from xlt.errors import DataError
+from xlt.hub import hub_resource
+
+FIELDS = ("link", "question_number", "flores_passage", "question", "mc_answer1", "mc_answer2", "mc_answer3",
+          "mc_answer4", "correct_answer_num")
+FEATURES = Features({**EVAL_FEATURES, "link": Value("string"), "question_number": Value("int64")})
+
+
+def parse_answer_num(value: Any, where: str) -> int:
+    """``correct_answer_num`` ("1".."4" or 1..4) -> 0-based label; anything else raises DataError."""
+    text = str(value).strip() if not isinstance(value, bool) else ""
+    if text not in ("1", "2", "3", "4"):
+        raise DataError(f"{where}: field 'correct_answer_num' must be 1-4, got {value!r}")
+    return int(text) - 1
+
+
+def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, where: str) -> dict[str, list]:
+    """Upstream Belebele rows -> evaluation records (batched ``Dataset.map`` function)."""
+    start = indices[0] if indices else 0
+    check_not_null(batch, FIELDS, where, start)
+    out: dict[str, list] = {k: [] for k in FEATURES}
+    for i, idx in enumerate(indices):
+        row_where = f"{where}: row {idx + 1}"
+        options = [str(batch[f"mc_answer{k}"][i]) for k in range(1, 5)]
+        try:
+            qnum = int(batch["question_number"][i])
+        except (TypeError, ValueError):
+            raise DataError(f"{row_where}: field 'question_number' is not an integer: "
+                            f"{batch['question_number'][i]!r}") from None
+        link = str(batch["link"][i])
+        out["id"].append(f"{link}#{qnum}")
+        out["language"].append(language)
+        out["passage"].append(str(batch["flores_passage"][i]))
+        out["question"].append(str(batch["question"][i]))
+        out["options"].append(options)
+        out["label"].append(parse_answer_num(batch["correct_answer_num"][i], row_where))
+        out["link"].append(link)
+        out["question_number"].append(qnum)
+    return out
+
+
+def to_eval(raw: Dataset, language: str, where: str) -> Dataset:
+    """Convert a raw Belebele split to the evaluation schema, validating every row."""
+    require_columns(raw, FIELDS, where)
+    if len(raw) == 0:
+        raise DataError(f"{where}: no rows")
+    return raw.map(
+        convert_batch,
+        batched=True,
+        with_indices=True,
+        remove_columns=raw.column_names,
+        features=FEATURES,
+        fn_kwargs={"language": language, "where": where},
+        desc=f"belebele {language}",
+        load_from_cache_file=False,
+    )
+
+
+class Belebele(Benchmark):
+    kind = "belebele"
+    default_hub_id = "facebook/belebele"
+
+    def canonical(self, code: str) -> str:
+        lang = langtab.lookup(code)
+        return lang.code if lang is not None else code
+
+    def _local_files(self, root: Path) -> dict[str, Path]:
+        files: dict[str, Path] = {}
+        for folder in (root, root / "data"):
+            for f in sorted(folder.glob("*.jsonl")):
+                files.setdefault(f.stem, f)
+        return files
+
+    def languages(self, bcfg: Any) -> list[str]:
+        root = self.local_path(bcfg)
+        if root is not None:
+            return sorted(self._local_files(root))
+        hub_id = self.hub_id(bcfg)
+        with hub_resource("dataset", hub_id, bcfg.revision, "eval.benchmarks.belebele.path"):
+            configs = get_dataset_config_names(hub_id, revision=bcfg.revision)
+            if list(configs) == ["default"]:  # the older layout: one config, one split per language
+                configs = get_dataset_split_names(hub_id, "default", revision=bcfg.revision)
+        return sorted(configs)
+
+    def load(self, bcfg: Any, language: str, split: str = "test") -> Dataset:
+        code = self.canonical(language)
+        root = self.local_path(bcfg)
+        if root is not None:
+            files = self._local_files(root)
+            if code not in files:
+                raise langtab.unknown_code_error(code, sorted(files), f"belebele language code (in {root})")
+            raw = load_local_file(files[code])
+            where = str(files[code])
+        else:
+            hub_id = self.hub_id(bcfg)
+            with hub_resource("dataset", hub_id, bcfg.revision, "eval.benchmarks.belebele.path"):
+                try:
+                    raw = load_dataset(hub_id, code, split=split, revision=bcfg.revision)
+                except ValueError as err:  # older revisions: no per-language config, languages are splits
+                    if "config" not in str(err).lower():
+                        raise
+                    raw = load_dataset(hub_id, split=code, revision=bcfg.revision)
+            where = f"{hub_id}[{code}]"
+        ds = to_eval(raw, code, where)
+        if bcfg.max_questions is not None:
+            ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
+        return ds

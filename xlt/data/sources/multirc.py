@@ -1,0 +1,117 @@
+"""MultiRC (``aps/super_glue``, config ``multirc``): one upstream row per answer option.
+
+Upstream fields: ``paragraph`` (with ``<b>Sent N: </b>...<br>`` markup), ``question``, ``answer``,
+``idx`` {``paragraph``, ``question``, ``answer``}, ``label`` (0/1). Rules: regroup the options by
+(``idx.paragraph``, ``idx.question``); keep a question only if exactly one option is correct and it has
+at least four (distinct) options; with more than four, sample the correct one and three others with a
+generator seeded from (seed, source, split, question) and shuffle them; strip the markup and count the
+passage's sentences from it; drop passages of more than ``max_passage_sentences`` sentences.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from xlt.data.schema import NUM_OPTIONS
+from xlt.data.sources.base import BuildContext, Row, Source, SourceStats, get, get_str
+from xlt.errors import DataError
+
+_SENT = re.compile(r"<b>\s*Sent\s+\d+\s*:\s*</b>(.*?)(?:<br\s*/?>|$)", re.DOTALL)
+_TAG = re.compile(r"<[^>]+>")
+
+
+def strip_markup(paragraph: str) -> tuple[str, list[str]]:
+    """The plain passage and its sentences, from MultiRC's ``<b>Sent N: </b>text<br>`` markup.
+
+    Without markup the passage is returned with tags removed and its sentences are counted by the
+    regex splitter by the caller (the sentence list is then empty).
+    """
+    sentences = [_TAG.sub("", s).strip() for s in _SENT.findall(paragraph)]
+    sentences = [s for s in sentences if s]
+    if sentences:
+        return " ".join(sentences), sentences
+    return _TAG.sub(" ", paragraph).strip(), []
+
+
+@dataclass
+class _Question:
+    where: str  # the first option row's location
+    paragraph: str
+    question: str
+    options: list[tuple[str, int]] = field(default_factory=list)  # (text, label) in upstream order
+
+
+class MultiRC(Source):
+    name = "multirc"
+    dataset = "MultiRC"
+    default_license = "MultiRC: research use under the MultiRC/SuperGLUE terms"
+
+    def convert_split(self, split: str, rows: Iterable[Row], ctx: BuildContext, stats: SourceStats) -> list[dict[str, Any]]:
+        groups: dict[tuple[Any, Any], _Question] = {}
+        for row in rows:
+            idx = get(row, "idx", dict, "a struct {paragraph, question, answer}")
+            for key in ("paragraph", "question"):
+                if key not in idx:
+                    raise DataError(f"{row.where}: field 'idx.{key}' is missing")
+            paragraph = get_str(row, "paragraph")
+            question = get_str(row, "question")
+            answer = get_str(row, "answer")
+            if not answer.strip():
+                raise DataError(f"{row.where}: field 'answer' is empty: a MultiRC question needs option texts")
+            label = get(row, "label", int)
+            if label not in (0, 1):
+                raise DataError(f"{row.where}: field 'label' must be 0 or 1, got {label!r}")
+            key = (idx["paragraph"], idx["question"])
+            q = groups.get(key)
+            if q is None:
+                q = groups[key] = _Question(row.where, paragraph, question)
+            q.options.append((answer, label))
+
+        passages: dict[str, tuple[str, int]] = {}
+        records = []
+        for (pid, qid), q in groups.items():
+            stats.candidates[split] += 1
+            result = self._convert(split, str(pid), str(qid), q, ctx, passages)
+            if isinstance(result, str):
+                stats.drop(split, result)
+            else:
+                records.append(result)
+        return records
+
+    def _convert(
+        self, split: str, pid: str, qid: str, q: _Question, ctx: BuildContext, passages: dict[str, tuple[str, int]]
+    ) -> dict[str, Any] | str:
+        if not q.question.strip():
+            raise DataError(f"{q.where}: field 'question' is empty (paragraph {pid}, question {qid})")
+        n_correct = sum(label for _, label in q.options)
+        if n_correct != 1:
+            return "not_exactly_one_correct"
+        if len(q.options) < NUM_OPTIONS:
+            return "fewer_than_4_options"
+        # Identical option texts would make two options indistinguishable: keep the first of each.
+        unique: dict[str, int] = {}
+        for text, label in q.options:
+            if text in unique and unique[text] != label:
+                return "duplicate_options"
+            unique.setdefault(text, label)
+        if len(unique) < NUM_OPTIONS:
+            return "duplicate_options"
+        if q.paragraph not in passages:
+            passage, sentences = strip_markup(q.paragraph)
+            passages[q.paragraph] = (passage, len(sentences) if sentences else ctx.sentences(passage))
+        passage, n_sent = passages[q.paragraph]
+        if n_sent > ctx.max_passage_sentences:
+            return "passage_too_long"
+        options = list(unique)
+        correct = next(t for t, label in unique.items() if label == 1)
+        if len(options) > NUM_OPTIONS:
+            rng = ctx.rng(self.name, split, pid, qid)
+            wrong = [t for t in options if t != correct]
+            options = [correct, *rng.sample(wrong, NUM_OPTIONS - 1)]
+            rng.shuffle(options)
+        return self.record(
+            split, q.where, pid, f"{pid}-{qid}", passage, q.question, options, options.index(correct), correct
+        )

@@ -1,0 +1,57 @@
+"""RACE (``ehovy/race``, config ``all``): English exam reading comprehension, one row per question.
+
+Upstream fields: ``example_id`` (the passage file, e.g. ``high132.txt``), ``article``, ``question``,
+``options`` (4 strings), ``answer`` (a letter A-D). Rules: drop cloze questions (``_`` in the question)
+and passages of more than ``max_passage_sentences`` sentences; options keep their order.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from xlt.data.sources.base import (
+    BuildContext,
+    Row,
+    Source,
+    SourceStats,
+    get_letter,
+    get_str,
+    get_str_list,
+    is_cloze,
+    option_problem,
+)
+
+
+class Race(Source):
+    name = "race"
+    dataset = "RACE"
+    default_license = "RACE: non-commercial research and educational use only (CMU RACE terms)"
+
+    def convert_split(self, split: str, rows: Iterable[Row], ctx: BuildContext, stats: SourceStats) -> list[dict[str, Any]]:
+        seen: Counter[str] = Counter()  # questions per passage, to number them
+        records = []
+        for row in rows:
+            stats.candidates[split] += 1
+            example_id = get_str(row, "example_id")
+            article = get_str(row, "article")
+            question = get_str(row, "question")
+            options = get_str_list(row, "options")
+            label = get_letter(row, "answer")
+            number = seen[example_id]
+            seen[example_id] += 1
+            reason = None
+            if is_cloze(question):
+                reason = "cloze_question"
+            elif ctx.too_long(article):
+                reason = "passage_too_long"
+            else:
+                reason = option_problem(options)
+            if reason:
+                stats.drop(split, reason)
+                continue
+            records.append(
+                self.record(split, row.where, example_id, f"{example_id}#{number}", article, question, options, label)
+            )
+        return records

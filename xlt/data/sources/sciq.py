@@ -1,0 +1,60 @@
+"""SciQ (``allenai/sciq``): science exam questions with a supporting paragraph.
+
+Upstream fields: ``question``, ``distractor1..3``, ``correct_answer``, ``support`` (the passage).
+Rules: drop cloze questions (``_``), rows with an empty ``support`` and passages of more than
+``max_passage_sentences`` sentences; shuffle the four options with a generator seeded from
+(seed, source, split, row number).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from xlt.data.sources.base import (
+    BuildContext,
+    Row,
+    Source,
+    SourceStats,
+    get_str,
+    is_cloze,
+    option_problem,
+    text_id,
+)
+
+
+class SciQ(Source):
+    name = "sciq"
+    dataset = "sciQ"
+    default_license = "CC BY-NC 3.0 (SciQ, Allen Institute for AI)"
+
+    def convert_split(self, split: str, rows: Iterable[Row], ctx: BuildContext, stats: SourceStats) -> list[dict[str, Any]]:
+        # SciQ rows have no id: number them within the split.
+        records: list[dict[str, Any]] = []
+        for i, row in enumerate(rows):
+            stats.candidates[split] += 1
+            result = self._convert(split, i, row, ctx)
+            if isinstance(result, str):
+                stats.drop(split, result)
+            else:
+                records.append(result)
+        return records
+
+    def _convert(self, split: str, i: int, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
+        question = get_str(row, "question")
+        correct = get_str(row, "correct_answer")
+        distractors = [get_str(row, f"distractor{k}") for k in (1, 2, 3)]
+        support = get_str(row, "support")
+        if is_cloze(question):
+            return "cloze_question"
+        if not support.strip():
+            return "empty_support"
+        if ctx.too_long(support):
+            return "passage_too_long"
+        options = [*distractors, correct]
+        reason = option_problem(options)
+        if reason:
+            return reason
+        ctx.rng(self.name, split, i).shuffle(options)
+        label = options.index(correct)
+        return self.record(split, row.where, text_id(support), f"{split}-{i}", support, question, options, label, correct)

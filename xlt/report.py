@@ -1,0 +1,44 @@
+"""`python -m xlt.report +recipe=<name> [overrides]`: the report stage of one run (merges eval shards).
+
+Comparison mode, handled before Hydra sees the arguments::
+
+    python -m xlt.report --compare runs/a/default runs/a/seed=2 runs/b/default --out cmp/
+
+(the first run is the baseline of the paired tests; runs differing only in ``seed`` are grouped).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from xlt.cli import make_main
+from xlt.errors import XltError
+
+main = make_main(["report"])
+
+
+def compare_main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m xlt.report --compare", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--compare", nargs="+", required=True, metavar="RUN_DIR",
+                        help="run directories to compare; the first is the baseline")
+    parser.add_argument("--out", required=True, help="folder for the comparison files")
+    parser.add_argument("--bootstrap-samples", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap")
+    args = parser.parse_args(argv)
+    from xlt.reporting.compare import compare_runs
+
+    try:
+        compare_runs(args.compare, args.out, samples=args.bootstrap_samples, seed=args.seed)
+    except XltError as err:
+        print(f"\nxlt: error: {err}", file=sys.stderr)
+        return 2
+    print(f"comparison written to {args.out}/compare.md")
+    return 0
+
+
+if __name__ == "__main__":
+    if "--compare" in sys.argv[1:]:
+        sys.exit(compare_main(sys.argv[1:]))
+    main()

@@ -1,0 +1,95 @@
+"""Plots of one run's results (matplotlib, Agg backend): written as PNG files under ``run/plots/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from xlt.reporting.tables import BenchmarkResults  # noqa: E402
+
+CHANCE = 25.0
+
+
+def _save(fig, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp.png")
+    fig.savefig(tmp, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+def per_language(res: BenchmarkResults, out: Path) -> Path:
+    """Accuracy per language, sorted, with 95% bootstrap intervals and the chance line."""
+    df = res.per_language.sort_values("accuracy", ascending=False)
+    fig, ax = plt.subplots(figsize=(max(6, 0.18 * len(df) + 2), 4))
+    err = [df["accuracy"] - df["ci_low"], df["ci_high"] - df["accuracy"]]
+    ax.bar(df["language"], df["accuracy"], yerr=err, color="#4C72B0", capsize=1.5)
+    ax.axhline(CHANCE, color="grey", ls="--", lw=1, label="chance")
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"{res.name}: accuracy per language (mean {res.summary['mean']:.1f})")
+    ax.tick_params(axis="x", labelrotation=90, labelsize=7)
+    ax.legend(loc="upper right")
+    return _save(fig, out / f"{res.name}_per_language.png")
+
+
+def grouped(res: BenchmarkResults, by: str, out: Path) -> Path:
+    """Mean accuracy over languages per group of ``by`` (script, family, resource, tier, translation)."""
+    g = res.per_language.groupby(by)["accuracy"].agg(["mean", "count"]).sort_values("mean", ascending=False)
+    fig, ax = plt.subplots(figsize=(max(5, 0.35 * len(g) + 2), 3.5))
+    ax.bar([f"{i} ({c})" for i, c in zip(g.index, g["count"], strict=True)], g["mean"], color="#55A868")
+    ax.axhline(CHANCE, color="grey", ls="--", lw=1)
+    ax.set_ylabel("mean accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"{res.name}: by {by} (number of languages)")
+    ax.tick_params(axis="x", labelrotation=60, labelsize=8)
+    return _save(fig, out / f"{res.name}_by_{by}.png")
+
+
+def cs_vs_ca(res: BenchmarkResults, out: Path) -> Path | None:
+    """Global-MMLU: culturally sensitive vs culturally agnostic accuracy per language."""
+    df = res.per_language
+    if "acc_CS" not in df or "acc_CA" not in df:
+        return None
+    df = df.sort_values("acc_full", ascending=False)
+    x = range(len(df))
+    fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(df) + 2), 4))
+    ax.bar([i - 0.2 for i in x], df["acc_CS"], width=0.4, label="CS (culturally sensitive)", color="#C44E52")
+    ax.bar([i + 0.2 for i in x], df["acc_CA"], width=0.4, label="CA (culturally agnostic)", color="#8172B2")
+    ax.set_xticks(list(x), df["language"], rotation=90, fontsize=8)
+    ax.axhline(CHANCE, color="grey", ls="--", lw=1)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_title(f"{res.name}: CS vs CA per language")
+    ax.legend()
+    return _save(fig, out / f"{res.name}_cs_vs_ca.png")
+
+
+def all_plots(results: dict[str, BenchmarkResults], out: Path) -> list[Path]:
+    files: list[Path] = []
+    for res in results.values():
+        files.append(per_language(res, out))
+        groupings = ("tier", "translation") if res.is_gmmlu else ("script", "family", "resource")
+        files.extend(grouped(res, by, out) for by in groupings if by in res.per_language)
+        if res.is_gmmlu:
+            p = cs_vs_ca(res, out)
+            if p is not None:
+                files.append(p)
+    return files
+
+
+def comparison_plot(table: pd.DataFrame, name: str, out: Path) -> Path:
+    """Side-by-side accuracy per language of several runs (columns = runs)."""
+    fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(table) * max(1, len(table.columns)) / 2 + 2), 4))
+    table.plot.bar(ax=ax, width=0.8)
+    ax.axhline(CHANCE, color="grey", ls="--", lw=1)
+    ax.set_ylabel("accuracy (%)")
+    ax.set_ylim(0, 100)
+    ax.set_title(f"{name}: accuracy per language")
+    return _save(fig, out / f"{name}_compare.png")

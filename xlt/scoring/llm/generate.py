@@ -1,0 +1,120 @@
+"""Zero-shot instruction prompting: greedy generation and extraction of the answer letter.
+
+The prompt is the Belebele paper's (:func:`xlt.scoring.llm.prompts.instruction_prompt`); the answer is
+read from the generation by :func:`extract_letter`, which accepts ``A``, ``(A)``, ``A.``, ``A)``,
+``Answer: A``, ``The answer is (A)``, ``**A**`` and an exact copy of one option's text. A generation
+with no recognisable answer is *unparseable*: it gets no prediction and is counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from xlt.data.schema import LETTERS
+from xlt.scoring.llm.loglik import encode_texts
+
+log = logging.getLogger(__name__)
+
+_L = "[A-D]"
+# Tried in order; the first that matches gives the letter.
+_PATTERNS = [
+    re.compile(rf"^\s*\(?({_L})\)?\s*$"),  # A   (A)
+    re.compile(rf"^\s*\(?({_L})\s*[).:\]\n,]"),  # A.  A)  (A)  A:  A,  A\n...
+    re.compile(rf"^\s*\(?({_L})\)?\s+[-–—]"),  # A - text
+    re.compile(rf"(?i:answer)(?:\s+is)?\s*(?:[:\-]\s*)?\(?({_L})\b"),  # Answer: A   the answer is (B)
+    re.compile(rf"(?i:option|choice)\s*\(?({_L})\b"),  # Option C
+    re.compile(rf"\(({_L})\)"),  # ... (C) ...
+]
+
+
+def extract_letter(text: str, options: Sequence[str] | None = None) -> int | None:
+    """The 0-based option a generated answer names, or None if it names none unambiguously."""
+    cleaned = text.replace("*", "").replace("#", "").strip()
+    for pat in _PATTERNS:
+        m = pat.search(cleaned)
+        if m:
+            return LETTERS.index(m.group(1))
+    if options:
+        first_line = cleaned.splitlines()[0].strip().rstrip(".") if cleaned else ""
+        hits = [i for i, opt in enumerate(options) if opt.strip() and first_line == opt.strip().rstrip(".")]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+def apply_chat(tokenizer, user: str, system: str | None) -> str:
+    """``user`` (and ``system``) rendered with the tokenizer's chat template, ready for the reply."""
+    if not getattr(tokenizer, "chat_template", None):
+        from xlt.errors import ConfigError
+
+        raise ConfigError("eval.llm.chat_template=true, but the tokenizer has no chat template")
+    messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+class GreedyGenerator:
+    """Batched greedy generation (left padding, longest prompts first, batch halves on out-of-memory)."""
+
+    def __init__(self, model, tokenizer, *, device, batch_size: int = 16, max_new_tokens: int = 16,
+                 add_bos_token: bool | None = None, progress: bool = True) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.device = torch.device(device)
+        self.batch_size = max(1, int(batch_size))
+        self.max_new_tokens = max_new_tokens
+        self.add_bos_token = add_bos_token
+        self.progress = progress
+        self.generated_tokens = 0
+
+    def generate(self, prompts: Sequence[str]) -> list[str]:
+        tok = self.tokenizer
+        pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        if pad_id is None:
+            raise ValueError("the tokenizer has neither a pad nor an EOS token; cannot batch generation")
+        enc = encode_texts(tok, list(prompts), self.add_bos_token)
+        order = sorted(range(len(enc)), key=lambda i: -len(enc[i]))
+        out: list[str | None] = [None] * len(enc)
+        i = 0
+        bar = tqdm(total=len(order), desc="LLM generation", unit="q", disable=not self.progress)
+        while i < len(order):
+            idx = order[i : i + self.batch_size]
+            try:
+                texts = self._generate_batch([enc[j] for j in idx], pad_id)
+            except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
+                if "out of memory" not in str(err).lower() or self.batch_size == 1:
+                    raise
+                self.batch_size //= 2
+                log.warning("out of memory; retrying generation with batch size %d", self.batch_size)
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                continue
+            for j, t in zip(idx, texts, strict=True):
+                out[j] = t
+            i += len(idx)
+            bar.update(len(idx))
+        bar.close()
+        return out  # type: ignore[return-value]
+
+    @torch.inference_mode()
+    def _generate_batch(self, batch: list[list[int]], pad_id: int) -> list[str]:
+        t = max(len(x) for x in batch)
+        ids = torch.full((len(batch), t), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(batch), t), dtype=torch.long)
+        for r, x in enumerate(batch):
+            ids[r, t - len(x) :] = torch.tensor(x)
+            mask[r, t - len(x) :] = 1
+        gen = self.model.generate(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            max_new_tokens=self.max_new_tokens,
+            do_sample=False,
+            pad_token_id=pad_id,
+        )
+        new = gen[:, t:]
+        self.generated_tokens += int((new != pad_id).sum())
+        return self.tokenizer.batch_decode(new, skip_special_tokens=True)

@@ -1,0 +1,76 @@
+"""Loading a causal LM and its tokenizer for scoring (safetensors only, no remote code)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from xlt.config.llm import LLMConfig
+from xlt.errors import ConfigError
+from xlt.hub import hub_resource, is_local
+
+MODES = ("loglikelihood", "generate")
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def llm_config(cfg: DictConfig | dict[str, Any] | LLMConfig) -> DictConfig:
+    """``eval.llm`` of a root config (or an ``LLMConfig`` itself), checked against :class:`LLMConfig`."""
+    if isinstance(cfg, DictConfig) and "eval" in cfg:
+        node = cfg.eval.get("llm")
+    elif isinstance(cfg, dict) and "eval" in cfg:
+        node = cfg["eval"].get("llm")
+    else:
+        node = cfg
+    if node is None:
+        raise ConfigError("eval.llm is missing: an LLM evaluation needs eval.llm.model=<hub id or path>")
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(LLMConfig), node)
+    except Exception as err:
+        key = getattr(err, "full_key", "") or ""
+        raise ConfigError(f"invalid eval.llm key '{key}': {str(err).splitlines()[0]}") from None
+    if not merged.model:
+        raise ConfigError("eval.llm.model is not set: give a Hub id or a local path (eval.llm.model=...)")
+    if merged.mode not in MODES:
+        raise ConfigError(f"eval.llm.mode must be one of {list(MODES)}, got '{merged.mode}'")
+    if merged.gmmlu_fewshot not in ("auto", "first_n", "random"):
+        raise ConfigError(f"eval.llm.gmmlu_fewshot must be auto, first_n or random, got '{merged.gmmlu_fewshot}'")
+    if merged.dtype != "auto" and merged.dtype not in DTYPES:
+        raise ConfigError(f"eval.llm.dtype must be auto or one of {list(DTYPES)}, got '{merged.dtype}'")
+    if merged.num_fewshot < 0 or merged.batch_size < 1:
+        raise ConfigError("eval.llm.num_fewshot must be >= 0 and eval.llm.batch_size >= 1")
+    return merged
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        return torch.bfloat16 if device.type == "cuda" else torch.float32
+    return DTYPES[name]
+
+
+def load_causal_lm(llm: DictConfig) -> tuple[Any, Any, torch.device]:
+    """Model (eval mode, on its device), tokenizer and device for ``eval.llm``."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = resolve_device(llm.device)
+    dtype = resolve_dtype(llm.dtype, device)
+    revision = None if is_local(llm.model) else llm.revision
+    tok_name = llm.tokenizer or llm.model
+    tok_key = "eval.llm.tokenizer" if llm.tokenizer else "eval.llm.model"
+    with hub_resource("tokenizer", tok_name, revision, tok_key):
+        tokenizer = AutoTokenizer.from_pretrained(
+            tok_name, revision=None if is_local(tok_name) else llm.revision, trust_remote_code=False
+        )
+    with hub_resource("model", llm.model, revision, "eval.llm.model"):
+        model = AutoModelForCausalLM.from_pretrained(
+            llm.model, revision=revision, dtype=dtype, trust_remote_code=False, use_safetensors=True
+        )
+    model.to(device).eval()
+    return model, tokenizer, device

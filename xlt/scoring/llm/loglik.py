@@ -1,0 +1,247 @@
+"""Log-likelihood of continuations under a causal LM, token for token as lm-evaluation-harness computes it.
+
+Tokenization follows ``lm_eval.api.model.TemplateLM._encode_pair``: trailing spaces of the context move
+to the continuation, context+continuation is encoded jointly and the continuation is the tokens after
+the context's own tokens. The model input is ``(context + continuation)[-(max_length + 1):][:-1]``,
+right-padded, without an attention mask (causal attention makes padding after a row irrelevant).
+
+Speed-ups over scoring each option separately (and over the harness):
+
+* options whose inputs coincide (``context + continuation[:-1]``: always the case for one-token
+  continuations like the answer letters) share **one** forward pass;
+* only the positions whose log-probabilities are needed go through the LM head (a forward pre-hook
+  on the output embeddings gathers them), so no ``[batch, length, vocab]`` tensor is ever built;
+* sequences are sorted longest first and batched; the batch size halves on out-of-memory.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_LENGTH = 2048
+_SEQLEN_ATTRS = ("n_positions", "max_position_embeddings", "n_ctx")
+
+
+def resolve_max_length(model_config, tokenizer, configured: int | None = None) -> int:
+    """The model's context length, found as the harness finds it (config, then tokenizer, then 2048)."""
+    if configured:
+        return int(configured)
+    cfg = getattr(model_config, "text_config", None) or model_config
+    for attr in _SEQLEN_ATTRS:
+        value = getattr(cfg, attr, None)
+        if value is not None:
+            return int(value)
+    mml = getattr(tokenizer, "model_max_length", None)
+    if mml is not None and mml < 1e29:
+        return int(mml)
+    return DEFAULT_MAX_LENGTH
+
+
+def _encode_kwargs(tokenizer, text: str, add_bos_token: bool | None) -> dict:
+    # HFLM.tok_encode: an explicit add_bos_token wins; otherwise the tokenizer's default, except that a
+    # text which already starts with the BOS string is encoded without special tokens.
+    if add_bos_token is not None:
+        return {"add_special_tokens": add_bos_token}
+    prefix_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    if prefix_id is not None and text.startswith(tokenizer.decode(prefix_id)):
+        return {"add_special_tokens": False}
+    return {}
+
+
+def encode_texts(tokenizer, texts: list[str], add_bos_token: bool | None) -> list[list[int]]:
+    """Token ids of ``texts`` as the harness's ``tok_encode`` gives them, encoded in batches."""
+    out: list[list[int] | None] = [None] * len(texts)
+    buckets: dict[tuple, list[int]] = {}
+    for i, t in enumerate(texts):
+        buckets.setdefault(tuple(sorted(_encode_kwargs(tokenizer, t, add_bos_token).items())), []).append(i)
+    for kw, idx in buckets.items():
+        enc = tokenizer([texts[i] for i in idx], **dict(kw))["input_ids"]
+        for i, ids in zip(idx, enc, strict=True):
+            out[i] = list(ids)
+    return out  # type: ignore[return-value]
+
+
+def encode_pairs(
+    tokenizer, contexts: Sequence[str], continuations: Sequence[Sequence[str]], add_bos_token: bool | None = None
+) -> list[tuple[list[int], list[list[int]]]]:
+    """``[(context_tokens, [continuation_tokens per option])]`` exactly as the harness's ``_encode_pair``.
+
+    All contexts must be non-empty (the benchmarks' prompts always are).
+    """
+    ctx_texts: list[str] = []
+    whole_texts: list[str] = []
+    for ctx, conts in zip(contexts, continuations, strict=True):
+        if not ctx:
+            raise ValueError("empty context: every prompt must have text before the answer")
+        n_spaces = len(ctx) - len(ctx.rstrip())
+        if n_spaces:
+            conts = [ctx[-n_spaces:] + c for c in conts]
+            ctx = ctx[:-n_spaces]
+        ctx_texts.append(ctx)
+        whole_texts.extend(ctx + c for c in conts)
+    ctx_enc = encode_texts(tokenizer, ctx_texts, add_bos_token)
+    whole_enc = encode_texts(tokenizer, whole_texts, add_bos_token)
+    out = []
+    k = 0
+    for q, conts in enumerate(continuations):
+        n = len(ctx_enc[q])
+        cont_enc = []
+        for _ in conts:
+            cont = whole_enc[k][n:]
+            k += 1
+            if not cont:
+                raise ValueError(f"question {q}: a continuation encodes to no tokens after its context")
+            cont_enc.append(cont)
+        out.append((ctx_enc[q], cont_enc))
+    return out
+
+
+@dataclass
+class ForwardInput:
+    """One forward input and the (question, option) scores it yields."""
+
+    tokens: list[int]
+    # (question, option, continuation tokens); all members share the input and the continuation length.
+    members: list[tuple[int, int, list[int]]] = field(default_factory=list)
+
+
+def build_sequences(
+    encoded: Sequence[tuple[list[int], list[list[int]]]], max_length: int, *, share: bool = True
+) -> list[ForwardInput]:
+    """Forward inputs for ``encoded``: one per distinct ``context + continuation[:-1]`` of a question
+    (``share``) or one per option (``share=False``, plain per-choice scoring)."""
+    seqs: list[ForwardInput] = []
+    for q, (ctx, conts) in enumerate(encoded):
+        groups: dict[tuple[int, ...], ForwardInput] = {}
+        for j, cont in enumerate(conts):
+            if len(cont) > max_length:
+                raise ValueError(f"question {q} option {j}: continuation of {len(cont)} tokens exceeds max_length")
+            inp = (ctx + cont)[-(max_length + 1) :][:-1]
+            if share:
+                seq = groups.get(tuple(inp))
+                if seq is None:
+                    seq = groups[tuple(inp)] = ForwardInput(inp)
+                    seqs.append(seq)
+            else:
+                seq = ForwardInput(inp)
+                seqs.append(seq)
+            seq.members.append((q, j, cont))
+    return seqs
+
+
+@dataclass
+class ForwardStats:
+    """What the forward passes cost: sequences, real and padded tokens, batches, final batch size."""
+
+    sequences: int = 0
+    tokens: int = 0
+    padded_tokens: int = 0
+    batches: int = 0
+    batch_size: int = 0
+    oom_halvings: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.__dict__)
+
+
+def _is_oom(err: BaseException) -> bool:
+    return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
+
+
+class LoglikelihoodEngine:
+    """Batched log-likelihood scoring of :class:`ForwardInput` lists on one causal LM."""
+
+    def __init__(self, model, *, device: torch.device | str, batch_size: int = 32, pad_id: int = 0,
+                 progress: bool = True) -> None:
+        self.model = model
+        self.device = torch.device(device)
+        self.batch_size = max(1, int(batch_size))
+        self.pad_id = pad_id
+        self.progress = progress
+        self.stats = ForwardStats()
+
+    def scores(self, seqs: list[ForwardInput], n_questions: int, n_options: int) -> np.ndarray:
+        """Summed continuation log-probabilities, shape ``(n_questions, n_options)`` (float64)."""
+        out = np.full((n_questions, n_options), np.nan)
+        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i].tokens))  # longest first: OOM early
+        i = 0
+        bar = tqdm(total=len(order), desc="LLM log-likelihood", unit="seq", disable=not self.progress)
+        while i < len(order):
+            chunk = [seqs[j] for j in order[i : i + self.batch_size]]
+            try:
+                lls = self._forward(chunk)
+            except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
+                if not _is_oom(err) or self.batch_size == 1:
+                    raise
+                self.batch_size //= 2
+                self.stats.oom_halvings += 1
+                log.warning("out of memory; retrying with batch size %d", self.batch_size)
+                if torch.cuda.is_available():
+                    torch.cuda.empty_cache()
+                continue
+            for seq, row in zip(chunk, lls, strict=True):
+                for m, (q, j, _) in enumerate(seq.members):
+                    out[q, j] = row[m]
+            i += len(chunk)
+            bar.update(len(chunk))
+        bar.close()
+        self.stats.batch_size = self.batch_size
+        if np.isnan(out).any():
+            raise RuntimeError("internal error: some options were not scored")
+        return out
+
+    @torch.inference_mode()
+    def _forward(self, chunk: list[ForwardInput]) -> list[list[float]]:
+        b = len(chunk)
+        t = max(len(s.tokens) for s in chunk)
+        p = max(len(s.members[0][2]) for s in chunk)
+        k = max(len(s.members) for s in chunk)
+        ids = torch.full((b, t), self.pad_id, dtype=torch.long)
+        pos = torch.zeros((b, p), dtype=torch.long)
+        targets = torch.zeros((b, p, k), dtype=torch.long)
+        mask = torch.zeros((b, p, k), dtype=torch.bool)
+        for r, s in enumerate(chunk):
+            n = len(s.tokens)
+            ids[r, :n] = torch.tensor(s.tokens)
+            c = len(s.members[0][2])
+            pos[r, :c] = torch.arange(n - c, n)
+            for m, (_, _, cont) in enumerate(s.members):
+                targets[r, :c, m] = torch.tensor(cont)
+                mask[r, :c, m] = True
+        logits = self._logits_at(ids.to(self.device), pos.to(self.device))  # [b, p, vocab]
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        picked = logp.gather(2, targets.to(self.device)).masked_fill(~mask.to(self.device), 0.0).sum(1)  # [b, k]
+        self.stats.sequences += b
+        self.stats.tokens += sum(len(s.tokens) for s in chunk)
+        self.stats.padded_tokens += b * t
+        self.stats.batches += 1
+        picked = picked.double().cpu().numpy()
+        return [picked[r, : len(s.members)].tolist() for r, s in enumerate(chunk)]
+
+    def _logits_at(self, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        """Logits at ``pos`` ([b, p]) only: the LM head sees just the gathered hidden states."""
+        head = self.model.get_output_embeddings()
+        rows = torch.arange(ids.shape[0], device=ids.device)[:, None]
+        fired = []
+
+        def gather(_module, args):
+            fired.append(True)
+            return (args[0][rows, pos],) + tuple(args[1:])
+
+        handle = head.register_forward_pre_hook(gather) if head is not None else None
+        try:
+            logits = self.model(input_ids=ids, use_cache=False).logits
+        finally:
+            if handle is not None:
+                handle.remove()
+        if fired:
+            return logits
+        return logits[rows, pos]  # the head was not called as expected: gather from the full logits

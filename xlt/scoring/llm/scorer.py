@@ -1,0 +1,203 @@
+"""``LLMScorer``: multiple-choice scores of a causal LLM on Belebele / Global-MMLU items.
+
+Two modes (``eval.llm.mode``):
+
+* ``loglikelihood`` — k-shot prompts of lm-evaluation-harness (:mod:`~xlt.scoring.llm.prompts`);
+  the score of an option is the log-likelihood of ``" " + letter`` after the context
+  (:mod:`~xlt.scoring.llm.loglik`). Predictions match the harness question for question.
+* ``generate`` — the Belebele paper's zero-shot instruction prompt, greedy generation, answer letter
+  extracted (:mod:`~xlt.scoring.llm.generate`). The score row is 0 for the named option and ``-inf``
+  elsewhere; an unparseable answer gets a row of ``-inf`` (no prediction: the question counts as
+  wrong) and is counted.
+
+After each :meth:`LLMScorer.score` call, :attr:`LLMScorer.last_meta` describes it (mode, few-shot
+rule, forward cost, unparseable answers); :meth:`LLMScorer.language_meta` gives its summary to the
+evaluate stage (stored under ``scorer_meta`` in the language's result file), and with a run directory
+the full record is written to ``run/eval/<benchmark>/llm_meta/<language>.json``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from datasets import Dataset
+from omegaconf import DictConfig, OmegaConf
+
+from xlt.config.llm import BELEBELE_INSTRUCTION, NO_PASSAGE_INSTRUCTION
+from xlt.data.schema import LETTERS, NUM_OPTIONS
+from xlt.errors import ConfigError
+from xlt.scoring.llm import prompts
+from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, extract_letter
+from xlt.scoring.llm.load import llm_config, load_causal_lm
+from xlt.scoring.llm.loglik import LoglikelihoodEngine, build_sequences, encode_pairs, resolve_max_length
+
+log = logging.getLogger(__name__)
+
+# (benchmark name, language, split) -> the split's items; used to fetch few-shot pools.
+PoolSource = Callable[[str, str, str], Dataset]
+
+
+class LLMScorer:
+    """Scores multiple-choice items with a causal LM (see the module docstring)."""
+
+    def __init__(self, cfg: DictConfig, run: Any = None, *, model: Any = None, tokenizer: Any = None,
+                 device: Any = None, pool_source: PoolSource | None = None, progress: bool = True) -> None:
+        self.cfg = cfg
+        self.llm = llm_config(cfg)
+        self.run = run
+        if model is None or tokenizer is None:
+            model, tokenizer, device = load_causal_lm(self.llm)
+        self.model, self.tokenizer = model, tokenizer
+        self.device = device if device is not None else next(model.parameters()).device
+        self.max_length = resolve_max_length(model.config, tokenizer, self.llm.max_length)
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.engine = LoglikelihoodEngine(model, device=self.device, batch_size=self.llm.batch_size,
+                                          pad_id=pad_id, progress=progress)
+        self.generator = GreedyGenerator(model, tokenizer, device=self.device, batch_size=self.llm.batch_size,
+                                         max_new_tokens=self.llm.max_new_tokens,
+                                         add_bos_token=self.llm.add_bos_token, progress=progress)
+        self.pool_source = pool_source or self._registry_pool
+        self.last_meta: dict[str, Any] = {}
+        self._metas: dict[tuple[str, str], dict[str, Any]] = {}
+
+    # -- public API -------------------------------------------------------------------------------
+    def score(self, items: Dataset, *, benchmark: str, language: str) -> np.ndarray:
+        """Scores ``(len(items), 4)``; higher is more likely. See :attr:`last_meta` afterwards."""
+        kind = self._kind(benchmark)
+        if self.llm.mode == "generate":
+            scores, meta = self._score_generate(items, kind)
+        else:
+            scores, meta = self._score_loglikelihood(items, benchmark, kind, language)
+        self.last_meta = {"benchmark": benchmark, "language": language, "kind": kind, "model": self.llm.model,
+                          "mode": self.llm.mode, "questions": len(items), **meta}
+        self._metas[(benchmark, language)] = self.last_meta
+        self._write_meta(benchmark, language)
+        return scores
+
+    def language_meta(self, benchmark: str, language: str) -> dict[str, Any]:
+        """Summary of the last :meth:`score` call on (benchmark, language), for the result file.
+
+        The full record (with every generation in ``generate`` mode) is the side file
+        ``run/eval/<benchmark>/llm_meta/<language>.json``.
+        """
+        meta = self._metas.get((benchmark, language), {})
+        return {k: v for k, v in meta.items() if k not in ("generations", "unparseable_ids", "benchmark", "language")}
+
+    def contexts(self, items: Dataset, *, benchmark: str, language: str) -> list[str]:
+        """The exact prompt strings (without the answer) that :meth:`score` feeds the model."""
+        kind = self._kind(benchmark)
+        if self.llm.mode == "generate":
+            return [self._wrap(prompts.instruction_prompt(r, self._instruction(kind))) for r in items]
+        return [self._wrap(c) for c in self._fewshot_contexts(items, benchmark, kind, language)[0]]
+
+    # -- log-likelihood ---------------------------------------------------------------------------
+    def _score_loglikelihood(self, items: Dataset, benchmark: str, kind: str, language: str,
+                             share: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
+        ctx, fewshot = self._fewshot_contexts(items, benchmark, kind, language)
+        ctx = [self._wrap(c) for c in ctx]
+        delim = "" if self.llm.chat_template else prompts.TARGET_DELIMITER
+        conts = [[delim + letter for letter in LETTERS[:NUM_OPTIONS]]] * len(items)
+        encoded = encode_pairs(self.tokenizer, ctx, conts, self.llm.add_bos_token)
+        seqs = build_sequences(encoded, self.max_length, share=share)
+        before = self.engine.stats.as_dict()
+        scores = self.engine.scores(seqs, len(items), NUM_OPTIONS)
+        after = self.engine.stats.as_dict()
+        cost = {k: after[k] - before[k] for k in ("sequences", "tokens", "padded_tokens", "batches")}
+        cost["batch_size"] = after["batch_size"]
+        truncated = sum(len(c) + max(map(len, conts)) > self.max_length + 1 for c, conts in encoded)
+        return scores, {"fewshot": fewshot, "forward": cost, "max_length": self.max_length,
+                        "single_pass_questions": _single_pass(seqs, len(items)), "truncated_contexts": int(truncated)}
+
+    def _fewshot_contexts(self, items: Dataset, benchmark: str, kind: str,
+                          language: str) -> tuple[list[str], dict[str, Any]]:
+        k = int(self.llm.num_fewshot)
+        base = _base_kind(kind)
+        if k == 0:
+            return prompts.fewshot_contexts(base, items, None, [[]] * len(items)), {"k": 0}
+        if base == "belebele":
+            # The harness's pool is the whole test split; ``items`` is it unless max_questions cut it.
+            bcfg = self._bcfg(benchmark)
+            split = str(bcfg.get("split") or "test") if bcfg is not None else "test"
+            cut = bcfg is not None and bcfg.get("max_questions") is not None
+            pool = self.pool_source(benchmark, language, split) if cut else items
+            sampler = "first_n"
+        else:
+            sampler = self._gmmlu_sampler(benchmark, kind)
+            pool, split = self.pool_source(benchmark, language, "dev"), "dev"
+        shots = prompts.fewshot_indices(base, items, pool, k, sampler=sampler, seed=self.llm.fewshot_seed)
+        info = {"k": k, "split": split, "sampler": sampler, "seed": self.llm.fewshot_seed if sampler == "random" else None}
+        return prompts.fewshot_contexts(base, items, pool, shots), info
+
+    def _gmmlu_sampler(self, benchmark: str, kind: str) -> str:
+        if self.llm.gmmlu_fewshot != "auto":
+            return self.llm.gmmlu_fewshot
+        bcfg = self._bcfg(benchmark)
+        names = " ".join(str(v or "") for v in (kind, bcfg.get("hub_id") if bcfg else "", bcfg.get("path") if bcfg else ""))
+        return "random" if "lite" in names.lower() else "first_n"
+
+    # -- generation -------------------------------------------------------------------------------
+    def _score_generate(self, items: Dataset, kind: str) -> tuple[np.ndarray, dict[str, Any]]:
+        texts = [self._wrap(prompts.instruction_prompt(r, self._instruction(kind))) for r in items]
+        outputs = self.generator.generate(texts)
+        scores = np.full((len(items), NUM_OPTIONS), -math.inf)
+        bad: list[str] = []
+        for i, (out, opts) in enumerate(zip(outputs, items["options"], strict=True)):
+            letter = extract_letter(out, opts)
+            if letter is None:
+                bad.append(items[i]["id"])
+            else:
+                scores[i, letter] = 0.0
+        if bad:
+            log.warning("%d of %d generated answers name no option (counted as wrong)", len(bad), len(items))
+        meta = {"unparseable": len(bad), "unparseable_ids": bad,
+                "generations": dict(zip(items["id"], outputs, strict=True)),
+                "max_new_tokens": self.llm.max_new_tokens}
+        return scores, meta
+
+    def _instruction(self, kind: str) -> str:
+        if self.llm.instruction:
+            return self.llm.instruction
+        return BELEBELE_INSTRUCTION if _base_kind(kind) in prompts.PASSAGE_KINDS else NO_PASSAGE_INSTRUCTION
+
+    # -- helpers ----------------------------------------------------------------------------------
+    def _wrap(self, text: str) -> str:
+        return apply_chat(self.tokenizer, text, self.llm.system_prompt) if self.llm.chat_template else text
+
+    def _bcfg(self, benchmark: str) -> DictConfig | None:
+        benchmarks = OmegaConf.select(self.cfg, "eval.benchmarks") if isinstance(self.cfg, DictConfig) else None
+        return benchmarks.get(benchmark) if benchmarks is not None else None
+
+    def _kind(self, benchmark: str) -> str:
+        bcfg = self._bcfg(benchmark)
+        return str(bcfg.kind) if bcfg is not None and bcfg.get("kind") else benchmark
+
+    def _registry_pool(self, benchmark: str, language: str, split: str) -> Dataset:
+        from xlt.data.benchmarks import get_benchmark
+
+        bcfg = self._bcfg(benchmark)
+        if bcfg is None:
+            raise ConfigError(f"eval.benchmarks.{benchmark} is not configured; cannot load its {split} split")
+        full = OmegaConf.merge(bcfg, {"max_questions": None})  # the few-shot pool is never truncated
+        return get_benchmark(str(bcfg.kind)).load(full, language, split=split)
+
+    def _write_meta(self, benchmark: str, language: str) -> None:
+        if self.run is None:
+            return
+        from xlt.run import atomic_write_json
+
+        atomic_write_json(self.run.path / "eval" / benchmark / "llm_meta" / f"{language}.json", self.last_meta)
+
+
+def _base_kind(kind: str) -> str:
+    return "global_mmlu" if kind.startswith("global_mmlu") else kind
+
+
+def _single_pass(seqs: list, n_questions: int) -> int:
+    per_q = np.zeros(n_questions, dtype=int)
+    for s in seqs:
+        per_q[s.members[0][0]] += 1
+    return int((per_q == 1).sum())

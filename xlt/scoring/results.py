@@ -1,0 +1,122 @@
+"""Where evaluation results live in a run directory, and how jobs are planned, sharded and collected.
+
+Layout under ``run/eval/<benchmark>/``::
+
+    plan.json                  the languages this benchmark is evaluated on (written before scoring)
+    <lang>.json                per-language result: accuracy (%), n, 95% bootstrap interval, subsets;
+                               its presence marks the language done
+    predictions/<lang>.jsonl   one line per question: id, language, gold, prediction, scores[4]
+
+A job is one (benchmark, language) pair. Jobs are sorted by (benchmark, language) and shard ``i`` of
+``n`` takes every ``n``-th job starting at ``i``: deterministic, and balanced across benchmarks.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from xlt.data.benchmarks import get_benchmark
+from xlt.errors import ConfigError, DataError
+from xlt.run import RunDir, atomic_write_json
+
+
+@dataclass(frozen=True, order=True)
+class Job:
+    benchmark: str  # the name under eval.benchmarks
+    language: str  # the benchmark's own code
+    kind: str = ""
+
+
+def enabled_benchmarks(cfg: Any) -> dict[str, Any]:
+    """The enabled entries of ``eval.benchmarks``; none raises :class:`ConfigError`."""
+    out = {name: b for name, b in cfg.eval.benchmarks.items() if b.enabled}
+    if not out:
+        raise ConfigError("empty benchmark selection: eval.benchmarks has no enabled benchmark")
+    return dict(sorted(out.items()))
+
+
+def bench_dir(run: RunDir, benchmark: str) -> Path:
+    return run.eval / benchmark
+
+
+def result_path(run: RunDir, job: Job) -> Path:
+    return bench_dir(run, job.benchmark) / f"{job.language}.json"
+
+
+def predictions_path(run: RunDir, job: Job) -> Path:
+    return bench_dir(run, job.benchmark) / "predictions" / f"{job.language}.jsonl"
+
+
+def plan_path(run: RunDir, benchmark: str) -> Path:
+    return bench_dir(run, benchmark) / "plan.json"
+
+
+def plan_jobs(cfg: Any, run: RunDir | None = None) -> list[Job]:
+    """All (benchmark, language) jobs of the config, sorted; written to ``plan.json`` when ``run`` given."""
+    jobs: list[Job] = []
+    for name, bcfg in enabled_benchmarks(cfg).items():
+        bench = get_benchmark(bcfg.kind)
+        langs = bench.select_languages(bcfg)
+        if run is not None:
+            atomic_write_json(plan_path(run, name), {"benchmark": name, "kind": bcfg.kind, "languages": langs})
+        jobs.extend(Job(name, lang, bcfg.kind) for lang in langs)
+    return sorted(jobs)
+
+
+def planned_jobs(cfg: Any, run: RunDir) -> list[Job]:
+    """The jobs recorded by the evaluate stage (``plan.json``), else planned from the config."""
+    jobs: list[Job] = []
+    for name, bcfg in enabled_benchmarks(cfg).items():
+        path = plan_path(run, name)
+        if path.is_file():
+            plan = json.loads(path.read_text())
+            jobs.extend(Job(name, lang, plan["kind"]) for lang in plan["languages"])
+        else:
+            langs = get_benchmark(bcfg.kind).select_languages(bcfg)
+            jobs.extend(Job(name, lang, bcfg.kind) for lang in langs)
+    return sorted(jobs)
+
+
+def shard_jobs(jobs: list[Job], index: int, num: int) -> list[Job]:
+    """Jobs of shard ``index`` (0-based) of ``num``."""
+    if num < 1 or not 0 <= index < num:
+        raise ConfigError(f"eval.shard_index={index} / eval.num_shards={num}: need 0 <= shard_index < num_shards")
+    return sorted(jobs)[index::num]
+
+
+def is_done(run: RunDir, job: Job) -> bool:
+    return result_path(run, job).is_file()
+
+
+def read_result(run: RunDir, job: Job) -> dict[str, Any]:
+    path = result_path(run, job)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise DataError(f"{path}: unreadable result file ({err}); delete it and rerun the evaluate stage") from None
+
+
+def read_predictions(run: RunDir, job: Job) -> list[dict[str, Any]]:
+    path = predictions_path(run, job)
+    if not path.is_file():
+        raise DataError(f"{path}: predictions missing; rerun the evaluate stage for {job.benchmark}/{job.language}")
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def missing_jobs(run: RunDir, jobs: list[Job]) -> list[Job]:
+    return [j for j in jobs if not is_done(run, j)]
+
+
+def missing_message(missing: list[Job], num_shards: int = 1) -> str:
+    by_bench: dict[str, list[str]] = {}
+    for j in missing:
+        by_bench.setdefault(j.benchmark, []).append(j.language)
+    parts = [f"{b}: {', '.join(langs)}" for b, langs in sorted(by_bench.items())]
+    hint = (f" Run the remaining shards (eval.shard_index=0..{num_shards - 1}) or"
+            if num_shards > 1 else "")
+    return (f"evaluation incomplete: {len(missing)} (benchmark, language) result(s) missing: "
+            + "; ".join(parts) + f".{hint} rerun the evaluate stage (it resumes) before the report.")

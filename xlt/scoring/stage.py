@@ -1,0 +1,115 @@
+"""The ``evaluate`` stage: score every (benchmark, language) job of this shard, resumably.
+
+For each job not already done: load the items (:mod:`xlt.data.benchmarks`), score them with the
+configured scorer (:mod:`xlt.scoring.scorers`), write the per-question predictions, then the
+per-language result (accuracy in %, n, seeded 95% bootstrap interval; for Global-MMLU also the MA, CS,
+CA and per-category subsets). Both files are written atomically and the result last, so a result file
+means the language is complete: a rerun skips it, a killed run resumes at the next language.
+
+With ``eval.num_shards > 1`` each process takes its share of the jobs (:func:`shard_jobs`); the stage
+returns None (not done) until every job of every shard has its result, so the last shard to finish (or
+a rerun of any shard) marks the stage done. The report stage merges everything.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from xlt import languages as langtab
+from xlt.data.benchmarks import get_benchmark
+from xlt.run import RunDir, atomic_write_json, atomic_write_text
+from xlt.scoring.metrics import accuracy_with_ci, gmmlu_subsets
+from xlt.scoring.results import (
+    Job,
+    enabled_benchmarks,
+    missing_jobs,
+    missing_message,
+    plan_jobs,
+    predictions_path,
+    read_result,
+    result_path,
+    shard_jobs,
+)
+from xlt.scoring.scorers import build_scorer, check_scores
+
+log = logging.getLogger("xlt.evaluate")
+
+
+def is_gmmlu(kind: str) -> bool:
+    return kind.startswith("global_mmlu")
+
+
+def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any) -> dict[str, Any]:
+    """Score one language of one benchmark and write its predictions and result files."""
+    bcfg = cfg.eval.benchmarks[job.benchmark]
+    items = get_benchmark(job.kind).load(bcfg, job.language, split=bcfg.split)
+    where = f"{job.benchmark}/{job.language}"
+    scores = check_scores(scorer.score(items, benchmark=job.benchmark, language=job.language), len(items), where)
+    gold = np.asarray(items["label"], dtype=int)
+    pred = scores.argmax(axis=1)
+    correct = pred == gold
+    ids = items["id"]
+    lines = [
+        json.dumps({"id": ids[i], "language": job.language, "gold": int(gold[i]), "prediction": int(pred[i]),
+                    "scores": [float(s) for s in scores[i]]}, ensure_ascii=False)
+        for i in range(len(items))
+    ]
+    atomic_write_text(predictions_path(run, job), "\n".join(lines) + "\n")
+
+    samples, seed = int(cfg.eval.bootstrap_samples), int(cfg.eval.bootstrap_seed)
+    lang = langtab.lookup(job.language)
+    result: dict[str, Any] = {
+        "benchmark": job.benchmark,
+        "kind": job.kind,
+        "language": job.language,
+        "code": lang.code if lang else job.language,
+        "split": bcfg.split,
+        "scorer": cfg.eval.scorer,
+        "model": cfg.eval.model,
+        **accuracy_with_ci(correct, samples, seed),
+    }
+    if is_gmmlu(job.kind):
+        meta = items.select_columns(["is_annotated", "cultural_sensitivity_label", "subject_category"]).to_pandas()
+        result["subsets"] = {name: accuracy_with_ci(correct[mask], samples, seed)
+                             for name, mask in gmmlu_subsets(meta).items()}
+    meta_fn = getattr(scorer, "language_meta", None)
+    if callable(meta_fn):
+        extra = meta_fn(job.benchmark, job.language)
+        if extra:
+            result["scorer_meta"] = extra
+    atomic_write_json(result_path(run, job), result)
+    return result
+
+
+def run_stage(cfg: Any, run: RunDir) -> dict[str, Any] | None:
+    """Evaluate this shard's jobs; return a summary once every job (all shards) has a result."""
+    jobs = plan_jobs(cfg, run)
+    mine = shard_jobs(jobs, int(cfg.eval.shard_index), int(cfg.eval.num_shards))
+    todo = missing_jobs(run, mine)
+    log.info("evaluate: %d job(s) in total, %d in shard %d/%d, %d to do", len(jobs), len(mine),
+             cfg.eval.shard_index, cfg.eval.num_shards, len(todo))
+    if todo:
+        scorer = build_scorer(cfg, run)
+        with tqdm(total=len(todo), desc="evaluate", unit="lang") as bar:
+            for job in todo:
+                bar.set_postfix_str(f"{job.benchmark}/{job.language}")
+                res = evaluate_job(cfg, run, job, scorer)
+                log.info("%s/%s: accuracy %.2f%% (n=%d, 95%% CI %.1f-%.1f)", job.benchmark, job.language,
+                         res["accuracy"], res["n"], res["ci_low"], res["ci_high"])
+                bar.update(1)
+    missing = missing_jobs(run, jobs)
+    if missing:
+        log.info(missing_message(missing, int(cfg.eval.num_shards)))
+        return None
+    summary: dict[str, Any] = {}
+    for name in enabled_benchmarks(cfg):
+        results = [read_result(run, j) for j in jobs if j.benchmark == name]
+        accs = [r["accuracy"] for r in results]
+        summary[name] = {"n_languages": len(results), "mean_accuracy": float(np.mean(accs)),
+                         "n_questions": int(sum(r["n"] for r in results))}
+    return summary

@@ -1,0 +1,118 @@
+"""Experiment tracking with Weights & Biases (``logger.kind: wandb``); a no-op for ``logger.kind: none``.
+
+* :func:`init` starts (or resumes) the run's W&B run on rank 0 only, with a stable id derived from the
+  run directory, so a resumed training run and the later report stage log into the same W&B run. The
+  resolved config is logged with secrets removed.
+* Train/dev metrics reach W&B through the Trainer's own ``report_to=["wandb"]`` callback, which reuses
+  the run :func:`init` started (:func:`report_to`).
+* :func:`log_report` uploads evaluation tables and plots (used by the report stage).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from xlt.errors import ConfigError
+from xlt.run import RunDir
+
+log = logging.getLogger("xlt.tracking")
+
+KINDS = ("none", "wandb")
+MODES = ("online", "offline", "disabled")
+
+
+def is_main_process() -> bool:
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def enabled(cfg: Any) -> bool:
+    kind = cfg.logger.kind
+    if kind not in KINDS:
+        raise ConfigError(f"logger.kind must be one of {list(KINDS)}, got {kind!r}")
+    return kind == "wandb"
+
+
+def run_id(run: RunDir) -> str:
+    """A W&B run id that is the same for every rank, stage and rerun of one run directory."""
+    return "xlt-" + hashlib.sha1(str(Path(run.path).resolve()).encode()).hexdigest()[:16]
+
+
+def _display_name(cfg: Any, run: RunDir) -> str:
+    return cfg.logger.name or "/".join(Path(run.path).parts[-2:])
+
+
+def init(cfg: Any, run: RunDir, job_type: str = "train"):
+    """Start or resume the W&B run of ``run`` on rank 0; returns it, or None when tracking is off."""
+    if not enabled(cfg) or not is_main_process():
+        return None
+    import wandb
+    from omegaconf import OmegaConf
+
+    from xlt.secrets import redact_config
+
+    lg = cfg.logger
+    if lg.mode not in MODES:
+        raise ConfigError(f"logger.mode must be one of {list(MODES)}, got {lg.mode!r}")
+    if wandb.run is not None and wandb.run.id == run_id(run):
+        return wandb.run
+    config = OmegaConf.to_container(redact_config(cfg), resolve=True)
+    return wandb.init(
+        project=lg.project,
+        entity=lg.entity,
+        group=lg.group,
+        tags=list(lg.tags),
+        name=_display_name(cfg, run),
+        id=run_id(run),
+        resume="allow",
+        dir=str(run.path),
+        config=config,
+        job_type=job_type,
+        mode=lg.mode,
+    )
+
+
+def report_to(cfg: Any) -> list[str]:
+    """The Trainer's ``report_to``: ``["wandb"]`` when W&B tracking is on (rank 0 only), else ``["none"]``."""
+    return ["wandb"] if enabled(cfg) else ["none"]
+
+
+def finish() -> None:
+    if not is_main_process():
+        return
+    try:
+        import wandb
+    except ImportError:
+        return
+    if wandb.run is not None:
+        wandb.finish()
+
+
+def log_report(cfg: Any, run: RunDir, files: list[Path], tables: dict[str, Any]) -> None:
+    """Log evaluation tables (pandas DataFrames) and report files (plots as images, the rest as an
+    artifact) to the run's W&B run. No-op when ``logger.kind == "none"`` or on ranks other than 0."""
+    wb_run = init(cfg, run, job_type="report")
+    if wb_run is None:
+        return
+    import wandb
+
+    payload: dict[str, Any] = {f"report/{name}": wandb.Table(dataframe=df) for name, df in tables.items()}
+    others = []
+    for f in map(Path, files):
+        if not f.exists():
+            raise FileNotFoundError(f"log_report: {f} does not exist")
+        if f.suffix.lower() in (".png", ".jpg", ".jpeg"):
+            payload[f"plots/{f.stem}"] = wandb.Image(str(f))
+        else:
+            others.append(f)
+    if payload:
+        wb_run.log(payload)
+    if others:
+        art = wandb.Artifact(name=f"report-{run_id(run)}", type="report")
+        for f in others:
+            art.add_file(str(f), name=f.name)
+        wb_run.log_artifact(art)
+    wb_run.finish()

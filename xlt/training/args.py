@@ -1,0 +1,116 @@
+"""``transformers.TrainingArguments`` from the xlt config (v5 names), plus DeepSpeed config lookup."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from xlt.errors import ConfigError
+from xlt.run import RunDir
+
+DEEPSPEED_DIR = Path(__file__).resolve().parent.parent.parent / "conf" / "deepspeed"
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+
+
+def resolve_precision(precision: str) -> str:
+    """``"auto"`` -> ``"bf16"`` on a GPU that supports it, else ``"fp32"``; fp16 only on request."""
+    if precision not in PRECISIONS:
+        raise ConfigError(f"training.precision must be one of {list(PRECISIONS)}, got {precision!r}")
+    if precision == "auto":
+        return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
+    return precision
+
+
+def resolve_deepspeed(value: str | None, conf_dir: Path = DEEPSPEED_DIR) -> str | None:
+    """Path of the DeepSpeed JSON named by ``training.deepspeed``: a name in conf/deepspeed or a path.
+
+    The file is parsed here, so a typo or broken JSON fails before any model is loaded.
+    """
+    if not value:
+        return None
+    candidates = [Path(value).expanduser()]
+    if "/" not in value:
+        name = value if value.endswith(".json") else f"{value}.json"
+        candidates.append(conf_dir / name)
+    for path in candidates:
+        if path.is_file():
+            try:
+                json.loads(path.read_text())
+            except json.JSONDecodeError as err:
+                raise ConfigError(f"training.deepspeed: {path} is not valid JSON (line {err.lineno}): {err.msg}") from None
+            return str(path.resolve())
+    names = sorted(p.stem for p in conf_dir.glob("*.json"))
+    raise ConfigError(f"training.deepspeed={value!r}: no such file; use a path or one of {names}")
+
+
+def check_training_config(tcfg: Any) -> None:
+    """Reject settings the Trainer would only reject later (or silently misuse)."""
+    if tcfg.eval_steps <= 0:
+        raise ConfigError(f"training.eval_steps must be positive, got {tcfg.eval_steps}")
+    if tcfg.save_steps is not None and tcfg.save_steps != tcfg.eval_steps:
+        # The Trainer tracks the best metric at every evaluation but can only restore a saved step.
+        raise ConfigError(
+            f"training.save_steps ({tcfg.save_steps}) must equal training.eval_steps ({tcfg.eval_steps}) "
+            "or be null: the best dev checkpoint must be a saved one"
+        )
+    if not 0.0 <= tcfg.warmup_ratio < 1.0:
+        raise ConfigError(f"training.warmup_ratio must be in [0, 1), got {tcfg.warmup_ratio}")
+    if tcfg.collapse_patience < 1:
+        raise ConfigError("training.collapse_patience must be >= 1")
+
+
+def build_training_arguments(cfg: Any, run: RunDir, report_to: list[str] | None = None, **overrides: Any):
+    """TrainingArguments for ``cfg.training`` writing checkpoints under ``run.checkpoints``."""
+    from transformers import TrainingArguments
+
+    t = cfg.training
+    check_training_config(t)
+    precision = resolve_precision(t.precision)
+    kwargs: dict[str, Any] = dict(
+        output_dir=str(run.checkpoints),
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        learning_rate=t.learning_rate,
+        num_train_epochs=t.num_train_epochs,
+        max_steps=t.max_steps,
+        per_device_train_batch_size=t.per_device_train_batch_size,
+        per_device_eval_batch_size=t.per_device_eval_batch_size,
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        warmup_steps=float(t.warmup_ratio),  # v5: a float < 1 is a ratio of the total steps
+        weight_decay=t.weight_decay,
+        max_grad_norm=t.max_grad_norm,
+        lr_scheduler_type=t.lr_scheduler_type,
+        optim=t.optim,
+        logging_strategy="steps",
+        logging_steps=t.logging_steps,
+        logging_first_step=True,
+        eval_strategy="steps",
+        eval_steps=t.eval_steps,
+        save_strategy="steps",
+        save_steps=t.eval_steps,
+        save_total_limit=t.save_total_limit,
+        load_best_model_at_end=True,
+        metric_for_best_model="accuracy",
+        greater_is_better=True,
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
+        train_sampling_strategy="group_by_length" if t.group_by_length else "random",
+        length_column_name="length",
+        dataloader_num_workers=t.dataloader_num_workers,
+        activation_checkpointing=t.gradient_checkpointing,  # v5 name of gradient_checkpointing
+        deepspeed=resolve_deepspeed(t.deepspeed),
+        # The MC head ignores num_items_in_batch, so token averaging would multiply the loss by the
+        # number of processes.
+        average_tokens_across_devices=False,
+        # Without CUDA, multi-process runs must be told to use CPU + gloo, or each rank trains alone.
+        use_cpu=not torch.cuda.is_available(),
+        report_to=report_to or ["none"],
+        run_name=getattr(cfg.logger, "name", None) or str(run.path),
+        disable_tqdm=False,
+        ddp_find_unused_parameters=False,
+    )
+    kwargs.update(overrides)
+    return TrainingArguments(**kwargs)

@@ -1,0 +1,101 @@
+"""The model card (README.md) written next to the trained model.
+
+The evaluation section is a placeholder between two markers; the report stage replaces the text
+between them with its results (:func:`fill_evaluation_section`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"
+EVAL_END = "<!-- xlt:evaluation:end -->"
+
+
+def _front_matter(base_model: str | None, lora: bool) -> str:
+    lines = ["---", "library_name: peft" if lora else "library_name: transformers", "pipeline_tag: multiple-choice"]
+    if base_model:
+        lines.append(f"base_model: {base_model}")
+    lines += ["tags:", "- xlt", "- multiple-choice", "- cross-lingual-transfer", "- belebele", "---"]
+    return "\n".join(lines)
+
+
+def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) -> str:
+    """Markdown model card for a run: base model, recipe, data, hyperparameters, dev results."""
+    m, t = cfg.model, cfg.training
+    lora = bool(m.lora.enabled)
+    base = None if m.name_or_path == "xlt-tiny" else m.name_or_path
+    rev = f" (revision `{m.revision}`)" if m.revision else ""
+    hyper = {
+        "learning_rate": t.learning_rate,
+        "effective batch size": summary.get("effective_batch_size"),
+        "epochs": t.num_train_epochs if t.max_steps < 0 else f"max_steps={t.max_steps}",
+        "warmup ratio": t.warmup_ratio,
+        "weight decay": t.weight_decay,
+        "scheduler": t.lr_scheduler_type,
+        "precision": summary.get("precision"),
+        "max_length": m.max_length,
+        "seed": cfg.seed,
+        "DeepSpeed": t.deepspeed or "no",
+        "LoRA": f"r={m.lora.r}, alpha={m.lora.alpha}, targets={list(m.lora.target_modules)}" if lora else "no (full fine-tuning)",
+    }
+    rows = "\n".join(f"| {k} | {v} |" for k, v in hyper.items())
+    splits = ", ".join(f"{k}: {v} rows" for k, v in data_info.items())
+    history = summary.get("dev_accuracy_history") or []
+    dev_rows = "\n".join(f"| {h['step']} | {h['accuracy']:.4f} |" for h in history) or "| - | - |"
+    return f"""{_front_matter(base, lora)}
+
+# {cfg.recipe_name}: {m.name} fine-tuned for multiple-choice reading comprehension
+
+{cfg.description}
+
+Trained with xlt, recipe `{cfg.recipe_name}`.
+
+- **Base model:** `{m.name_or_path}`{rev}
+- **Head:** `AutoModelForMultipleChoice` (4 options, passage truncated, question and option kept)
+- **Training setting:** {t.setting}
+- **Training data:** {splits} (sources: {", ".join(sorted(cfg.data.sources)) or "n/a"})
+- **Format:** {"LoRA adapter (with the classifier head in modules_to_save); load with `xlt.modeling.load.load_trained`" if lora else "full model, safetensors"}
+
+## Training hyperparameters
+
+| setting | value |
+|---|---|
+{rows}
+
+## Dev results (English dev split)
+
+Best dev accuracy **{summary.get("best_dev_accuracy", float("nan")):.4f}** at step {summary.get("best_step")}
+(the checkpoint kept as the final model). Dev accuracy during training:
+
+| step | dev accuracy |
+|---|---|
+{dev_rows}
+
+## Evaluation results
+
+{EVAL_BEGIN}
+Not evaluated yet: the `report` stage fills in Belebele and Global-MMLU results here.
+{EVAL_END}
+
+## How to use
+
+```python
+from xlt.modeling.load import load_trained
+model, tokenizer = load_trained("path/to/this/folder")
+```
+"""
+
+
+def fill_evaluation_section(card_path: str | Path, markdown: str) -> None:
+    """Replace the evaluation placeholder in a written card with ``markdown`` (used by the report stage)."""
+    from xlt.run import atomic_write_text
+
+    path = Path(card_path)
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(EVAL_BEGIN), text.find(EVAL_END)
+    if start < 0 or end < start:
+        raise ValueError(f"{path}: no evaluation section markers ({EVAL_BEGIN} ... {EVAL_END})")
+    new = text[: start + len(EVAL_BEGIN)] + "\n" + markdown.strip() + "\n" + text[end:]
+    atomic_write_text(path, new)

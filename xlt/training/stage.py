@@ -1,0 +1,210 @@
+"""The "train" stage: fine-tune a multiple-choice encoder (full or LoRA) on the training set.
+
+Training runs through the Hugging Face ``Trainer`` rather than a hand-written loop, because it
+already gives what a research run needs and that would otherwise be re-implemented (and re-debugged):
+
+* resumable checkpoints holding model, optimizer, scheduler and RNG state, and ``resume_from_checkpoint``
+  that skips the batches already seen, so a killed run ends with the same metrics as an uninterrupted one;
+* DeepSpeed (ZeRO-2/3, offload) and multi-process data parallelism through accelerate, from one config;
+* length-grouped batches (``train_sampling_strategy="group_by_length"`` over the ``length`` column), so
+  dynamic padding (:class:`xlt.modeling.features.MCCollator`) pads little;
+* callbacks for periodic dev evaluation, keeping the best checkpoint, early stopping, the collapse
+  detector and W&B logging (``report_to``).
+
+Inputs: ``run.train_set`` (or the translate-train-all union). Outputs: ``run.checkpoints`` (resumable),
+``run.model`` (final model or LoRA adapter, tokenizer, README.md model card; written atomically),
+``run/train_metrics.json`` (train loss curve, dev accuracy history, best step) and, with
+``model.lora.merge_and_save``, ``run/model_merged`` (a plain model with the adapters merged in).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xlt import tracking
+from xlt.config.model import TINY_MODEL_ID
+from xlt.modeling.features import MCCollator
+from xlt.modeling.load import load_model, load_tokenizer
+from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
+from xlt.training.args import build_training_arguments, resolve_precision
+from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
+from xlt.training.card import render_card
+from xlt.training.data import load_training_set, tokenized_splits
+from xlt.training.lora import BASE_SUBDIR, merge_and_save, point_adapter_at_base, wrap_lora
+
+log = logging.getLogger("xlt.training")
+
+MERGED_DIR = "model_merged"
+
+
+def compute_metrics(eval_pred) -> dict[str, float]:
+    """Accuracy of the argmax over the 4 option scores."""
+    logits, labels = eval_pred.predictions, eval_pred.label_ids
+    logits = logits[0] if isinstance(logits, tuple) else logits
+    return {"accuracy": float((np.asarray(logits).argmax(-1) == np.asarray(labels)).mean())}
+
+
+def last_checkpoint(folder: Path) -> str | None:
+    """The newest complete ``checkpoint-N`` folder (it holds trainer_state.json), or None."""
+    if not folder.is_dir():
+        return None
+    done = [p for p in folder.glob("checkpoint-*") if re.fullmatch(r"checkpoint-\d+", p.name) and (p / "trainer_state.json").exists()]
+    return str(max(done, key=lambda p: int(p.name.split("-")[1]))) if done else None
+
+
+def metrics_history(log_history: list[dict[str, Any]]) -> dict[str, Any]:
+    """Train loss curve and dev accuracy history from the Trainer's log history."""
+    train = [
+        {"step": h["step"], "loss": h["loss"], "learning_rate": h.get("learning_rate"), "epoch": h.get("epoch")}
+        for h in log_history
+        if "loss" in h and "step" in h
+    ]
+    dev = [
+        {"step": h["step"], "accuracy": h["eval_accuracy"], "loss": h.get("eval_loss"), "epoch": h.get("epoch")}
+        for h in log_history
+        if "eval_accuracy" in h
+    ]
+    return {"train_loss": train, "dev": dev}
+
+
+def _best_step(state) -> int | None:
+    ckpt = state.best_model_checkpoint
+    if ckpt:
+        return int(Path(ckpt).name.split("-")[-1])
+    return None
+
+
+def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -> dict[str, Any] | None:
+    """Train, keep the best dev checkpoint, save the final model + card; see the module docstring.
+
+    ``extra_callbacks`` are added to the Trainer's (tests use it to simulate a crash).
+    """
+    from transformers import EarlyStoppingCallback, Trainer
+
+    t = cfg.training
+    tracking.init(cfg, run, job_type="train")
+    args = build_training_arguments(cfg, run, report_to=tracking.report_to(cfg))
+    main = args.process_index == 0
+
+    tokenizer = load_tokenizer(cfg.model)
+    with args.main_process_first(desc="training data"):
+        raw = load_training_set(cfg, run)
+        feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
+        if cfg.force and main and run.checkpoints.exists():
+            log.info("force=true: removing old checkpoints in %s", run.checkpoints)
+            shutil.rmtree(run.checkpoints)
+
+    model = load_model(cfg.model, tokenizer, seed=cfg.seed)
+    if cfg.model.lora.enabled:
+        model = wrap_lora(model, cfg.model.lora)
+        if main:
+            model.print_trainable_parameters()
+
+    collapse = CollapseDetector(margin=t.collapse_margin, patience=t.collapse_patience, stop=t.stop_on_collapse)
+    callbacks: list[Any] = [collapse]
+    if t.early_stopping_patience:
+        callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=feats["train"],
+        eval_dataset=feats["dev"],
+        data_collator=MCCollator(tokenizer),
+        processing_class=tokenizer,
+        compute_metrics=compute_metrics,
+        callbacks=callbacks + list(extra_callbacks or []),
+    )
+    resume = last_checkpoint(run.checkpoints) if t.resume and not cfg.force else None
+    if resume:
+        log.info("resuming from %s", resume)
+    train_out = trainer.train(resume_from_checkpoint=resume)
+    dev = trainer.evaluate()  # the best checkpoint, reloaded by load_best_model_at_end
+
+    state = trainer.state
+    history = metrics_history(state.log_history)
+    summary: dict[str, Any] = {
+        "best_dev_accuracy": state.best_metric,
+        "best_step": _best_step(state),
+        "final_dev_accuracy": dev.get("eval_accuracy"),
+        "global_step": state.global_step,
+        "train_loss": train_out.training_loss,
+        "train_rows": len(raw["train"]),
+        "dev_rows": len(raw["dev"]),
+        "effective_batch_size": t.per_device_train_batch_size * t.gradient_accumulation_steps * args.world_size,
+        "world_size": args.world_size,
+        "precision": resolve_precision(t.precision),
+        "lora": bool(cfg.model.lora.enabled),
+        "resumed_from": resume,
+        "collapsed": collapse.collapsed,
+        "dev_accuracy_history": history["dev"],
+    }
+    if main:
+        atomic_write_json(run.path / "train_metrics.json", {**{k: v for k, v in summary.items() if k != "dev_accuracy_history"}, **history})
+
+    if collapse.collapsed and t.stop_on_collapse:
+        del trainer, model
+        _cleanup()
+        c = collapse.collapsed
+        raise TrainingCollapsedError(
+            collapse_message(c["step"], c["accuracy"], c["evaluations"])
+            + f"\nStopped (training.stop_on_collapse=true); no model was saved. Metrics: {run.path / 'train_metrics.json'}"
+        )
+
+    _save_final(cfg, run, trainer, tokenizer, summary, {s: len(raw[s]) for s in ("train", "dev")})
+    del trainer, model
+    _cleanup()
+    if main and cfg.model.lora.enabled and cfg.model.lora.merge_and_save:
+        from xlt.modeling.load import load_trained
+
+        peft_model, tok = load_trained(run.model)
+        with atomic_dir(run.path / MERGED_DIR) as tmp:
+            merge_and_save(peft_model, tmp, tok)
+        summary["merged_model"] = str(run.path / MERGED_DIR)
+    tracking.finish()
+    summary["model"] = str(run.model)
+    del summary["dev_accuracy_history"]
+    return summary
+
+
+def _save_final(cfg: Any, run: RunDir, trainer, tokenizer, summary: dict[str, Any], data_info: dict[str, int]) -> None:
+    """Save the (best) model, tokenizer and card into ``run.model`` atomically.
+
+    Every rank calls ``save_model`` (ZeRO-3 gathers the weights collectively); rank 0 alone writes, into
+    a fixed partial folder that replaces ``run.model`` in one rename.
+    """
+    main = trainer.args.process_index == 0
+    partial = run.path / ".model.partial"
+    with trainer.args.main_process_first(desc="clear partial model"):
+        if main:
+            shutil.rmtree(partial, ignore_errors=True)
+    trainer.save_model(str(partial))  # writes on rank 0 only; includes the tokenizer (processing_class)
+    if not main:
+        return
+    tokenizer.save_pretrained(partial)
+    if cfg.model.lora.enabled and cfg.model.name_or_path == TINY_MODEL_ID:
+        # The tiny base is a seeded random init with no Hub id: store it with the adapter.
+        load_model(cfg.model, tokenizer, seed=cfg.seed).save_pretrained(partial / BASE_SUBDIR)
+        point_adapter_at_base(partial, BASE_SUBDIR)
+    atomic_write_text(partial / "README.md", render_card(cfg, summary, data_info))
+    with atomic_dir(run.model) as tmp:
+        os.rmdir(tmp)
+        os.replace(partial, tmp)
+
+
+def _cleanup() -> None:
+    """Free the (already dereferenced) trainer and model; in distributed runs also sync and tear down
+    the process group (gloo aborts at process exit otherwise)."""
+    import torch.distributed as dist
+
+    gc.collect()
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()

@@ -1,0 +1,16 @@
+"""Machine translation of multiple-choice data: translate-train-all and translate-test.
+
+Modules, in the order data flows through them:
+
+* :mod:`~xlt.translation.segment`   passages -> sentences (and back), so MT never sees multi-sentence inputs.
+* :mod:`~xlt.translation.translator` the translator interface: a transformers seq2seq backend (NLLB,
+  M2M100) and a deterministic ``echo`` backend for tests; length-sorted batching.
+* :mod:`~xlt.translation.cache`     SQLite cache of translated segments, committed in batches.
+* :mod:`~xlt.translation.engine`    translate one dataset into one language: unique segments, cache,
+  batches, re-assembly, quality rules.
+* :mod:`~xlt.translation.quality`   empty / unchanged / runaway / duplicate-option checks and their rules.
+* :mod:`~xlt.translation.stage`     the ``translate`` stage: units, shards, merge, report, import.
+* :mod:`~xlt.translation.importer`  pre-translated data (``translate.import_dir``).
+* :mod:`~xlt.translation.union`     the translate-train-all training set (English + translations, sampling).
+* :mod:`~xlt.translation.translate_test` benchmark items into English.
+"""

@@ -1,0 +1,311 @@
+"""The ``translate`` stage: the English training set into every ``translate.languages`` code.
+
+Work is cut into *units* of (language, split, row range of ``translate.rows_per_unit`` rows). Shard
+``translate.shard_index`` of ``translate.num_shards`` takes every ``num_shards``-th unit, so shards split
+both by language and by rows. A finished unit is a *part*: a dataset folder written atomically under
+``data/translated/.parts/<lang>/<split>-<start>-<end>`` with its quality counts. A rerun skips finished
+parts (and languages already merged from the same units); inside an unfinished one the SQLite cache (committed per generation batch) makes a rerun
+translate only what is missing. Part boundaries do not depend on ``num_shards``, so any mix of shard
+runs gives the same result as one run.
+
+When every unit is done (whichever shard finishes last, or a plain rerun), the parts are merged per
+language into ``data/translated/<lang>`` (a DatasetDict train/dev, TRANSLATED_FEATURES) and the quality
+report ``data/translation_report.{json,md}`` is written. Until then the stage returns None (not done).
+
+With ``translate.import_dir`` set, ready translations are imported instead (:mod:`xlt.translation.importer`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from datasets import DatasetDict, concatenate_datasets, load_from_disk
+from filelock import FileLock
+
+from xlt.data.schema import TRANSLATED_FEATURES
+from xlt.errors import ConfigError, DataError
+from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
+from xlt.translation.cache import TranslationCache
+from xlt.translation.engine import QualityRules, translate_dataset
+from xlt.translation.quality import QualityStats
+from xlt.translation.storage import save_dataset
+from xlt.translation.translator import Translator, build_translator
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "dev")
+_FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
+STATS_FILE = "quality.json"
+
+
+@dataclass(frozen=True, order=True)
+class Unit:
+    """One piece of work: rows ``start:end`` of ``split`` into ``language``."""
+
+    language: str
+    split: str
+    start: int
+    end: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.split}-{self.start:08d}-{self.end:08d}"
+
+
+def translated_dir(run: RunDir) -> Path:
+    return run.data / "translated"
+
+
+def language_dir(run: RunDir, language: str) -> Path:
+    """Where the merged translation of ``language`` lives (``run/data/translated/<code>``)."""
+    return translated_dir(run) / language
+
+
+def part_dir(run: RunDir, unit: Unit) -> Path:
+    return translated_dir(run) / ".parts" / unit.language / unit.name
+
+
+def cache_path(cfg: Any, run: RunDir) -> Path:
+    base = Path(cfg.translate.cache_dir).expanduser() if cfg.translate.cache_dir else run.data
+    return base / "translation_cache.sqlite"
+
+
+def check_languages(languages: list[str], source: str) -> None:
+    """Reject empty, malformed, duplicated or source-language codes with a clear message."""
+    if not languages:
+        raise ConfigError(
+            "the translate stage needs target languages: pick a translate option with languages "
+            "(e.g. translate=nllb) or set translate.languages=[fra_Latn,deu_Latn]"
+        )
+    bad = [c for c in languages if not _FLORES.match(str(c))]
+    if bad:
+        raise ConfigError(f"translate.languages: {bad} are not FLORES-200 codes like 'fra_Latn'")
+    dup = sorted({c for c in languages if languages.count(c) > 1})
+    if dup:
+        raise ConfigError(f"translate.languages lists {dup} more than once")
+    if source in languages:
+        raise ConfigError(f"translate.languages contains the source language {source!r}")
+
+
+def load_train_set(run: RunDir) -> DatasetDict:
+    if not run.train_set.exists():
+        raise DataError(f"{run.train_set}: no training set; run the build_data stage first")
+    ds = load_from_disk(str(run.train_set))
+    if not isinstance(ds, DatasetDict) or set(ds) != set(SPLITS):
+        raise DataError(f"{run.train_set}: expected a DatasetDict with splits {list(SPLITS)}, got {list(ds)}")
+    return ds
+
+
+def plan_units(sizes: dict[str, int], languages: list[str], rows_per_unit: int) -> list[Unit]:
+    """All units, language by language, split by split, in row order."""
+    if rows_per_unit < 1:
+        raise ConfigError(f"translate.rows_per_unit must be >= 1, got {rows_per_unit}")
+    units = []
+    for lang in languages:
+        for split in SPLITS:
+            n = sizes[split]
+            units.extend(Unit(lang, split, s, min(s + rows_per_unit, n)) for s in range(0, n, rows_per_unit))
+    return units
+
+
+def shard_units(units: list[Unit], shard_index: int, num_shards: int) -> list[Unit]:
+    if num_shards < 1 or not 0 <= shard_index < num_shards:
+        raise ConfigError(
+            f"translate.shard_index must be in 0..num_shards-1; got shard_index={shard_index}, num_shards={num_shards}"
+        )
+    return units[shard_index::num_shards]
+
+
+def is_part_done(run: RunDir, unit: Unit) -> bool:
+    return (part_dir(run, unit) / STATS_FILE).exists()
+
+
+def translate_unit(
+    cfg: Any, run: RunDir, unit: Unit, source: DatasetDict, translator: Translator, cache: TranslationCache
+) -> QualityStats:
+    """Translate one unit and write its part atomically; return its quality counts."""
+    tcfg = cfg.translate
+    rows = source[unit.split].select(range(unit.start, unit.end))
+    truncated_before = translator.stats.get("truncated_inputs", 0)
+    result = translate_dataset(
+        rows,
+        translator,
+        cache,
+        tcfg.source_language,
+        unit.language,
+        rules=QualityRules.from_cfg(tcfg.quality),
+        set_language=unit.language,
+        features=TRANSLATED_FEATURES,
+        commit_every=tcfg.commit_every,
+        desc=f"{unit.language} {unit.name}",
+    )
+    result.stats.add("truncated_inputs", n=translator.stats.get("truncated_inputs", 0) - truncated_before)
+    with atomic_dir(part_dir(run, unit)) as tmp:
+        save_dataset(result.dataset, tmp)
+        atomic_write_json(tmp / STATS_FILE, result.stats.to_json())
+    return result.stats
+
+
+MERGED_FILE = "xlt_translation.json"
+
+
+def merged_units(run: RunDir, language: str) -> list[str] | None:
+    """Unit names a finished merge of ``language`` was built from (None if not merged)."""
+    info = language_dir(run, language) / MERGED_FILE
+    return json.loads(info.read_text())["units"] if info.exists() else None
+
+
+def is_unit_done(run: RunDir, unit: Unit, merged: dict[str, list[str] | None]) -> bool:
+    """A unit is done if its part exists, or its language was merged from the same units."""
+    names = merged.get(unit.language)
+    return (names is not None and unit.name in names) or is_part_done(run, unit)
+
+
+def merge_language(run: RunDir, language: str, units: list[Unit]) -> tuple[DatasetDict, dict[str, QualityStats]]:
+    """Concatenate ``language``'s parts (memory-mapped) into ``run/data/translated/<language>``.
+
+    The merged folder records the units and quality counts it was built from (``xlt_translation.json``);
+    the parts are deleted afterwards, so translations are not kept twice on disk. A language already
+    merged from the same units is read back instead.
+    """
+    mine = [u for u in units if u.language == language]
+    names = sorted(u.name for u in mine)
+    if merged_units(run, language) == names:
+        info = json.loads((language_dir(run, language) / MERGED_FILE).read_text())
+        stats = {s: QualityStats.from_json(v) for s, v in info["stats"].items()}
+        return load_from_disk(str(language_dir(run, language))), stats
+    stats: dict[str, QualityStats] = {}
+    splits = {}
+    for split in SPLITS:
+        parts_of_split = sorted((u for u in mine if u.split == split), key=lambda u: u.start)
+        parts = [load_from_disk(str(part_dir(run, u))) for u in parts_of_split]
+        st = QualityStats()
+        for u in parts_of_split:
+            st.merge(QualityStats.from_json(json.loads((part_dir(run, u) / STATS_FILE).read_text())))
+        stats[split] = st
+        splits[split] = concatenate_datasets(parts) if parts else _empty()
+    dd = DatasetDict(splits)
+    with atomic_dir(language_dir(run, language)) as tmp:
+        save_dataset(dd, tmp)
+        atomic_write_json(tmp / MERGED_FILE, {"units": names, "stats": {s: st.to_json() for s, st in stats.items()}})
+    shutil.rmtree(translated_dir(run) / ".parts" / language, ignore_errors=True)
+    return load_from_disk(str(language_dir(run, language))), stats
+
+
+def _empty():
+    from datasets import Dataset
+
+    return Dataset.from_dict({k: [] for k in TRANSLATED_FEATURES}, features=TRANSLATED_FEATURES)
+
+
+def write_report(run: RunDir, meta: dict[str, Any], per_language: dict[str, dict[str, QualityStats]]) -> dict[str, Any]:
+    """Write ``translation_report.json`` and ``.md``; return the JSON object."""
+    langs: dict[str, Any] = {}
+    for lang, by_split in per_language.items():
+        total = QualityStats()
+        for st in by_split.values():
+            total.merge(st)
+        langs[lang] = {
+            "rows": {s: {"in": st.counts["rows_in"], "out": st.counts["rows_out"]} for s, st in by_split.items()},
+            **total.to_json(),
+        }
+    report = {**meta, "languages": langs}
+    atomic_write_json(run.data / "translation_report.json", report)
+    atomic_write_text(run.data / "translation_report.md", report_markdown(report))
+    return report
+
+
+REPORT_COLUMNS = (
+    ("rows_in", "rows in"),
+    ("rows_out", "rows out"),
+    ("dropped_duplicate_options", "dropped: equal options"),
+    ("dropped_runaway", "dropped: runaway"),
+    ("empty_fallback", "empty -> source"),
+    ("unchanged", "unchanged"),
+    ("runaway", "runaway segs"),
+    ("truncated_inputs", "truncated inputs"),
+    ("segments_total", "segments"),
+    ("segments_unique", "unique"),
+    ("segments_cached", "from cache"),
+    ("segments_translated", "translated"),
+)
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    lines = [
+        "# Translation report",
+        "",
+        f"- translator: `{report.get('translator', '')}`",
+        f"- source language: `{report.get('source_language', '')}`",
+        "",
+        "Rules: an empty output falls back to the source text (counted); an output equal to its source is",
+        "only counted; a row with runaway repetition in any field is dropped (unless",
+        "translate.quality.drop_runaway=false); a row whose options become identical is dropped. Inputs longer",
+        "than translate.max_input_tokens are truncated and counted.",
+        "Segment counts are unique segments per unit (a rerun counts cache hits as 'from cache').",
+        "",
+        "| language | " + " | ".join(h for _, h in REPORT_COLUMNS) + " |",
+        "|---|" + "---:|" * len(REPORT_COLUMNS),
+    ]
+    for lang, info in report["languages"].items():
+        c = info["counts"]
+        lines.append(f"| {lang} | " + " | ".join(str(c.get(k, 0)) for k, _ in REPORT_COLUMNS) + " |")
+    examples = [(lang, what, ex) for lang, info in report["languages"].items() for what, ex in info["examples"].items()]
+    if examples:
+        lines += ["", "## Examples (first few per problem)", ""]
+        for lang, what, ex in examples:
+            lines.append(f"- {lang} / {what}: " + "; ".join(f"`{e}`" for e in ex))
+    return "\n".join(lines) + "\n"
+
+
+def run_stage(cfg: Any, run: RunDir) -> dict[str, Any] | None:
+    """Translate this shard's units; when all units are done, merge and report (see module docstring)."""
+    tcfg = cfg.translate
+    if tcfg.import_dir:
+        from xlt.translation.importer import import_translations
+
+        return import_translations(cfg, run)
+    languages = [str(c) for c in tcfg.languages]
+    check_languages(languages, tcfg.source_language)
+    source = load_train_set(run)
+    units = plan_units({s: source[s].num_rows for s in SPLITS}, languages, tcfg.rows_per_unit)
+    merged = {lang: merged_units(run, lang) for lang in languages}
+    todo = [u for u in shard_units(units, tcfg.shard_index, tcfg.num_shards) if not is_unit_done(run, u, merged)]
+    translator: Translator | None = None
+    if todo:
+        translator = build_translator(tcfg)
+        if hasattr(translator, "check_languages"):
+            translator.check_languages([tcfg.source_language, *languages])
+        log.info("translate: %d of %d units to do in shard %d/%d", len(todo), len(units), tcfg.shard_index, tcfg.num_shards)
+        with TranslationCache(cache_path(cfg, run)) as cache:
+            for unit in todo:
+                translate_unit(cfg, run, unit, source, translator, cache)
+    merged = {lang: merged_units(run, lang) for lang in languages}
+    left = [u for u in units if not is_unit_done(run, u, merged)]
+    if left:
+        log.info("translate: shard %d done; %d units of other shards still missing", tcfg.shard_index, len(left))
+        return None
+    per_language = {}
+    rows = {}
+    # Shards finishing together must not merge (and delete parts) at the same time.
+    with FileLock(str(translated_dir(run) / ".merge.lock")):
+        for lang in languages:
+            dd, stats = merge_language(run, lang, units)
+            per_language[lang] = stats
+            rows[lang] = {s: dd[s].num_rows for s in dd}
+    identity = translator.identity if translator is not None else _identity_from_cfg(tcfg)
+    meta = {"translator": identity, "source_language": tcfg.source_language, "imported": False}
+    write_report(run, meta, per_language)
+    return {"languages": languages, "rows": rows, "report": str(run.data / "translation_report.json")}
+
+
+def _identity_from_cfg(tcfg: Any) -> str:
+    if tcfg.kind == "echo":
+        return "echo/v1"
+    return f"hf/{tcfg.model_name_or_path}@{tcfg.revision or 'default'}"

@@ -1,0 +1,296 @@
+"""The translator interface and its backends.
+
+A :class:`Translator` turns a list of texts from one language into another. It exposes:
+
+* ``identity``: everything that changes its outputs (model, revision, generation settings), used in
+  cache keys so a different model or setting never reuses stale translations;
+* ``translate_batches(texts, src, tgt)``: yields ``(indices, outputs)`` per batch, so the caller can
+  commit each batch to the cache before the next one starts (a killed run loses at most one batch).
+
+Batches are made from length-sorted texts (:func:`length_sorted_batches`), so a batch pads little and
+stops generating early. Backends: :class:`HFSeq2SeqTranslator` (NLLB, M2M100 through transformers) and
+:class:`EchoTranslator` (deterministic, no model: ``"[<lang>] " + text``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from xlt.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+# FLORES-200 -> M2M100 codes for the languages both cover (M2M100 tokenizers use ISO 639-1-style codes).
+FLORES_TO_M2M100 = {
+    "afr_Latn": "af", "amh_Ethi": "am", "arb_Arab": "ar", "ast_Latn": "ast", "azj_Latn": "az",
+    "bak_Cyrl": "ba", "bel_Cyrl": "be", "bul_Cyrl": "bg", "ben_Beng": "bn", "bos_Latn": "bs",
+    "cat_Latn": "ca", "ceb_Latn": "ceb", "ces_Latn": "cs", "cym_Latn": "cy", "dan_Latn": "da",
+    "deu_Latn": "de", "ell_Grek": "el", "eng_Latn": "en", "spa_Latn": "es", "est_Latn": "et",
+    "pes_Arab": "fa", "fuv_Latn": "ff", "fin_Latn": "fi", "fra_Latn": "fr", "gle_Latn": "ga",
+    "gla_Latn": "gd", "glg_Latn": "gl", "guj_Gujr": "gu", "hau_Latn": "ha", "heb_Hebr": "he",
+    "hin_Deva": "hi", "hrv_Latn": "hr", "hat_Latn": "ht", "hun_Latn": "hu", "hye_Armn": "hy",
+    "ind_Latn": "id", "ibo_Latn": "ig", "ilo_Latn": "ilo", "isl_Latn": "is", "ita_Latn": "it",
+    "jpn_Jpan": "ja", "jav_Latn": "jv", "kat_Geor": "ka", "kaz_Cyrl": "kk", "khm_Khmr": "km",
+    "kan_Knda": "kn", "kor_Hang": "ko", "ltz_Latn": "lb", "lug_Latn": "lg", "lin_Latn": "ln",
+    "lao_Laoo": "lo", "lit_Latn": "lt", "lvs_Latn": "lv", "plt_Latn": "mg", "mkd_Cyrl": "mk",
+    "mal_Mlym": "ml", "khk_Cyrl": "mn", "mar_Deva": "mr", "zsm_Latn": "ms", "mya_Mymr": "my",
+    "npi_Deva": "ne", "nld_Latn": "nl", "nob_Latn": "no", "nso_Latn": "ns", "oci_Latn": "oc",
+    "ory_Orya": "or", "pan_Guru": "pa", "pol_Latn": "pl", "pbt_Arab": "ps", "por_Latn": "pt",
+    "ron_Latn": "ro", "rus_Cyrl": "ru", "snd_Arab": "sd", "sin_Sinh": "si", "slk_Latn": "sk",
+    "slv_Latn": "sl", "som_Latn": "so", "als_Latn": "sq", "srp_Cyrl": "sr", "ssw_Latn": "ss",
+    "sun_Latn": "su", "swe_Latn": "sv", "swh_Latn": "sw", "tam_Taml": "ta", "tha_Thai": "th",
+    "tgl_Latn": "tl", "tsn_Latn": "tn", "tur_Latn": "tr", "ukr_Cyrl": "uk", "urd_Arab": "ur",
+    "uzn_Latn": "uz", "vie_Latn": "vi", "wol_Latn": "wo", "xho_Latn": "xh", "ydd_Hebr": "yi",
+    "yor_Latn": "yo", "zho_Hans": "zh", "zul_Latn": "zu",
+}  # fmt: skip
+
+
+def length_sorted_batches(
+    lengths: Sequence[int], batch_size: int, max_batch_tokens: int | None = None
+) -> list[list[int]]:
+    """Indices grouped into batches of similar length, longest first (OOM shows up at once).
+
+    A batch holds at most ``batch_size`` items and, if ``max_batch_tokens`` is set, at most that many
+    padded tokens (items x longest item); an item longer than the budget gets a batch of its own.
+    Ties keep input order, so batching is deterministic.
+    """
+    if batch_size < 1:
+        raise ConfigError(f"translate.batch_size must be >= 1, got {batch_size}")
+    order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
+    batches: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        longest = lengths[cur[0]] if cur else lengths[i]
+        too_many = len(cur) >= batch_size
+        too_big = max_batch_tokens is not None and cur and (len(cur) + 1) * longest > max_batch_tokens
+        if cur and (too_many or too_big):
+            batches.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        batches.append(cur)
+    return batches
+
+
+class Translator:
+    """Base class: subclasses set ``identity`` and implement ``lengths`` and ``_generate``."""
+
+    identity: str = ""
+    batch_size: int = 32
+    max_batch_tokens: int | None = None
+
+    def __init__(self) -> None:
+        # Counters the quality report picks up (e.g. inputs truncated to max_input_tokens).
+        self.stats: dict[str, int] = {"truncated_inputs": 0, "generate_calls": 0}
+
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        return [len(t) for t in texts]
+
+    def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
+        raise NotImplementedError
+
+    def translate_batches(
+        self, texts: Sequence[str], src_lang: str, tgt_lang: str
+    ) -> Iterator[tuple[list[int], list[str]]]:
+        """Yield ``(indices into texts, translations)`` per length-sorted batch."""
+        if not texts:
+            return
+        for batch in length_sorted_batches(self.lengths(texts), self.batch_size, self.max_batch_tokens):
+            self.stats["generate_calls"] += 1
+            yield batch, self._generate([texts[i] for i in batch], src_lang, tgt_lang)
+
+    def translate(self, texts: Sequence[str], src_lang: str, tgt_lang: str) -> list[str]:
+        """Translate all of ``texts`` (in order); no cache."""
+        out: list[str] = [""] * len(texts)
+        for idx, outs in self.translate_batches(texts, src_lang, tgt_lang):
+            for i, o in zip(idx, outs, strict=True):
+                out[i] = o
+        return out
+
+
+class EchoTranslator(Translator):
+    """Deterministic test translator: ``"[<tgt_lang>] " + text``. Needs no model."""
+
+    def __init__(self, batch_size: int = 32, max_batch_tokens: int | None = None) -> None:
+        super().__init__()
+        self.identity = "echo/v1"
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+
+    def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
+        return [f"[{tgt_lang}] {t}" for t in texts]
+
+
+def _pick_device(device: str) -> str:
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return device
+
+
+def _pick_dtype(precision: str, device: str) -> Any:
+    import torch
+
+    if precision == "auto":
+        if device.startswith("cuda") and torch.cuda.is_bf16_supported():
+            return torch.bfloat16
+        return torch.float32
+    table = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+    if precision not in table:
+        raise ConfigError(f"translate.precision must be one of auto, {', '.join(table)}; got {precision!r}")
+    return table[precision]
+
+
+class HFSeq2SeqTranslator(Translator):
+    """NLLB / M2M100 (any ``AutoModelForSeq2SeqLM`` with language tokens) through transformers.
+
+    The source language is set on the tokenizer (``tokenizer.src_lang``) and the target forced as the
+    first generated token (``forced_bos_token_id``): the FLORES code's token for NLLB, ``get_lang_id``
+    for M2M100 (FLORES codes mapped to its ISO codes). Greedy or beam search, never sampling.
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        revision: str | None = None,
+        batch_size: int = 32,
+        max_batch_tokens: int | None = None,
+        max_input_tokens: int = 256,
+        max_new_tokens: int = 256,
+        max_new_tokens_ratio: float | None = 2.0,
+        num_beams: int = 1,
+        precision: str = "auto",
+        device: str = "auto",
+        lang_code_map: dict[str, str] | None = None,
+        model: Any = None,
+        tokenizer: Any = None,
+    ) -> None:
+        super().__init__()
+        import torch  # noqa: F401  (fail early with a clear import error)
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        from xlt.hub import hub_resource
+
+        if max_new_tokens < 1:
+            raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.device = _pick_device(device)
+        self.dtype = _pick_dtype(precision, self.device)
+        if tokenizer is None:
+            with hub_resource("tokenizer", model_name_or_path, revision, "translate.model_name_or_path"):
+                tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, revision=revision)
+        if model is None:
+            with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
+                model = AutoModelForSeq2SeqLM.from_pretrained(
+                    model_name_or_path, revision=revision, dtype=self.dtype, use_safetensors=True
+                )
+        self.tokenizer = tokenizer
+        self.model = model.to(device=self.device, dtype=self.dtype).eval()
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.max_input_tokens = max_input_tokens
+        self.max_new_tokens = max_new_tokens
+        self.max_new_tokens_ratio = max_new_tokens_ratio
+        self.num_beams = num_beams
+        self.user_code_map = dict(lang_code_map or {})
+        settings = {
+            "model": str(model_name_or_path),
+            "revision": revision,
+            "max_input_tokens": max_input_tokens,
+            "max_new_tokens": max_new_tokens,
+            "max_new_tokens_ratio": max_new_tokens_ratio,
+            "num_beams": num_beams,
+            "dtype": str(self.dtype).replace("torch.", ""),
+        }
+        self.identity = "hf/" + json.dumps(settings, sort_keys=True)
+
+    # Language codes ---------------------------------------------------------------------------------
+    def _model_code(self, code: str) -> str:
+        """The tokenizer's spelling of FLORES ``code`` (unchanged for NLLB, mapped for M2M100)."""
+        if code in self.user_code_map:
+            return self.user_code_map[code]
+        if hasattr(self.tokenizer, "get_lang_id"):
+            if code in getattr(self.tokenizer, "lang_code_to_token", {}):
+                return code
+            if code in FLORES_TO_M2M100:
+                return FLORES_TO_M2M100[code]
+            raise ConfigError(
+                f"language {code!r} has no M2M100 code; add it with translate.lang_code_map.{code}=<code>"
+            )
+        return code
+
+    def _vocab_codes(self) -> set[str]:
+        vocab = getattr(self, "_vocab_cache", None)
+        if vocab is None:
+            vocab = self._vocab_cache = set(self.tokenizer.get_vocab())
+        return vocab
+
+    def lang_token_id(self, code: str) -> int:
+        """Token id forced as the first generated token for FLORES ``code``; ConfigError if unknown."""
+        mcode = self._model_code(code)
+        if hasattr(self.tokenizer, "get_lang_id"):
+            return int(self.tokenizer.get_lang_id(mcode))
+        tid = self.tokenizer.convert_tokens_to_ids(mcode)
+        if tid is None or tid == self.tokenizer.unk_token_id or mcode not in self._vocab_codes():
+            raise ConfigError(
+                f"language {code!r} is not a language token of the MT tokenizer; "
+                "use a FLORES-200 code the model knows (see conf/translate/*.yaml)"
+            )
+        return int(tid)
+
+    def check_languages(self, codes: Sequence[str]) -> None:
+        for code in codes:
+            self.lang_token_id(code)
+
+    # Batching and generation ------------------------------------------------------------------------
+    def lengths(self, texts: Sequence[str]) -> list[int]:
+        enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False)
+        lens = [len(ids) for ids in enc["input_ids"]]
+        self.stats["truncated_inputs"] += sum(n > self.max_input_tokens for n in lens)
+        return [min(n, self.max_input_tokens) for n in lens]
+
+    def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
+        import torch
+
+        self.tokenizer.src_lang = self._model_code(src_lang)
+        enc = self.tokenizer(
+            texts, return_tensors="pt", padding=True, truncation=True, max_length=self.max_input_tokens
+        ).to(self.device)
+        limit = self.max_new_tokens
+        if self.max_new_tokens_ratio is not None:
+            limit = min(limit, math.ceil(self.max_new_tokens_ratio * enc["input_ids"].shape[1]) + 10)
+        with torch.inference_mode():
+            out = self.model.generate(
+                **enc,
+                forced_bos_token_id=self.lang_token_id(tgt_lang),
+                max_new_tokens=limit,
+                num_beams=self.num_beams,
+                do_sample=False,
+            )
+        return [t.strip() for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
+
+
+def build_translator(tcfg: Any) -> Translator:
+    """The translator that ``translate`` config ``tcfg`` selects (``kind``: "hf" or "echo")."""
+    kind = tcfg.kind
+    if kind == "echo":
+        return EchoTranslator(batch_size=tcfg.batch_size, max_batch_tokens=tcfg.max_batch_tokens)
+    if kind == "hf":
+        return HFSeq2SeqTranslator(
+            tcfg.model_name_or_path,
+            revision=tcfg.revision,
+            batch_size=tcfg.batch_size,
+            max_batch_tokens=tcfg.max_batch_tokens,
+            max_input_tokens=tcfg.max_input_tokens,
+            max_new_tokens=tcfg.max_new_tokens,
+            max_new_tokens_ratio=tcfg.max_new_tokens_ratio,
+            num_beams=tcfg.num_beams,
+            precision=tcfg.precision,
+            device=tcfg.device,
+            lang_code_map=dict(tcfg.lang_code_map or {}),
+        )
+    raise ConfigError(f"translate.kind must be 'hf' or 'echo', got {kind!r}")
