@@ -112,13 +112,14 @@ def main() -> None:
                                        "batch_size": args.batch_size, "device": args.device, "dtype": args.dtype})
 
     def run_xlt(share: bool) -> tuple[float, dict]:
-        scorer = LLMScorer(cfg, model=model, tokenizer=tok, device=torch.device(args.device), progress=False)
+        scorer = LLMScorer(cfg, model=model, tokenizer=tok, device=torch.device(args.device), progress=False,
+                           share_passes=share)
         t0 = time.perf_counter()
         out = {}
         for bench, lang in jobs:
             bcfg = cfg.eval.benchmarks[bench]
             items = get_benchmark(bcfg.kind).load(bcfg, lang)
-            scores, _ = scorer._score_loglikelihood(items, bench, bcfg.kind, lang, share=share)
+            scores = scorer.score(items, benchmark=bench, language=lang)
             out.update({(bench, lang, q): s for q, s in zip(items["id"], scores, strict=True)})
         return time.perf_counter() - t0, out
 

@@ -81,11 +81,11 @@ def test_resume_skips_finished_languages(data, tmp_path, monkeypatch):
     calls = []
     real = eval_stage.evaluate_job
 
-    def crash_after_two(cfg_, run_, job, scorer):
+    def crash_after_two(cfg_, run_, job, *rest):
         if len(calls) == 2:
             raise KeyboardInterrupt
         calls.append(job)
-        return real(cfg_, run_, job, scorer)
+        return real(cfg_, run_, job, *rest)
 
     monkeypatch.setattr(eval_stage, "evaluate_job", crash_after_two)
     with pytest.raises(KeyboardInterrupt):
@@ -95,7 +95,7 @@ def test_resume_skips_finished_languages(data, tmp_path, monkeypatch):
     assert not list(run.eval.rglob("*.tmp"))
     first = (run.eval / "belebele" / "arb_Arab.json").stat().st_mtime_ns
     seen = []
-    monkeypatch.setattr(eval_stage, "evaluate_job", lambda c, r, j, s: seen.append(j) or real(c, r, j, s))
+    monkeypatch.setattr(eval_stage, "evaluate_job", lambda c, r, j, *a: seen.append(j) or real(c, r, j, *a))
     summary = eval_stage.run_stage(cfg, run)
     assert len(seen) == 5 and Job("belebele", "arb_Arab", "belebele") not in seen
     assert (run.eval / "belebele" / "arb_Arab.json").stat().st_mtime_ns == first

@@ -22,6 +22,9 @@ class BenchmarkConfig:
     split: str = "test"
     # Evaluate at most this many questions per language (debugging); None evaluates all.
     max_questions: int | None = None
+    # Translate-test: machine-translate the items into English (with the `translate` group's model)
+    # before scoring, as the Belebele paper does. Use a separate entry, e.g. `belebele_tt`.
+    translate_test: bool = False
 
 
 @dataclass

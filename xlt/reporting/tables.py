@@ -68,7 +68,7 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
 def collect(cfg: Any, run: RunDir) -> dict[str, BenchmarkResults]:
     """All results of a run, per enabled benchmark; missing languages raise :class:`DataError`."""
     jobs = planned_jobs(cfg, run)
-    missing = missing_jobs(run, jobs)
+    missing = missing_jobs(run, jobs, cfg)
     if missing:
         raise DataError(f"{run.eval}: " + missing_message(missing, int(cfg.eval.num_shards)))
     groups = langtab.read_groups(cfg.eval.resource_groups) if cfg.eval.resource_groups else None

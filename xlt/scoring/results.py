@@ -87,8 +87,30 @@ def shard_jobs(jobs: list[Job], index: int, num: int) -> list[Job]:
     return sorted(jobs)[index::num]
 
 
-def is_done(run: RunDir, job: Job) -> bool:
-    return result_path(run, job).is_file()
+def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
+    """What a result depends on besides the model: stored in the result, compared on resume.
+
+    A result computed under other settings (another local copy, question cap, split, scorer or
+    translate-test choice) is stale and is recomputed instead of being silently reused.
+    """
+    b = cfg.eval.benchmarks[job.benchmark]
+    return {"kind": b.kind, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
+            "max_questions": b.max_questions, "translate_test": bool(b.translate_test),
+            "model": cfg.eval.model, "scorer": cfg.eval.scorer}
+
+
+def is_done(run: RunDir, job: Job, cfg: Any = None) -> bool:
+    """A job is done when its result file exists (and, given ``cfg``, was computed with its settings)."""
+    path = result_path(run, job)
+    if not path.is_file():
+        return False
+    if cfg is None:
+        return True
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8")).get("settings")
+    except (OSError, json.JSONDecodeError):
+        return False
+    return stored == job_settings(cfg, job)
 
 
 def read_result(run: RunDir, job: Job) -> dict[str, Any]:
@@ -107,8 +129,9 @@ def read_predictions(run: RunDir, job: Job) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def missing_jobs(run: RunDir, jobs: list[Job]) -> list[Job]:
-    return [j for j in jobs if not is_done(run, j)]
+def missing_jobs(run: RunDir, jobs: list[Job], cfg: Any = None) -> list[Job]:
+    """Jobs without a (current, when ``cfg`` is given) result."""
+    return [j for j in jobs if not is_done(run, j, cfg)]
 
 
 def missing_message(missing: list[Job], num_shards: int = 1) -> str:

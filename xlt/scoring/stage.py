@@ -31,6 +31,7 @@ from xlt.scoring.results import (
     missing_message,
     plan_jobs,
     predictions_path,
+    job_settings,
     read_result,
     result_path,
     shard_jobs,
@@ -44,10 +45,16 @@ def is_gmmlu(kind: str) -> bool:
     return kind.startswith("global_mmlu")
 
 
-def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any) -> dict[str, Any]:
-    """Score one language of one benchmark and write its predictions and result files."""
+def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: Any = None) -> dict[str, Any]:
+    """Score one language of one benchmark and write its predictions and result files.
+
+    With ``translate_test`` (a :class:`xlt.translation.translate_test.TranslateTestRunner`) and the
+    benchmark's ``translate_test`` flag set, the items are machine-translated into English first.
+    """
     bcfg = cfg.eval.benchmarks[job.benchmark]
     items = get_benchmark(job.kind).load(bcfg, job.language, split=bcfg.split)
+    if bcfg.translate_test:
+        items = translate_test(items, job.benchmark, job.language)
     where = f"{job.benchmark}/{job.language}"
     scores = check_scores(scorer.score(items, benchmark=job.benchmark, language=job.language), len(items), where)
     gold = np.asarray(items["label"], dtype=int)
@@ -71,6 +78,8 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any) -> dict[str, Any]
         "split": bcfg.split,
         "scorer": cfg.eval.scorer,
         "model": cfg.eval.model,
+        "translate_test": bool(bcfg.translate_test),
+        "settings": job_settings(cfg, job),
         **accuracy_with_ci(correct, samples, seed),
     }
     if is_gmmlu(job.kind):
@@ -90,19 +99,24 @@ def run_stage(cfg: Any, run: RunDir) -> dict[str, Any] | None:
     """Evaluate this shard's jobs; return a summary once every job (all shards) has a result."""
     jobs = plan_jobs(cfg, run)
     mine = shard_jobs(jobs, int(cfg.eval.shard_index), int(cfg.eval.num_shards))
-    todo = missing_jobs(run, mine)
+    todo = missing_jobs(run, mine, cfg)
     log.info("evaluate: %d job(s) in total, %d in shard %d/%d, %d to do", len(jobs), len(mine),
              cfg.eval.shard_index, cfg.eval.num_shards, len(todo))
     if todo:
         scorer = build_scorer(cfg, run)
+        translate_test = None
+        if any(cfg.eval.benchmarks[j.benchmark].translate_test for j in todo):
+            from xlt.translation.translate_test import TranslateTestRunner
+
+            translate_test = TranslateTestRunner(cfg, run)
         with tqdm(total=len(todo), desc="evaluate", unit="lang") as bar:
             for job in todo:
                 bar.set_postfix_str(f"{job.benchmark}/{job.language}")
-                res = evaluate_job(cfg, run, job, scorer)
+                res = evaluate_job(cfg, run, job, scorer, translate_test)
                 log.info("%s/%s: accuracy %.2f%% (n=%d, 95%% CI %.1f-%.1f)", job.benchmark, job.language,
                          res["accuracy"], res["n"], res["ci_low"], res["ci_high"])
                 bar.update(1)
-    missing = missing_jobs(run, jobs)
+    missing = missing_jobs(run, jobs, cfg)
     if missing:
         log.info(missing_message(missing, int(cfg.eval.num_shards)))
         return None

@@ -97,3 +97,16 @@ def test_real_loading_path_is_float32_on_cpu_and_scores(make_cfg, load_items):
     assert str(next(scorer.model.parameters()).dtype) == "torch.float32"
     items = load_items("belebele", "fra_Latn")
     assert scorer.score(items, benchmark="belebele", language="fra_Latn").shape == (9, 4)
+
+
+def test_per_choice_baseline_gives_the_same_scores_at_four_times_the_tokens(make_cfg, loaded_lm, load_items):
+    model, tok = loaded_lm
+    items = load_items("belebele", "eng_Latn")
+    fast = LLMScorer(make_cfg(num_fewshot=2), model=model, tokenizer=tok, progress=False)
+    slow = LLMScorer(make_cfg(num_fewshot=2), model=model, tokenizer=tok, progress=False, share_passes=False)
+    a = fast.score(items, benchmark="belebele", language="eng_Latn")
+    b = slow.score(items, benchmark="belebele", language="eng_Latn")
+    np.testing.assert_allclose(a, b, atol=1e-5)
+    fa, fb = fast.last_meta["forward"], slow.last_meta["forward"]
+    assert (fa["sequences"], fb["sequences"]) == (9, 36) and fa["tokens"] <= 0.3 * fb["tokens"]
+    assert slow.last_meta["single_pass_questions"] == 0

@@ -16,6 +16,7 @@ import torch
 from tqdm.auto import tqdm
 
 from xlt.data.schema import LETTERS
+from xlt.errors import ConfigError
 from xlt.scoring.llm.loglik import encode_texts
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,6 @@ def extract_letter(text: str, options: Sequence[str] | None = None) -> int | Non
 def apply_chat(tokenizer, user: str, system: str | None) -> str:
     """``user`` (and ``system``) rendered with the tokenizer's chat template, ready for the reply."""
     if not getattr(tokenizer, "chat_template", None):
-        from xlt.errors import ConfigError
-
         raise ConfigError("eval.llm.chat_template=true, but the tokenizer has no chat template")
     messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)

@@ -45,9 +45,12 @@ class LLMScorer:
     """Scores multiple-choice items with a causal LM (see the module docstring)."""
 
     def __init__(self, cfg: DictConfig, run: Any = None, *, model: Any = None, tokenizer: Any = None,
-                 device: Any = None, pool_source: PoolSource | None = None, progress: bool = True) -> None:
+                 device: Any = None, pool_source: PoolSource | None = None, progress: bool = True,
+                 share_passes: bool = True) -> None:
         self.cfg = cfg
         self.llm = llm_config(cfg)
+        # False scores every option in its own forward pass (the baseline of benchmarks/llm_eval_bench.py).
+        self.share_passes = share_passes
         self.run = run
         if model is None or tokenizer is None:
             model, tokenizer, device = load_causal_lm(self.llm)
@@ -95,14 +98,14 @@ class LLMScorer:
         return [self._wrap(c) for c in self._fewshot_contexts(items, benchmark, kind, language)[0]]
 
     # -- log-likelihood ---------------------------------------------------------------------------
-    def _score_loglikelihood(self, items: Dataset, benchmark: str, kind: str, language: str,
-                             share: bool = True) -> tuple[np.ndarray, dict[str, Any]]:
+    def _score_loglikelihood(self, items: Dataset, benchmark: str, kind: str,
+                             language: str) -> tuple[np.ndarray, dict[str, Any]]:
         ctx, fewshot = self._fewshot_contexts(items, benchmark, kind, language)
         ctx = [self._wrap(c) for c in ctx]
         delim = "" if self.llm.chat_template else prompts.TARGET_DELIMITER
         conts = [[delim + letter for letter in LETTERS[:NUM_OPTIONS]]] * len(items)
         encoded = encode_pairs(self.tokenizer, ctx, conts, self.llm.add_bos_token)
-        seqs = build_sequences(encoded, self.max_length, share=share)
+        seqs = build_sequences(encoded, self.max_length, share=self.share_passes)
         before = self.engine.stats.as_dict()
         scores = self.engine.scores(seqs, len(items), NUM_OPTIONS)
         after = self.engine.stats.as_dict()

@@ -1,0 +1,62 @@
+"""xlt.tracking: off by default, rank 0 only, redacted config, report tables and plots."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tests.training.conftest import make_cfg
+from xlt import tracking
+from xlt.errors import ConfigError
+from xlt.run import RunDir
+
+
+def test_none_logger_is_a_no_op(run_dir, tmp_path):
+    cfg = make_cfg()
+    assert tracking.init(cfg, run_dir) is None and tracking.report_to(cfg) == ["none"]
+    missing = tmp_path / "does-not-exist.png"
+    tracking.log_report(cfg, run_dir, [missing], {"t": pd.DataFrame({"a": [1]})})  # nothing touched
+    assert not (run_dir.path / "wandb").exists()
+
+
+def test_bad_kind_or_mode_is_a_config_error(run_dir):
+    with pytest.raises(ConfigError, match="logger.kind"):
+        tracking.init(make_cfg(**{"logger.kind": "tensorboard"}), run_dir)
+    with pytest.raises(ConfigError, match="logger.mode"):
+        tracking.init(make_cfg(**{"logger.kind": "wandb", "logger.mode": "sometimes"}), run_dir)
+
+
+def test_only_rank_zero_logs(run_dir, monkeypatch):
+    monkeypatch.setenv("RANK", "1")
+    assert tracking.init(make_cfg(**{"logger.kind": "wandb", "logger.mode": "disabled"}), run_dir) is None
+
+
+def test_run_id_is_stable_per_run_directory(tmp_path):
+    a, b = RunDir(tmp_path / "x" / "seed=1"), RunDir(tmp_path / "x" / "seed=2")
+    assert tracking.run_id(a) == tracking.run_id(RunDir(tmp_path / "x" / "seed=1")) != tracking.run_id(b)
+
+
+def test_offline_wandb_run_logs_redacted_config_and_report(run_dir, tmp_path, monkeypatch):
+    """An offline W&B run (no key, no network) in the run directory: config without secrets, tables, plots."""
+    wandb = pytest.importorskip("wandb")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    cfg = make_cfg(**{"logger.kind": "wandb", "logger.mode": "offline", "logger.group": "g",
+                      "translate.model_name_or_path": "hf_" + "A" * 30})
+    run_dir.path.mkdir(parents=True)
+    plot = tmp_path / "acc.png"
+    plt.plot([1, 2]); plt.savefig(plot); plt.close()
+    csv = tmp_path / "report.csv"
+    csv.write_text("lang,acc\neng,0.5\n")
+    wb = tracking.init(cfg, run_dir)
+    assert wb is not None and wb.id == tracking.run_id(run_dir) and wb.group == "g"
+    assert wb.config["translate"]["model_name_or_path"] == "***"  # secret-looking value redacted
+    tracking.log_report(cfg, run_dir, [plot, csv], {"belebele": pd.DataFrame({"lang": ["eng"], "acc": [0.5]})})
+    assert wandb.run is None  # log_report finished the run
+    runs = list((run_dir.path / "wandb").glob("offline-run-*"))
+    assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))
