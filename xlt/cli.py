@@ -93,12 +93,15 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
         _setup_logging()
         try:
             validated, run = resolve_run(cfg)
+            from xlt import hub
+
+            task_overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("hydra")]
+            hub.PREFETCH_COMMAND = "python -m xlt.prefetch " + " ".join(task_overrides)
             stages = list(default_stages) if default_stages is not None else list(validated.stages)
             log.info("run directory: %s", run.path)
             if is_main_process():
-                from xlt.secrets import redact_config
-
                 from xlt.run import atomic_write_text
+                from xlt.secrets import redact_config
 
                 atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
             run_stages(validated, run, stages)

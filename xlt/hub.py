@@ -8,6 +8,9 @@ from collections.abc import Iterator
 
 from xlt.errors import HubUnavailableError
 
+# The prefetch command for the current run; the entry point fills it in with the actual recipe.
+PREFETCH_COMMAND = "python -m xlt.prefetch +recipe=<name>"
+
 
 def is_local(name_or_path: str | None) -> bool:
     return bool(name_or_path) and os.path.exists(os.path.expanduser(str(name_or_path)))
@@ -35,7 +38,7 @@ def hub_resource(kind: str, repo_id: str, revision: str | None = None, config_ke
         mode = "HF_HUB_OFFLINE=1 is set and it is not in the local cache" if offline() else "the Hub could not be reached"
         fix = [
             "connect to the network and run again",
-            "or fill the HF cache on a machine with network access (python -m xlt.prefetch +recipe=<name>) "
+            f"or fill the HF cache on a machine with network access ({PREFETCH_COMMAND}) "
             "and run with HF_HUB_OFFLINE=1",
         ]
         if config_key:

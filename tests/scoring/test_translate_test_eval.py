@@ -48,3 +48,22 @@ def test_changed_settings_recompute_stale_results(tmp_path):
     eval_stage.run_stage(cfg, run)
     second = json.loads((run.eval / "belebele_tt" / "fra_Latn.json").read_text())
     assert second["n"] == 3 and second["settings"]["max_questions"] == 3
+
+
+def test_rows_without_finite_scores_count_as_wrong(tmp_path, monkeypatch):
+    """An LLM answer naming no option (all -inf) must not become option A."""
+    import numpy as np
+
+    write_belebele(tmp_path / "bele", ["fra_Latn"], n=8)
+
+    class NoAnswer:
+        def score(self, items, *, benchmark, language):
+            return np.full((len(items), 4), -np.inf)
+
+    monkeypatch.setattr(eval_stage, "build_scorer", lambda cfg, run: NoAnswer())
+    run = RunDir(tmp_path / "run")
+    eval_stage.run_stage(_cfg(tmp_path / "bele", translate_test=False), run)
+    res = json.loads((run.eval / "belebele_tt" / "fra_Latn.json").read_text())
+    assert res["accuracy"] == 0.0
+    preds = [json.loads(x) for x in (run.eval / "belebele_tt" / "predictions" / "fra_Latn.jsonl").read_text().splitlines()]
+    assert all(p["prediction"] == -1 for p in preds)

@@ -30,8 +30,8 @@ class LLMConfig:
     # Few-shot examples per question (loglikelihood mode).
     num_fewshot: int = 5
     # Global-MMLU few-shot selection: "first_n" (Full: first k dev rows of the same subject), "random"
-    # (Lite: seeded random dev rows of the same category), or "auto" (random when the benchmark's
-    # hub_id/path names Global-MMLU-Lite, else first_n).
+    # (Lite: seeded random dev rows of the same category), or "auto" (random for the global_mmlu_lite
+    # kind or a hub_id naming Global-MMLU-Lite, else first_n).
     gmmlu_fewshot: str = "auto"
     # Seed of the random few-shot sampler (lm-evaluation-harness's default is 1234).
     fewshot_seed: int = 1234

@@ -70,8 +70,7 @@ def load_trained(path: str | Path, trust_remote_code: bool = False, revision: st
 
     path = str(path)
     if is_local(path) and (Path(path) / "adapter_config.json").exists():
-        from peft import AutoPeftModel  # noqa: F401 - peft has no MC auto class; load base + adapter
-        from peft import PeftConfig, PeftModel
+        from peft import PeftConfig, PeftModel  # peft has no MC auto class: load base + adapter
 
         peft_cfg = PeftConfig.from_pretrained(path)
         base_ref = peft_cfg.base_model_name_or_path

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_write_json
@@ -94,9 +96,14 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
     translate-test choice) is stale and is recomputed instead of being silently reused.
     """
     b = cfg.eval.benchmarks[job.benchmark]
-    return {"kind": b.kind, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
-            "max_questions": b.max_questions, "translate_test": bool(b.translate_test),
-            "model": cfg.eval.model, "scorer": cfg.eval.scorer}
+    settings = {"kind": b.kind, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
+                "max_questions": b.max_questions, "translate_test": bool(b.translate_test),
+                "model": cfg.eval.model, "scorer": cfg.eval.scorer}
+    if cfg.eval.scorer == "llm":
+        settings["llm"] = OmegaConf.to_container(cfg.eval.llm, resolve=True)
+    elif cfg.eval.scorer == "fixed":
+        settings["fixed_option"] = cfg.eval.fixed_option
+    return settings
 
 
 def is_done(run: RunDir, job: Job, cfg: Any = None) -> bool:

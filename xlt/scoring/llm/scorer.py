@@ -139,8 +139,8 @@ class LLMScorer:
         if self.llm.gmmlu_fewshot != "auto":
             return self.llm.gmmlu_fewshot
         bcfg = self._bcfg(benchmark)
-        names = " ".join(str(v or "") for v in (kind, bcfg.get("hub_id") if bcfg else "", bcfg.get("path") if bcfg else ""))
-        return "random" if "lite" in names.lower() else "first_n"
+        hub_id = str((bcfg.get("hub_id") if bcfg is not None else None) or "")
+        return "random" if kind.endswith("_lite") or "lite" in hub_id.lower() else "first_n"
 
     # -- generation -------------------------------------------------------------------------------
     def _score_generate(self, items: Dataset, kind: str) -> tuple[np.ndarray, dict[str, Any]]:

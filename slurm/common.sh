@@ -1,0 +1,83 @@
+# Shared by the xlt sbatch scripts (sourced, not run). Sets the environment of offline compute nodes and
+# defines xlt_exec, which runs a command so that a job survives its time limit or preemption:
+#
+#   #SBATCH --signal=B:USR1@300   SLURM signals the batch shell 300 s before the limit;
+#   trap                          the shell forwards USR1 to python (xlt checkpoints and exits), waits
+#                                 up to XLT_GRACE seconds for it, then `scontrol requeue`s the job.
+#
+# The requeued job runs the same command; finished stages are skipped and training resumes from its
+# last checkpoint. SIGTERM (scancel, preemption) is forwarded too, without requeueing.
+#
+# Knobs (environment variables): XLT_PYTHON (python executable), XLT_SETUP (a file sourced first:
+# module load / conda activate), XLT_GRACE (seconds to wait after USR1, default 240), XLT_DRY_RUN=1
+# (print the commands instead of running them).
+
+set -uo pipefail
+
+if [[ -n "${XLT_SETUP:-}" ]]; then
+    # shellcheck disable=SC1090
+    source "$XLT_SETUP"
+fi
+export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"
+export HF_DATASETS_OFFLINE="${HF_DATASETS_OFFLINE:-$HF_HUB_OFFLINE}"
+export TRANSFORMERS_OFFLINE="${TRANSFORMERS_OFFLINE:-$HF_HUB_OFFLINE}"
+export TOKENIZERS_PARALLELISM="${TOKENIZERS_PARALLELISM:-false}"
+XLT_PYTHON="${XLT_PYTHON:-python}"
+XLT_GRACE="${XLT_GRACE:-240}"
+XLT_CHILD=""
+XLT_REQUEUE=0
+
+xlt_log() { echo "[xlt $(date '+%F %T')] $*" >&2; }
+
+xlt_on_usr1() {
+    xlt_log "USR1: time limit near; asking pid ${XLT_CHILD} to checkpoint and stop, then requeueing"
+    XLT_REQUEUE=1
+    [[ -n "$XLT_CHILD" ]] && kill -USR1 "$XLT_CHILD" 2>/dev/null
+}
+
+xlt_on_term() {
+    xlt_log "TERM: forwarding to pid ${XLT_CHILD}"
+    [[ -n "$XLT_CHILD" ]] && kill -TERM "$XLT_CHILD" 2>/dev/null
+}
+
+# xlt_exec CMD [ARGS...]: run CMD with signal forwarding and requeue (see above); returns its status.
+xlt_exec() {
+    xlt_log "running: $*"
+    if [[ "${XLT_DRY_RUN:-0}" == 1 ]]; then
+        printf 'XLT_CMD'; printf ' %q' "$@"; printf '\n'
+        return 0
+    fi
+    "$@" &
+    XLT_CHILD=$!
+    trap xlt_on_usr1 USR1
+    trap xlt_on_term TERM
+    local rc waited=0
+    wait "$XLT_CHILD"; rc=$?
+    # `wait` returns early (status > 128) when a trapped signal arrives: keep waiting for the child,
+    # at most XLT_GRACE seconds after a USR1.
+    while kill -0 "$XLT_CHILD" 2>/dev/null; do
+        if [[ "$XLT_REQUEUE" == 1 ]] && (( waited >= XLT_GRACE )); then
+            xlt_log "pid ${XLT_CHILD} still running after ${XLT_GRACE}s; requeueing anyway"
+            break
+        fi
+        sleep 1 & wait $! 2>/dev/null
+        waited=$((waited + 1))
+    done
+    if ! kill -0 "$XLT_CHILD" 2>/dev/null; then
+        wait "$XLT_CHILD" 2>/dev/null; rc=$?
+    fi
+    trap - USR1 TERM
+    if [[ "$XLT_REQUEUE" == 1 && -n "${SLURM_JOB_ID:-}" ]]; then
+        xlt_log "requeueing job ${SLURM_JOB_ID} (exit status of the command: $rc)"
+        scontrol requeue "$SLURM_JOB_ID"
+        return 0
+    fi
+    return "$rc"
+}
+
+# xlt_sweep_args FILE N: fills the array XLT_ARGS with run N (1-based) of a sweep file.
+xlt_sweep_args() {
+    local out
+    out="$("$XLT_PYTHON" -m xlt.cluster line "$1" "$2")" || return 2
+    mapfile -t XLT_ARGS <<<"$out"
+}

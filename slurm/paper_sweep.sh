@@ -1,0 +1,66 @@
+#!/bin/bash
+# The paper reproduction on SLURM (sweeps/paper.txt: 5 encoders x {zero-shot, translate-train-all} x 3 seeds):
+#
+#   python -m xlt.prefetch --sweep sweeps/paper.txt         # first, on the login node (network)
+#   slurm/paper_sweep.sh [-p PARTITION] [-A ACCOUNT] [-n TRANSLATE_SHARDS] [-j PARALLEL] [overrides...]
+#
+# 1. translation, once: build_data + a translation array (-n shards) for the first translate-train-all run,
+#    filling the shared translation cache (XLT_TRANSLATION_CACHE, added as translate.cache_dir);
+# 2. the training array over the sweep file (-j elements at a time), after 1: every run builds its data,
+#    translates (cache hits), trains, evaluates on Belebele + Global-MMLU and writes its report;
+# 3. the comparison report (mean +- std over seeds, paired tests against the first line) after 2:
+#    <run_root>/paper_compare/compare.md
+# Extra overrides (e.g. run_root=/scratch/me/runs) apply to every run.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SWEEP="${XLT_SWEEP:-$HERE/../sweeps/paper.txt}"
+PYTHON="${XLT_PYTHON:-python}"
+SHARDS=8
+PARALLEL=8
+OPTS=()
+while getopts "n:j:p:A:" opt; do
+    case "$opt" in
+        n) SHARDS="$OPTARG" ;;
+        j) PARALLEL="$OPTARG" ;;
+        p) OPTS+=("--partition=$OPTARG") ;;
+        A) OPTS+=("--account=$OPTARG") ;;
+        *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+EXTRA=("$@")
+if [[ -n "${XLT_TRANSLATION_CACHE:-}" ]]; then
+    EXTRA+=("translate.cache_dir=${XLT_TRANSLATION_CACHE}")
+else
+    echo "warning: XLT_TRANSLATION_CACHE is not set: every translate-train-all run translates on its own" >&2
+fi
+mkdir -p slurm-logs
+N=$("$PYTHON" -m xlt.cluster count "$SWEEP")
+ROOT="runs"
+for o in "${EXTRA[@]}"; do [[ "$o" == run_root=* ]] && ROOT="${o#run_root=}"; done
+
+# 1. translate once (the first translate-train-all line of the sweep)
+DEP=()
+FIRST_TTA=""
+for i in $(seq 1 "$N"); do
+    if "$PYTHON" -m xlt.cluster line "$SWEEP" "$i" | grep -q "translate_train_all"; then FIRST_TTA=$i; break; fi
+done
+if [[ -n "$FIRST_TTA" && "$SHARDS" -gt 0 ]]; then
+    mapfile -t TTA_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$FIRST_TTA")
+    DATA_JOB=$(sbatch --parsable "${OPTS[@]}" --job-name=xlt-build-data "$HERE/stage.sbatch" build_data "${TTA_ARGS[@]}" "${EXTRA[@]}")
+    TR_JOB=$(sbatch --parsable "${OPTS[@]}" --dependency="afterok:${DATA_JOB%%;*}" --array="0-$((SHARDS - 1))" \
+        "$HERE/translate_array.sbatch" "${TTA_ARGS[@]}" "${EXTRA[@]}")
+    DEP=(--dependency="afterok:${TR_JOB%%;*}")
+    echo "translation: build_data ${DATA_JOB%%;*}, array ${TR_JOB%%;*} (${SHARDS} shards)"
+fi
+
+# 2. every run of the sweep
+TRAIN_JOB=$(sbatch --parsable "${OPTS[@]}" "${DEP[@]}" --array="1-${N}%${PARALLEL}" \
+    "$HERE/train_array.sbatch" "$SWEEP" "${EXTRA[@]}")
+echo "training array: ${TRAIN_JOB%%;*} (${N} runs, ${PARALLEL} at a time)"
+
+# 3. comparison
+mapfile -t DIRS < <("$PYTHON" -m xlt.cluster rundirs "$SWEEP" "${EXTRA[@]}")
+CMP_JOB=$(sbatch --parsable "${OPTS[@]}" --dependency="afterok:${TRAIN_JOB%%;*}" --job-name=xlt-compare \
+    "$HERE/stage.sbatch" compare "${DIRS[@]}" --out "${ROOT}/paper_compare")
+echo "comparison: ${CMP_JOB%%;*} -> ${ROOT}/paper_compare/compare.md"

@@ -1,0 +1,31 @@
+#!/bin/bash
+# Evaluate one trained run as a SLURM array sharded by language, then merge with a dependent report job.
+#
+#   slurm/submit_eval.sh [-n SHARDS] [-p PARTITION] [-A ACCOUNT] +recipe=NAME [overrides...]
+#
+# Prints the two job ids. The report job runs only if every shard succeeded (afterok); if one failed,
+# resubmit the array (finished languages are skipped) and the report.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+SHARDS=8
+OPTS=()
+while getopts "n:p:A:" opt; do
+    case "$opt" in
+        n) SHARDS="$OPTARG" ;;
+        p) OPTS+=("--partition=$OPTARG") ;;
+        A) OPTS+=("--account=$OPTARG") ;;
+        *) exit 2 ;;
+    esac
+done
+shift $((OPTIND - 1))
+if [[ $# -lt 1 || "$SHARDS" -lt 1 ]]; then
+    echo "usage: slurm/submit_eval.sh [-n SHARDS] [-p PARTITION] [-A ACCOUNT] +recipe=NAME [overrides...]" >&2
+    exit 2
+fi
+mkdir -p slurm-logs
+EVAL_JOB=$(sbatch --parsable "${OPTS[@]}" --array="0-$((SHARDS - 1))" "$HERE/eval_array.sbatch" "$@")
+EVAL_JOB="${EVAL_JOB%%;*}"
+REPORT_JOB=$(sbatch --parsable "${OPTS[@]}" --dependency="afterok:${EVAL_JOB}" --job-name=xlt-report \
+    "$HERE/stage.sbatch" report "$@")
+REPORT_JOB="${REPORT_JOB%%;*}"
+echo "evaluation array: ${EVAL_JOB} (${SHARDS} shards); report: ${REPORT_JOB} (after the array succeeds)"

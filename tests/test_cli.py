@@ -1,0 +1,76 @@
+"""The command line as a user runs it: the offline demo end to end, reruns, and clear failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def xlt(*args: str, timeout: int = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1",
+                "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    """One full run of `python -m xlt.train +recipe=demo` (shared by the tests below)."""
+    root = tmp_path_factory.mktemp("runs")
+    proc = xlt("xlt.train", "+recipe=demo", f"run_root={root}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return root / "demo" / "default", proc
+
+
+def test_demo_learns_and_writes_the_report(demo_run):
+    run, _ = demo_run
+    for stage in ("build_data", "train", "evaluate", "report"):
+        assert (run / "stages" / f"{stage}.json").is_file(), f"stage {stage} not marked done"
+    eng = json.loads((run / "eval" / "belebele" / "eng_Latn.json").read_text())
+    assert eng["n"] == 120
+    # The bundled task is learnable: English accuracy clearly above chance (0.25). README states ~0.95.
+    assert eng["accuracy"] >= 40.0, eng
+    langs = {p.stem for p in (run / "eval" / "belebele").glob("*.json") if p.stem != "plan"}
+    assert {"eng_Latn", "fra_Latn", "deu_Latn", "rus_Cyrl", "zho_Hans", "arb_Arab"} <= langs
+    gm = {p.stem for p in (run / "eval" / "global_mmlu").glob("*.json") if p.stem != "plan"}
+    assert {"en", "fr", "de", "ru", "zh", "ar"} <= gm
+    for name in ("report.md", "report.csv", "report.json", "report.tex", "config.yaml"):
+        assert (run / name).stat().st_size > 0, name
+    assert list((run / "plots").glob("*.png"))
+    assert (run / "model" / "model.safetensors").is_file() and (run / "model" / "README.md").is_file()
+    report = (run / "report.md").read_text()
+    assert "eng_Latn" in report and "CS" in report
+
+
+def test_demo_rerun_skips_finished_stages(demo_run):
+    run, _ = demo_run
+    marker = (run / "stages" / "train.json").stat().st_mtime_ns
+    proc = xlt("xlt.train", "+recipe=demo", f"run_root={run.parent.parent}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.count("already done") + proc.stderr.count("already done") == 4
+    assert (run / "stages" / "train.json").stat().st_mtime_ns == marker
+
+
+def test_misspelled_key_names_the_key(tmp_path):
+    proc = xlt("xlt.train", "+recipe=demo", "training.no_such_key=1", f"run_root={tmp_path}")
+    assert proc.returncode != 0
+    assert "no_such_key" in proc.stderr
+    proc = xlt("xlt.train", "+recipe=demo", "+training.lerning_rate=1", f"run_root={tmp_path}")
+    assert proc.returncode == 2 and "training.lerning_rate" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_real_recipe_offline_fails_fast_and_clearly(tmp_path):
+    proc = xlt("xlt.train", "+recipe=xlmr_zeroshot", f"run_root={tmp_path}")
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert "could not load" in proc.stderr and "HF_HUB_OFFLINE=1" in proc.stderr
+    assert "python -m xlt.prefetch +recipe=xlmr_zeroshot" in proc.stderr
+    assert not (tmp_path / "xlmr_zeroshot" / "default" / "stages").exists()  # nothing marked done

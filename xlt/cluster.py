@@ -1,0 +1,172 @@
+"""Cluster helpers: sweep files, and checkpoint-then-exit on a scheduler's warning signal.
+
+Sweep files (``sweeps/*.txt``): one run per line, ``+recipe=<name> key=value ...`` (shell-quoted where
+needed); blank lines and ``#`` comments are ignored. ``python -m xlt.cluster line FILE N`` prints the
+N-th run (1-based), one argument per line, for sbatch array scripts; ``count FILE`` prints the number
+of runs; ``recipes FILE`` the distinct recipes; ``rundirs FILE [overrides]`` the run directories; ``stages +recipe=NAME [overrides]`` the stages a run
+has (one per line).
+
+Preemption: SLURM sends ``USR1`` (``#SBATCH --signal=B:USR1@300``, forwarded to python by the sbatch
+script's trap) before the time limit. :func:`install_signal_handlers` turns it into a request that
+:func:`checkpoint_callback` (a ``TrainerCallback``) honours at the end of the current optimizer step:
+save a full checkpoint, then stop with :class:`Preempted`. Outside training (no callback active) the
+signal raises :class:`Preempted` at once; every stage writes atomically and resumes, so nothing is lost
+but the unfinished item. :class:`Preempted` is a ``KeyboardInterrupt``, which the entry points already
+turn into "interrupted; rerun the same command to resume" (exit status 130).
+"""
+
+from __future__ import annotations
+
+import logging
+import shlex
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from xlt.errors import ConfigError
+
+log = logging.getLogger("xlt.cluster")
+
+SIGNALS = ("SIGUSR1", "SIGTERM")
+
+
+class Preempted(KeyboardInterrupt):
+    """The scheduler asked this job to stop (time limit or preemption); rerun to resume."""
+
+
+# -- sweep files ------------------------------------------------------------------------------------
+
+
+def read_sweep(path: str | Path) -> list[list[str]]:
+    """The runs of a sweep file: one list of overrides per non-blank, non-comment line.
+
+    Every run must pick a recipe (``+recipe=<name>``); a line without one raises :class:`ConfigError`
+    naming the file and line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"sweep file {path} not found")
+    runs: list[list[str]] = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            args = shlex.split(line, comments=True)
+        except ValueError as err:
+            raise ConfigError(f"{path}:{lineno}: cannot parse line ({err}): {line!r}") from None
+        if not args:
+            continue
+        if not any(a.startswith("+recipe=") for a in args):
+            raise ConfigError(f"{path}:{lineno}: no '+recipe=<name>' on the line: {line.strip()!r}")
+        runs.append(args)
+    if not runs:
+        raise ConfigError(f"sweep file {path} lists no runs")
+    return runs
+
+
+def sweep_line(path: str | Path, index: int) -> list[str]:
+    """Run ``index`` (1-based, as ``SLURM_ARRAY_TASK_ID`` with ``--array=1-N``) of a sweep file."""
+    runs = read_sweep(path)
+    if not 1 <= index <= len(runs):
+        raise ConfigError(f"{path}: run {index} requested, but the file lists runs 1..{len(runs)}")
+    return runs[index - 1]
+
+
+def run_dir(args: list[str]) -> str:
+    """The run directory a run's arguments resolve to (``run_root`` from the arguments, else "runs")."""
+    from xlt.run import run_name
+
+    root = next((a.partition("=")[2] for a in args if a.lstrip("+").startswith("run_root=")), "runs")
+    return f"{root}/{run_name(args)}"
+
+
+def recipe_of(args: list[str]) -> str:
+    return next(a.partition("=")[2] for a in args if a.startswith("+recipe="))
+
+
+# -- preemption ---------------------------------------------------------------------------------------
+
+_requested: dict[str, Any] = {"signal": None}
+_active_callbacks: list[Any] = []
+
+
+def preemption_requested() -> str | None:
+    """The name of the signal received, or None."""
+    return _requested["signal"]
+
+
+def _handler(signum: int, frame: Any) -> None:
+    name = signal.Signals(signum).name
+    _requested["signal"] = name
+    if _active_callbacks:
+        log.warning("%s received: saving a checkpoint at the end of this step, then stopping", name)
+        return
+    raise Preempted(f"{name} received")
+
+
+def install_signal_handlers(signals: tuple[str, ...] = SIGNALS) -> None:
+    """Handle the scheduler's warning signals (see the module docstring). Main thread only."""
+    for name in signals:
+        signal.signal(getattr(signal, name), _handler)
+
+
+def checkpoint_callback() -> Any:
+    """A ``TrainerCallback``: after a warning signal, save a checkpoint at the step's end, then raise
+    :class:`Preempted`. (Built on demand so that this module imports without transformers.)"""
+    from transformers import TrainerCallback
+
+    class CheckpointOnSignal(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            _active_callbacks.append(self)
+            return control
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self in _active_callbacks:
+                _active_callbacks.remove(self)
+            return control
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if preemption_requested():
+                control.should_save = True
+            return control
+
+        def on_save(self, args, state, control, **kwargs):
+            if preemption_requested():
+                if self in _active_callbacks:
+                    _active_callbacks.remove(self)
+                raise Preempted(f"{preemption_requested()} received; checkpoint saved at step {state.global_step}")
+            return control
+
+    return CheckpointOnSignal()
+
+
+# -- command line ---------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    usage = "usage: python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | stages +recipe=NAME [overrides]}"
+    try:
+        if len(argv) == 3 and argv[0] == "line":
+            print("\n".join(sweep_line(argv[1], int(argv[2]))))
+        elif len(argv) == 2 and argv[0] == "count":
+            print(len(read_sweep(argv[1])))
+        elif len(argv) == 2 and argv[0] == "recipes":
+            print("\n".join(dict.fromkeys(recipe_of(r) for r in read_sweep(argv[1]))))
+        elif len(argv) >= 2 and argv[0] == "rundirs":
+            extra = argv[2:]
+            print("\n".join(dict.fromkeys(run_dir([*r, *extra]) for r in read_sweep(argv[1]))))
+        elif len(argv) >= 2 and argv[0] == "stages":
+            from xlt.resources import compose
+
+            print("\n".join(compose(None, argv[1:]).stages))
+        else:
+            print(usage, file=sys.stderr)
+            return 2
+    except (ConfigError, ValueError) as err:
+        print(f"xlt: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""Every Hub model, tokenizer, dataset (configs, splits, revision) and URL a resolved config needs.
+
+Used by ``python -m xlt.prefetch`` to fill the HF cache on a machine with network access, so that
+jobs on offline compute nodes (``HF_HUB_OFFLINE=1``) find everything. Listing is pure: it reads the
+config and xlt's own tables (the language table for "all languages"), never the network.
+
+Only what the config's ``stages`` will load from the Hub is listed: local paths (``*.path``,
+``model.name_or_path=/dir``), the offline tiny model and imported translations need nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from xlt.config.model import TINY_MODEL_ID
+from xlt.errors import ConfigError
+from xlt.hub import is_local
+
+# Revision of the Hub's automatic Parquet export, used for loading-script datasets (MCTest).
+PARQUET_EXPORT = "refs/convert/parquet"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One thing to download. ``kind``: "model" (weights + tokenizer files), "tokenizer", "dataset" or "url"."""
+
+    kind: str
+    repo_id: str
+    revision: str | None = None
+    # Datasets: the configs to load (e.g. languages); empty means the repository's only/default config.
+    configs: tuple[str, ...] = ()
+    splits: tuple[str, ...] = ()
+    # Datasets read with data_dir= (the Parquet export of a script dataset) instead of a config name.
+    data_dir: str | None = None
+    # Config keys that make a run load it (also the keys that point it at a local copy instead).
+    used_by: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def key(self) -> tuple[str, str, str | None, str | None]:
+        return (self.kind, self.repo_id, self.revision, self.data_dir)
+
+    def describe(self) -> str:
+        rev = "" if self.kind == "url" else f"@{self.revision or 'main'}"
+        text = f"{self.kind:9} {self.repo_id}{rev}"
+        if self.data_dir:
+            text += f" data_dir={self.data_dir}"
+        if self.configs:
+            shown = ",".join(self.configs[:6]) + (f",... ({len(self.configs)} configs)" if len(self.configs) > 6 else "")
+            text += f" configs=[{shown}]"
+        if self.splits:
+            text += f" splits={list(self.splits)}"
+        return text
+
+
+def merge(resources: Iterable[Resource]) -> list[Resource]:
+    """Deduplicate by (kind, repo, revision, data_dir), uniting configs, splits and users; keep first-seen order."""
+    out: dict[tuple[str, str, str | None, str | None], Resource] = {}
+    for r in resources:
+        old = out.get(r.key)
+        if old is None:
+            out[r.key] = r
+            continue
+        out[r.key] = replace(
+            old,
+            configs=tuple(dict.fromkeys(old.configs + r.configs)),
+            splits=tuple(dict.fromkeys(old.splits + r.splits)),
+            used_by=tuple(dict.fromkeys(old.used_by + r.used_by)),
+        )
+    return list(out.values())
+
+
+def _on_hub(name: str | None) -> bool:
+    return bool(name) and name != TINY_MODEL_ID and name != "run" and not is_local(name)
+
+
+def model_resources(model: Any) -> list[Resource]:
+    """The encoder (and a separate tokenizer) of ``model`` (the ``model`` config section)."""
+    out: list[Resource] = []
+    if _on_hub(model.name_or_path):
+        out.append(Resource("model", model.name_or_path, model.revision, used_by=("model.name_or_path",)))
+    if model.tokenizer and model.tokenizer != model.name_or_path and _on_hub(model.tokenizer):
+        out.append(Resource("tokenizer", model.tokenizer, model.revision, used_by=("model.tokenizer",)))
+    return out
+
+
+def source_resources(cfg: Any) -> list[Resource]:
+    """Training sources of the build_data stage that are read from the Hub or a URL."""
+    from xlt.data.sources import SOURCES
+
+    out: list[Resource] = []
+    for name, src in cfg.data.sources.items():
+        if not src.enabled or src.path:
+            continue
+        if name not in SOURCES:
+            raise ConfigError(f"data.sources.{name}: unknown source; known sources: {sorted(SOURCES)}")
+        splits = tuple(SOURCES[name].splits)
+        key = (f"data.sources.{name}",)
+        if src.hub_id:
+            configs = (src.config_name,) if src.config_name else ()
+            out.append(Resource("dataset", src.hub_id, src.revision, configs, splits, used_by=key))
+            if name == "mctest":
+                # A loading-script repository: datasets>=4 reads its Parquet export instead.
+                out.append(Resource("dataset", src.hub_id, PARQUET_EXPORT, (), splits, data_dir=src.config_name,
+                                    used_by=key))
+        elif src.url:
+            out.append(Resource("url", src.url, None, used_by=key))
+    return out
+
+
+def translation_resources(cfg: Any) -> list[Resource]:
+    """The MT model of the translate stage (nothing when translations are imported or echoed)."""
+    t = cfg.translate
+    if t.import_dir or t.kind != "hf" or not _on_hub(t.model_name_or_path):
+        return []
+    return [Resource("model", t.model_name_or_path, t.revision, used_by=("translate.model_name_or_path",))]
+
+
+def benchmark_languages(kind: str, bcfg: Any) -> tuple[str, ...]:
+    """The Hub configs (languages) a benchmark is evaluated on: the selection, else all known ones.
+
+    "All" comes from xlt's language table (Belebele: 122 variants; Global-MMLU: 42 languages); for
+    other kinds (Global-MMLU-Lite, whose list grows) it is empty, meaning "every config on the Hub".
+    """
+    from xlt import languages as langtab
+    from xlt.data.benchmarks import get_benchmark
+
+    bench = get_benchmark(kind)
+    if bcfg.languages:
+        return tuple(dict.fromkeys(bench.canonical(str(c)) for c in bcfg.languages))
+    if kind == "belebele":
+        return tuple(langtab.belebele_codes())
+    if kind == "global_mmlu":
+        return tuple(langtab.gmmlu_codes())
+    return ()
+
+
+def eval_resources(cfg: Any) -> list[Resource]:
+    """Benchmarks (configs and splits) and any model the evaluate stage loads from the Hub."""
+    from xlt.data.benchmarks import get_benchmark
+
+    e = cfg.eval
+    out: list[Resource] = []
+    for name, b in e.benchmarks.items():
+        if not b.enabled or b.path:
+            continue
+        splits = [b.split]
+        if e.scorer == "llm" and e.llm.num_fewshot and b.kind.startswith("global_mmlu"):
+            splits.append("dev")  # few-shot examples come from the dev split
+        hub_id = b.hub_id or get_benchmark(b.kind).default_hub_id
+        out.append(Resource("dataset", hub_id, b.revision, benchmark_languages(b.kind, b), tuple(dict.fromkeys(splits)),
+                            used_by=(f"eval.benchmarks.{name}",)))
+    if e.scorer == "llm":
+        if _on_hub(e.llm.model):
+            out.append(Resource("model", e.llm.model, e.llm.revision, used_by=("eval.llm.model",)))
+        if e.llm.tokenizer and e.llm.tokenizer != e.llm.model and _on_hub(e.llm.tokenizer):
+            out.append(Resource("tokenizer", e.llm.tokenizer, e.llm.revision, used_by=("eval.llm.tokenizer",)))
+    elif e.scorer == "mc":
+        if e.model == "run":
+            # The run's own model; a LoRA adapter reloads its base from the Hub id.
+            if cfg.model.lora.enabled:
+                out.extend(model_resources(cfg.model))
+        elif _on_hub(e.model):
+            out.append(Resource("model", e.model, None, used_by=("eval.model",)))
+    return out
+
+
+def resources_for(cfg: DictConfig | Any) -> list[Resource]:
+    """Everything the stages of the validated config ``cfg`` load from the Hub, deduplicated."""
+    stages = set(cfg.stages)
+    out: list[Resource] = []
+    if "build_data" in stages:
+        out += source_resources(cfg)
+    if "translate" in stages:
+        out += translation_resources(cfg)
+    if "train" in stages:
+        out += model_resources(cfg.model)
+    if "evaluate" in stages:
+        out += eval_resources(cfg)
+    return merge(out)
+
+
+def compose(recipe: str | None, overrides: Sequence[str] = ()) -> DictConfig:
+    """The validated config of ``+recipe=<recipe> overrides...``, composed as the entry points do."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.errors import HydraException
+
+    from xlt import config as xcfg
+    from xlt.cli import CONF_DIR
+
+    args = [o for o in overrides if not o.lstrip("+").startswith("recipe=")]
+    if recipe is None:
+        recipe = next((o.partition("=")[2] for o in overrides if o.lstrip("+").startswith("recipe=")), None)
+    if recipe:
+        args.insert(0, f"+recipe={recipe}")
+    if GlobalHydra.instance().is_initialized():
+        GlobalHydra.instance().clear()
+    try:
+        with initialize_config_dir(config_dir=str(Path(CONF_DIR).resolve()), version_base="1.3"):
+            cfg = hydra_compose(config_name="config", overrides=args)
+    except HydraException as err:
+        raise ConfigError(f"cannot compose {' '.join(args) or '(no overrides)'}: {err}") from None
+    return xcfg.validate(cfg)
