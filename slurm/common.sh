@@ -57,7 +57,8 @@ xlt_exec() {
     # at most XLT_GRACE seconds after a USR1.
     while kill -0 "$XLT_CHILD" 2>/dev/null; do
         if [[ "$XLT_REQUEUE" == 1 ]] && (( waited >= XLT_GRACE )); then
-            xlt_log "pid ${XLT_CHILD} still running after ${XLT_GRACE}s; requeueing anyway"
+            xlt_log "pid ${XLT_CHILD} still running after ${XLT_GRACE}s; killing it and requeueing anyway"
+            kill -KILL "$XLT_CHILD" 2>/dev/null
             break
         fi
         sleep 1 & wait $! 2>/dev/null

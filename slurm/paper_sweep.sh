@@ -43,7 +43,8 @@ for o in "${EXTRA[@]}"; do [[ "$o" == run_root=* ]] && ROOT="${o#run_root=}"; do
 DEP=()
 FIRST_TTA=""
 for i in $(seq 1 "$N"); do
-    if "$PYTHON" -m xlt.cluster line "$SWEEP" "$i" | grep -q "translate_train_all"; then FIRST_TTA=$i; break; fi
+    LINE="$("$PYTHON" -m xlt.cluster line "$SWEEP" "$i")"
+    if [[ "$LINE" == *translate_train_all* ]]; then FIRST_TTA=$i; break; fi
 done
 if [[ -n "$FIRST_TTA" && "$SHARDS" -gt 0 ]]; then
     mapfile -t TTA_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$FIRST_TTA")

@@ -74,3 +74,19 @@ def test_real_recipe_offline_fails_fast_and_clearly(tmp_path):
     assert "could not load" in proc.stderr and "HF_HUB_OFFLINE=1" in proc.stderr
     assert "python -m xlt.prefetch +recipe=xlmr_zeroshot" in proc.stderr
     assert not (tmp_path / "xlmr_zeroshot" / "default" / "stages").exists()  # nothing marked done
+
+
+def test_stage_entry_point_reevaluates_the_same_model_with_new_settings(demo_run):
+    """`xlt.evaluate` with other evaluation settings works on the trained run (same directory) and
+    recomputes only what those settings change. Runs last: it changes the shared demo run."""
+    run, _ = demo_run
+    root = run.parent.parent
+    gm_before = (run / "eval" / "global_mmlu" / "en.json").stat().st_mtime_ns
+    proc = xlt("xlt.evaluate", "+recipe=demo", "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    eng = json.loads((run / "eval" / "belebele" / "eng_Latn.json").read_text())
+    assert eng["n"] == 10
+    assert (run / "eval" / "global_mmlu" / "en.json").stat().st_mtime_ns == gm_before
+    proc = xlt("xlt.report", "+recipe=demo", "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "| eng_Latn |" in (run / "report.md").read_text()

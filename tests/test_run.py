@@ -52,3 +52,11 @@ def test_atomic_dir_keeps_old_version_on_crash(tmp_path) -> None:
         raise RuntimeError("killed")
     assert (target / "w.txt").read_text() == "v1"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_evaluation_settings_share_the_trained_run_but_other_models_do_not() -> None:
+    base = run_name(["+recipe=demo"])
+    assert run_name(["+recipe=demo", "eval=full", "eval.benchmarks.belebele.languages=[x]"]) == base
+    assert run_name(["+recipe=demo", "eval.model=/some/model"]) != base
+    assert run_name(["+recipe=demo", "eval.scorer=gold"]) != base
+    assert run_name(["+recipe=llm_5shot", "eval.llm.model=a"]) != run_name(["+recipe=llm_5shot", "eval.llm.model=b"])

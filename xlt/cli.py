@@ -7,7 +7,9 @@ same run directory (derived from the same recipe and overrides).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 import logging
 import os
 import sys
@@ -58,16 +60,46 @@ def stage_function(name: str) -> Callable[[DictConfig, RunDir], dict[str, Any] |
     return getattr(importlib.import_module(module), func)
 
 
+# The config sections each stage's output depends on (its own and its upstream stages'). A stage is
+# skipped only if its marker was written under the same values; otherwise it runs again (and resumes
+# what it can: training from its checkpoint, evaluation per language, translation from its cache).
+STAGE_INPUTS: dict[str, tuple[str, ...]] = {
+    "build_data": ("data",),
+    "translate": ("data", "translate"),
+    "train": ("seed", "data", "translate", "model", "training"),
+    "evaluate": ("seed", "data", "translate", "model", "training", "eval"),
+    "report": ("seed", "data", "translate", "model", "training", "eval"),
+}
+# Values that say how work is split, not what is computed.
+_NOT_INPUTS = {("translate", "shard_index"), ("translate", "num_shards"), ("eval", "shard_index"),
+               ("eval", "num_shards")}
+
+
+def stage_inputs(cfg: DictConfig, stage: str) -> str:
+    """A hash of the config values ``stage``'s output depends on."""
+    values: dict[str, Any] = {}
+    for key in STAGE_INPUTS[stage]:
+        value = OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if (key, k) not in _NOT_INPUTS}
+        values[key] = value
+    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
 def run_stages(cfg: DictConfig, run: RunDir, stages: Sequence[str]) -> None:
-    """Run ``stages`` in order, skipping those already marked done (unless ``force``)."""
+    """Run ``stages`` in order, skipping those already done with the same inputs (unless ``force``)."""
     for name in stages:
+        inputs = stage_inputs(cfg, name)
         if run.is_done(name) and not cfg.force:
-            log.info("stage %-10s already done (%s); skipping. Use force=true to redo it.", name, run.marker(name))
-            continue
+            if run.done_info(name).get("inputs", inputs) == inputs:
+                log.info("stage %-10s already done (%s); skipping. Use force=true to redo it.", name,
+                         run.marker(name))
+                continue
+            log.info("stage %-10s was done with other settings; running it again", name)
         log.info("stage %-10s starting", name)
         summary = stage_function(name)(cfg, run)
         if summary is not None and is_main_process():
-            run.mark_done(name, summary)
+            run.mark_done(name, {**summary, "inputs": inputs})
         log.info("stage %-10s finished", name)
 
 

@@ -29,14 +29,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# Override keys that do not change what a run computes, so they do not change its directory.
+# Override keys that do not change what a run trains, so they do not change its directory. Evaluation
+# settings are neutral (one trained model, many evaluations; results record their own settings), except
+# those that score another model (`eval.model`, `eval.scorer`, `eval.llm...`, `eval.fixed_option`).
 NEUTRAL_OVERRIDE_KEYS = (
     "stages",
     "force",
     "run_root",
     "logger",
-    "eval.shard_index",
-    "eval.num_shards",
+    "eval",
     "translate.shard_index",
     "translate.num_shards",
     "hydra",
@@ -46,8 +47,13 @@ NEUTRAL_OVERRIDE_KEYS = (
 _MAX_NAME = 120
 
 
+RESULT_CHANGING_EVAL_KEYS = ("eval.model", "eval.scorer", "eval.llm", "eval.fixed_option")
+
+
 def _is_neutral(key: str) -> bool:
     key = key.lstrip("+~")
+    if any(key == k or key.startswith(k + ".") for k in RESULT_CHANGING_EVAL_KEYS):
+        return False
     return any(key == k or key.startswith(k + ".") or key.startswith(k + "/") for k in NEUTRAL_OVERRIDE_KEYS)
 
 

@@ -46,9 +46,14 @@ def _accelerate(n: int, *extra: str) -> list[str]:
             "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()), *extra]
 
 
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory) -> RunDir:
+    return _run(tmp_path_factory.mktemp("one"), [sys.executable], [*COMMON, "training.per_device_train_batch_size=16"])
+
+
 @pytest.mark.slow
-def test_two_processes_match_one(tmp_path):
-    one = _run(tmp_path / "one", [sys.executable], [*COMMON, "training.per_device_train_batch_size=16"])
+def test_two_processes_match_one(tmp_path, one_process):
+    one = one_process
     two = _run(tmp_path / "two", _accelerate(2, "--multi_gpu"), [*COMMON, "training.per_device_train_batch_size=8"])
 
     m1 = json.loads((one.path / "train_metrics.json").read_text())
@@ -65,3 +70,24 @@ def test_two_processes_match_one(tmp_path):
         assert torch.allclose(w1[k], w2[k], atol=1e-3), k  # float summation order differs
     # Only rank 0 wrote: one model card, one done-marker.
     assert (two.model / "README.md").exists() and two.is_done("train")
+
+
+@pytest.mark.slow
+def test_deepspeed_zero2_two_processes(tmp_path, one_process):
+    """ZeRO-2 over gloo on CPU (DeepSpeed compiles its CPU Adam op once, ~1-3 min on a fresh machine)."""
+    pytest.importorskip("deepspeed")
+    run = _run(tmp_path, _accelerate(2, "--multi_gpu"),
+               [*COMMON, "training.per_device_train_batch_size=8", "training.deepspeed=zero2"])
+    m = json.loads((run.path / "train_metrics.json").read_text())
+    m1 = json.loads((one_process.path / "train_metrics.json").read_text())
+    assert m["world_size"] == 2 and m["global_step"] == 20 and m["effective_batch_size"] == 16
+    # DeepSpeed's Adam is not torch's, so only close: same data, same schedule, same first loss.
+    assert m["train_loss"][0]["loss"] == pytest.approx(m1["train_loss"][0]["loss"], abs=1e-4)
+    assert [h["loss"] for h in m["train_loss"]] == pytest.approx([h["loss"] for h in m1["train_loss"]], abs=0.05)
+    # Resumable DeepSpeed checkpoints (engine state under global_stepN + `latest` tag) and a plain
+    # safetensors model without DeepSpeed files.
+    ckpt = run.checkpoints / "checkpoint-20"
+    assert (ckpt / "latest").read_text().strip() == "global_step20" and (ckpt / "global_step20").is_dir()
+    assert (run.model / "model.safetensors").exists() and not list(run.model.glob("global_step*"))
+    weights = load_file(run.model / "model.safetensors")
+    assert all(torch.isfinite(w).all() for w in weights.values())

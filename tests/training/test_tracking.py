@@ -50,7 +50,9 @@ def test_offline_wandb_run_logs_redacted_config_and_report(run_dir, tmp_path, mo
                       "translate.model_name_or_path": "hf_" + "A" * 30})
     run_dir.path.mkdir(parents=True)
     plot = tmp_path / "acc.png"
-    plt.plot([1, 2]); plt.savefig(plot); plt.close()
+    plt.plot([1, 2])
+    plt.savefig(plot)
+    plt.close()
     csv = tmp_path / "report.csv"
     csv.write_text("lang,acc\neng,0.5\n")
     wb = tracking.init(cfg, run_dir)

@@ -189,6 +189,7 @@ def _save_final(cfg: Any, run: RunDir, trainer, tokenizer, summary: dict[str, An
     if not main:
         return
     tokenizer.save_pretrained(partial)
+    (partial / "training_args.bin").unlink(missing_ok=True)  # a pickle; the card and config.yaml say it all
     if cfg.model.lora.enabled and cfg.model.name_or_path == TINY_MODEL_ID:
         # The tiny base is a seeded random init with no Hub id: store it with the adapter.
         load_model(cfg.model, tokenizer, seed=cfg.seed).save_pretrained(partial / BASE_SUBDIR)

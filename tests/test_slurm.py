@@ -1,0 +1,246 @@
+"""The sbatch templates and submit scripts in slurm/: syntax, directives, the commands they run (with stub
+SLURM tools on PATH), and the USR1 -> forward -> requeue handler with real signals."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SLURM = REPO / "slurm"
+SBATCH_FILES = sorted(SLURM.glob("*.sbatch"))
+SCRIPTS = SBATCH_FILES + sorted(SLURM.glob("*.sh"))
+ARRAYS = ["train_array.sbatch", "eval_array.sbatch", "translate_array.sbatch"]
+
+
+def directives(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"#SBATCH\s+--([\w-]+)(?:=(.*))?$", line)
+        if m:
+            out[m.group(1)] = m.group(2) or ""
+    return out
+
+
+def stub_bin(tmp_path: Path) -> Path:
+    """sbatch (logs its arguments, prints increasing job ids), scontrol (requeue log, show hostnames)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    log = tmp_path / "calls.log"
+    (bin_dir / "sbatch").write_text(
+        "#!/bin/bash\n"
+        f"n=$(grep -c '^sbatch' {log} 2>/dev/null || true); n=${{n:-0}}\n"
+        f'printf "sbatch" >> {log}; printf " %q" "$@" >> {log}; echo >> {log}\n'
+        'echo "$((1000 + n));cluster"\n'
+    )
+    (bin_dir / "scontrol").write_text(
+        "#!/bin/bash\n"
+        'if [[ "$1 $2" == "show hostnames" ]]; then echo node-a; echo node-b; exit 0; fi\n'
+        f'printf "scontrol" >> {log}; printf " %q" "$@" >> {log}; echo >> {log}\n'
+    )
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    return bin_dir
+
+
+def sbatch_calls(tmp_path: Path) -> list[list[str]]:
+    log = tmp_path / "calls.log"
+    return [shlex.split(line)[1:] for line in log.read_text().splitlines() if line.startswith("sbatch")]
+
+
+def run_script(script: str, args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "PATH": f"{stub_bin(tmp_path)}:{os.environ['PATH']}", "XLT_HOME": str(REPO),
+                "XLT_PYTHON": sys.executable, "XLT_DRY_RUN": "1", **env}
+    return subprocess.run(["bash", str(SLURM / script), *args], cwd=tmp_path, env=full_env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def commands(proc: subprocess.CompletedProcess) -> list[list[str]]:
+    """The commands a dry run would execute (lines ``XLT_CMD <shell-quoted args>``)."""
+    return [shlex.split(line)[1:] for line in proc.stdout.splitlines() if line.startswith("XLT_CMD")]
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+def test_bash_syntax(path):
+    assert subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("path", SBATCH_FILES, ids=lambda p: p.name)
+def test_sbatch_directives(path):
+    d = directives(path)
+    assert "requeue" in d
+    assert re.fullmatch(r"B:USR1@\d+", d["signal"]), d.get("signal")
+    assert "common.sh" in path.read_text()
+    pattern = "%A_%a" if path.name in ARRAYS else "%j"
+    for key in ("output", "error"):
+        assert d[key].startswith("slurm-logs/") and pattern in d[key], (key, d[key])
+    assert re.fullmatch(r"\d+:\d\d:\d\d", d["time"])
+
+
+def test_train_array_runs_the_sweep_line_of_its_index(tmp_path):
+    # the sweep path is relative to the submit directory (the repository)
+    proc = subprocess.run(["bash", str(SLURM / "train_array.sbatch"), "sweeps/paper.txt", "run_root=/scratch/runs"],
+                          cwd=REPO, env={**os.environ, "XLT_PYTHON": sys.executable, "XLT_DRY_RUN": "1",
+                                         "SLURM_ARRAY_TASK_ID": "25"}, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert commands(proc) == [[sys.executable, "-m", "xlt.train", "+recipe=infoxlm_translate_train_all", "seed=1",
+                               "run_root=/scratch/runs"]]
+
+
+def test_train_array_rejects_an_index_past_the_sweep(tmp_path):
+    proc = subprocess.run(["bash", str(SLURM / "train_array.sbatch"), "sweeps/paper.txt"], cwd=REPO,
+                          env={**os.environ, "XLT_PYTHON": sys.executable, "XLT_DRY_RUN": "1", "SLURM_ARRAY_TASK_ID": "31"},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "runs 1..30" in proc.stderr
+
+
+@pytest.mark.parametrize("script,entry,key", [("eval_array.sbatch", "xlt.evaluate", "eval"),
+                                              ("translate_array.sbatch", "xlt.translate", "translate")])
+def test_sharded_arrays_pass_index_and_count(tmp_path, script, entry, key):
+    proc = run_script(script, ["+recipe=xlmr_zeroshot", "seed=2"], tmp_path,
+                      SLURM_ARRAY_TASK_ID="3", SLURM_ARRAY_TASK_COUNT="8")
+    assert proc.returncode == 0, proc.stderr
+    assert commands(proc) == [[sys.executable, "-m", entry, "+recipe=xlmr_zeroshot", "seed=2",
+                               f"{key}.shard_index=3", f"{key}.num_shards=8"]]
+
+
+def test_sharded_array_without_task_count_uses_the_max_index(tmp_path):
+    proc = run_script("eval_array.sbatch", ["+recipe=demo"], tmp_path, SLURM_ARRAY_TASK_ID="0", SLURM_ARRAY_TASK_MAX="5")
+    assert commands(proc)[0][-1] == "eval.num_shards=6"
+
+
+def test_array_without_array_id_explains_usage(tmp_path):
+    proc = run_script("eval_array.sbatch", ["+recipe=demo"], tmp_path)
+    assert proc.returncode == 2 and "usage: sbatch --array=0-K" in proc.stderr
+
+
+def test_stage_job_entries(tmp_path):
+    proc = run_script("stage.sbatch", ["report", "+recipe=demo", "seed=1"], tmp_path)
+    assert commands(proc) == [[sys.executable, "-m", "xlt.report", "+recipe=demo", "seed=1"]]
+    proc = run_script("stage.sbatch", ["compare", "runs/a/x", "runs/a/y", "--out", "cmp"], tmp_path)
+    assert commands(proc) == [[sys.executable, "-m", "xlt.report", "--compare", "runs/a/x", "runs/a/y", "--out", "cmp"]]
+    proc = run_script("stage.sbatch", ["rm", "-rf"], tmp_path)
+    assert proc.returncode == 2 and not commands(proc)
+
+
+def test_submit_eval_chains_array_and_report(tmp_path):
+    proc = run_script("submit_eval.sh", ["-n", "4", "-p", "gpu", "-A", "proj", "+recipe=xlmr_zeroshot", "seed=1"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    array, report = sbatch_calls(tmp_path)
+    assert array[:4] == ["--parsable", "--partition=gpu", "--account=proj", "--array=0-3"]
+    assert array[4].endswith("slurm/eval_array.sbatch") and array[5:] == ["+recipe=xlmr_zeroshot", "seed=1"]
+    assert "--dependency=afterok:1000" in report
+    assert report[-3:] == ["report", "+recipe=xlmr_zeroshot", "seed=1"]
+    assert (tmp_path / "slurm-logs").is_dir()
+    assert "1000 (4 shards)" in proc.stdout and "report: 1001" in proc.stdout
+
+
+def test_submit_translate_chains_data_array_and_run(tmp_path):
+    proc = run_script("submit_translate.sh", ["-n", "6", "+recipe=xlmr_translate_train_all"], tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    data, array, rest = sbatch_calls(tmp_path)
+    assert data[-2:] == ["build_data", "+recipe=xlmr_translate_train_all"]
+    assert "--dependency=afterok:1000" in array and "--array=0-5" in array
+    assert array[-2].endswith("translate_array.sbatch")
+    assert "--dependency=afterok:1001" in rest and rest[-2:] == ["train", "+recipe=xlmr_translate_train_all"]
+
+
+def test_paper_sweep_submits_translation_training_and_comparison(tmp_path):
+    proc = run_script("paper_sweep.sh", ["-n", "4", "-j", "6", "run_root=/scratch/runs"], tmp_path,
+                      XLT_TRANSLATION_CACHE="/scratch/mt-cache")
+    assert proc.returncode == 0, proc.stderr
+    data, translate, train, compare = sbatch_calls(tmp_path)
+    cache = "translate.cache_dir=/scratch/mt-cache"
+    assert data[-5:] == ["build_data", "+recipe=xlmr_translate_train_all", "seed=1", "run_root=/scratch/runs", cache]
+    assert "--array=0-3" in translate and "--dependency=afterok:1000" in translate
+    assert "--array=1-30%6" in train and "--dependency=afterok:1001" in train
+    assert train[-4].endswith("slurm/train_array.sbatch") and train[-3].endswith("sweeps/paper.txt")
+    assert train[-2:] == ["run_root=/scratch/runs", cache]
+    assert "--dependency=afterok:1002" in compare
+    i = compare.index("compare")
+    dirs = compare[i + 1: compare.index("--out")]
+    assert len(dirs) == 30 and dirs[0].startswith("/scratch/runs/xlmr_zeroshot/")
+    assert "/scratch/runs/xlmr_translate_train_all/model=xlmr_large," in " ".join(dirs)
+    assert compare[-1] == "/scratch/runs/paper_compare"
+
+
+def test_multinode_template_launches_accelerate_on_every_node(tmp_path):
+    proc = run_script("train_multinode.sbatch", ["+recipe=xlmr_translate_train_all", "training.deepspeed=zero2"], tmp_path,
+                      SLURM_NNODES="2", SLURM_GPUS_ON_NODE="4", SLURM_JOB_ID="77", SLURM_JOB_NODELIST="node-[a-b]")
+    assert proc.returncode == 0, proc.stderr
+    prep, dist, final = commands(proc)
+    assert prep[1:] == ["-m", "xlt.train", "+recipe=xlmr_translate_train_all", "training.deepspeed=zero2",
+                        "stages=[build_data,translate]"]
+    assert dist[:3] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
+    script = dist[5]
+    assert "accelerate.commands.launch" in script and "--multi_gpu" in script and "-m xlt.finetune" in script
+    assert dist[6:9] == [sys.executable, "2", "8"]  # python, nodes, processes = 2 x 4
+    assert dist[9:] == ["+recipe=xlmr_translate_train_all", "training.deepspeed=zero2"]
+    assert final[1:] == ["-m", "xlt.train", "+recipe=xlmr_translate_train_all", "training.deepspeed=zero2"]
+    d = directives(SLURM / "train_multinode.sbatch")
+    assert d["ntasks-per-node"] == "1" and int(d["nodes"]) >= 2
+
+
+STUB_PY = """
+import signal, sys, time, pathlib
+out = pathlib.Path(sys.argv[1])
+def on_usr1(signum, frame):
+    out.joinpath("got_usr1").write_text("1")
+    sys.exit(130)
+signal.signal(signal.SIGUSR1, on_usr1)
+out.joinpath("ready").write_text("1")
+time.sleep(60)
+"""
+
+
+def _start(tmp_path: Path, child: str, **env: str) -> subprocess.Popen:
+    (tmp_path / "child.py").write_text(child)
+    driver = f'source {SLURM}/common.sh; xlt_exec {shlex.quote(sys.executable)} {tmp_path}/child.py {tmp_path}; echo "rc=$?"'
+    return subprocess.Popen(["bash", "-c", driver], env={**os.environ, "PATH": f"{stub_bin(tmp_path)}:{os.environ['PATH']}",
+                                                         "SLURM_JOB_ID": "4242", **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(path: Path, timeout: float = 30) -> None:
+    end = time.time() + timeout
+    while not path.exists():
+        assert time.time() < end, f"{path} never appeared"
+        time.sleep(0.05)
+
+
+def test_usr1_is_forwarded_and_the_job_requeued(tmp_path):
+    proc = _start(tmp_path, STUB_PY)
+    _wait_for(tmp_path / "ready")
+    proc.send_signal(signal.SIGUSR1)
+    out, err = proc.communicate(timeout=60)
+    assert (tmp_path / "got_usr1").exists(), err
+    assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text()
+    assert "rc=0" in out
+
+
+def test_a_child_that_ignores_usr1_is_requeued_after_the_grace_period(tmp_path):
+    child = STUB_PY.replace("signal.signal(signal.SIGUSR1, on_usr1)", "signal.signal(signal.SIGUSR1, signal.SIG_IGN)")
+    proc = _start(tmp_path, child, XLT_GRACE="1")
+    _wait_for(tmp_path / "ready")
+    t0 = time.time()
+    proc.send_signal(signal.SIGUSR1)
+    out, err = proc.communicate(timeout=60)
+    assert time.time() - t0 < 30
+    assert "still running after 1s" in err
+    assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text()
+
+
+def test_without_a_signal_the_exit_status_passes_through(tmp_path):
+    proc = _start(tmp_path, "import sys; sys.exit(3)")
+    out, _ = proc.communicate(timeout=60)
+    assert "rc=3" in out
+    assert not (tmp_path / "calls.log").exists()
