@@ -118,3 +118,19 @@ def test_collapse_stops_the_run_with_a_clear_error(run_dir):
 def test_missing_training_set_is_a_clear_error(run_dir):
     with pytest.raises(DataError, match="build_data"):
         run_stage(make_cfg(), run_dir)
+
+
+def test_early_stopping_when_dev_accuracy_stalls(run_dir):
+    write_train_set(run_dir, 160, 48)
+    cfg = make_cfg(**{"training.learning_rate": 0.0, "training.max_steps": 50, "training.eval_steps": 10,
+                      "training.early_stopping_patience": 2})
+    summary = run_stage(cfg, run_dir)
+    # lr 0: the first evaluation stays best; two more without improvement end the run at step 30.
+    assert summary["global_step"] == 30 and summary["best_step"] == 10
+
+
+def test_no_evaluation_before_the_end_keeps_the_final_model(run_dir):
+    write_train_set(run_dir, 64, 16)
+    summary = run_stage(make_cfg(**{"training.max_steps": 3, "training.eval_steps": 100}), run_dir)
+    assert summary["best_step"] == 3 and summary["best_dev_accuracy"] == summary["final_dev_accuracy"]
+    assert "at step 3" in (run_dir.model / "README.md").read_text()

@@ -90,8 +90,8 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
     from transformers import EarlyStoppingCallback, Trainer
 
     t = cfg.training
-    tracking.init(cfg, run, job_type="train")
     args = build_training_arguments(cfg, run, report_to=tracking.report_to(cfg))
+    tracking.init(cfg, run, job_type="train")
     main = args.process_index == 0
 
     tokenizer = load_tokenizer(cfg.model)
@@ -131,8 +131,9 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
     state = trainer.state
     history = metrics_history(state.log_history)
     summary: dict[str, Any] = {
-        "best_dev_accuracy": state.best_metric,
-        "best_step": _best_step(state),
+        # No evaluation during training (max_steps < eval_steps): the final model is the one kept.
+        "best_dev_accuracy": state.best_metric if state.best_metric is not None else dev.get("eval_accuracy"),
+        "best_step": _best_step(state) or state.global_step,
         "final_dev_accuracy": dev.get("eval_accuracy"),
         "global_step": state.global_step,
         "train_loss": train_out.training_loss,

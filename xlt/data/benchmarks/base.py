@@ -12,11 +12,11 @@ evaluation record (:data:`xlt.data.schema.EVAL_FEATURES`) plus metadata columns.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from datasets import Dataset, load_dataset
+from datasets import Dataset, Features, load_dataset
 
 from xlt import languages as langtab
 from xlt.errors import ConfigError, DataError
@@ -100,3 +100,21 @@ def check_not_null(batch: dict[str, list], fields: Sequence[str], where: str, st
         for i, v in enumerate(batch[name]):
             if v is None:
                 raise DataError(f"{where}: row {start + i + 1}: field {name!r} is missing")
+
+
+def convert_split(raw: Dataset, language: str, where: str, *, fields: Sequence[str], features: Features,
+                  convert_batch: Callable[..., dict[str, list]], desc: str) -> Dataset:
+    """Convert a raw upstream split to the evaluation schema with ``convert_batch``, validating every row."""
+    require_columns(raw, fields, where)
+    if len(raw) == 0:
+        raise DataError(f"{where}: no rows")
+    return raw.map(
+        convert_batch,
+        batched=True,
+        with_indices=True,
+        remove_columns=raw.column_names,
+        features=features,
+        fn_kwargs={"language": language, "where": where},
+        desc=desc,
+        load_from_cache_file=False,
+    )

@@ -17,7 +17,7 @@ from typing import Any
 from datasets import Dataset, Features, Value, get_dataset_config_names, get_dataset_split_names, load_dataset
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Benchmark, check_not_null, load_local_file, require_columns
+from xlt.data.benchmarks.base import Benchmark, check_not_null, convert_split, load_local_file
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 from xlt.hub import hub_resource
@@ -61,20 +61,9 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
 
 
 def to_eval(raw: Dataset, language: str, where: str) -> Dataset:
-    """Convert a raw Belebele split to the evaluation schema, validating every row."""
-    require_columns(raw, FIELDS, where)
-    if len(raw) == 0:
-        raise DataError(f"{where}: no rows")
-    return raw.map(
-        convert_batch,
-        batched=True,
-        with_indices=True,
-        remove_columns=raw.column_names,
-        features=FEATURES,
-        fn_kwargs={"language": language, "where": where},
-        desc=f"belebele {language}",
-        load_from_cache_file=False,
-    )
+    """Convert a raw belebele split to the evaluation schema, validating every row."""
+    return convert_split(raw, language, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
+                         desc=f"belebele {language}")
 
 
 class Belebele(Benchmark):

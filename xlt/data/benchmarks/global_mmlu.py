@@ -22,7 +22,7 @@ from datasets import Dataset, Features, Value, get_dataset_config_names, load_da
 from datasets import Sequence as HFSequence
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Benchmark, check_not_null, load_local_file, require_columns
+from xlt.data.benchmarks.base import Benchmark, check_not_null, convert_split, load_local_file
 from xlt.data.schema import EVAL_FEATURES, LETTERS
 from xlt.errors import DataError
 from xlt.hub import hub_resource
@@ -136,20 +136,9 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
 
 
 def to_eval(raw: Dataset, language: str, where: str) -> Dataset:
-    """Convert a raw Global-MMLU split to the evaluation schema, validating every row."""
-    require_columns(raw, FIELDS, where)
-    if len(raw) == 0:
-        raise DataError(f"{where}: no rows")
-    return raw.map(
-        convert_batch,
-        batched=True,
-        with_indices=True,
-        remove_columns=raw.column_names,
-        features=FEATURES,
-        fn_kwargs={"language": language, "where": where},
-        desc=f"global_mmlu {language}",
-        load_from_cache_file=False,
-    )
+    """Convert a raw global_mmlu split to the evaluation schema, validating every row."""
+    return convert_split(raw, language, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
+                         desc=f"global_mmlu {language}")
 
 
 class GlobalMMLU(Benchmark):
