@@ -22,6 +22,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from xlt import config as xcfg
+from xlt.cluster import SIGNALS, install_signal_handlers
 from xlt.errors import XltError
 from xlt.run import RunDir, run_name
 
@@ -123,12 +124,15 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
     @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
     def _main(cfg: DictConfig) -> None:
         _setup_logging()
+        # SLURM warns with USR1 before the time limit: checkpoint, stop, and let the requeued job resume.
+        # Under submitit, TERM is left to submitit's own handler.
+        install_signal_handlers(("SIGUSR1",) if os.environ.get("SUBMITIT_EXECUTOR") else SIGNALS)
         try:
             validated, run = resolve_run(cfg)
             from xlt import hub
+            from xlt.prefetch import prefetch_hint
 
-            task_overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith("hydra")]
-            hub.PREFETCH_COMMAND = "python -m xlt.prefetch " + " ".join(task_overrides)
+            hub.PREFETCH_COMMAND = prefetch_hint()
             stages = list(default_stages) if default_stages is not None else list(validated.stages)
             log.info("run directory: %s", run.path)
             if is_main_process():

@@ -91,8 +91,9 @@ def belebele_codes() -> list[str]:
     return [lang.code for lang in table()]
 
 
-def gmmlu_codes() -> list[str]:
-    return [lang.gmmlu_code for lang in table() if lang.gmmlu_code]
+def gmmlu_codes(lite: bool = False) -> list[str]:
+    """Global-MMLU language codes (42), or those of the original Lite release (15)."""
+    return [lang.gmmlu_code for lang in table() if lang.gmmlu_code and (lang.gmmlu_lite or not lite)]
 
 
 def lookup(code: str) -> Language | None:

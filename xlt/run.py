@@ -40,6 +40,7 @@ NEUTRAL_OVERRIDE_KEYS = (
     "eval",
     "translate.shard_index",
     "translate.num_shards",
+    "translate.cache_dir",
     "hydra",
     "description",
 )

@@ -102,6 +102,12 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
             log.info("force=true: removing old checkpoints in %s", run.checkpoints)
             shutil.rmtree(run.checkpoints)
 
+    if args.deepspeed:
+        # ZeRO-3 builds the model partitioned (zero.Init) before the engine exists: DeepSpeed's comm layer
+        # must already know the process group, or it sizes batches for a world of one.
+        import deepspeed
+
+        deepspeed.init_distributed()
     model = load_model(cfg.model, tokenizer, seed=cfg.seed)
     if cfg.model.lora.enabled:
         model = wrap_lora(model, cfg.model.lora)

@@ -160,3 +160,22 @@ def test_fixture_is_json_lines(tmp_path):
     write_belebele(tmp_path, ["eng_Latn"], n=2)
     lines = (tmp_path / "data" / "eng_Latn.jsonl").read_text().splitlines()
     assert json.loads(lines[0])["correct_answer_num"] == "3"
+
+
+def test_hub_language_lists_offline_come_from_the_language_table(monkeypatch):
+    """Offline, datasets reports a cached dataset's configs as ["default"]; xlt lists the real ones."""
+    from xlt import config as xcfg
+    from xlt.data.benchmarks import get_benchmark
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    cfg = xcfg.validate({"eval": {"benchmarks": {
+        "b": {"kind": "belebele", "hub_id": "facebook/belebele"},
+        "g": {"kind": "global_mmlu", "hub_id": "CohereLabs/Global-MMLU"},
+        "l": {"kind": "global_mmlu_lite", "hub_id": "CohereLabs/Global-MMLU-Lite"},
+    }}})
+    b = get_benchmark("belebele").languages(cfg.eval.benchmarks.b)
+    g = get_benchmark("global_mmlu").languages(cfg.eval.benchmarks.g)
+    lite = get_benchmark("global_mmlu_lite").languages(cfg.eval.benchmarks.l)
+    assert len(b) == 122 and "ary_Arab" in b
+    assert len(g) == 42 and {"fil", "zh", "en"} <= set(g)
+    assert len(lite) == 15 and "sw" in lite and "cs" not in lite

@@ -25,7 +25,7 @@ from xlt import languages as langtab
 from xlt.data.benchmarks.base import Benchmark, check_not_null, convert_split, load_local_file
 from xlt.data.schema import EVAL_FEATURES, LETTERS
 from xlt.errors import DataError
-from xlt.hub import hub_resource
+from xlt.hub import hub_resource, offline
 
 LIST_COLUMNS = ("required_knowledge", "time_sensitive", "reference", "culture", "region", "country")
 FIELDS = ("sample_id", "question", "option_a", "option_b", "option_c", "option_d", "answer",
@@ -166,6 +166,10 @@ class GlobalMMLU(Benchmark):
         if root is not None:
             return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
         hub_id = self.hub_id(bcfg)
+        if offline():
+            # Offline, datasets answers the config list from its cache as ["default"]: use the language
+            # table (42 languages; the 15 of the original Lite release for Lite).
+            return sorted(langtab.gmmlu_codes(lite=self.kind == "global_mmlu_lite"))
         with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
             return sorted(get_dataset_config_names(hub_id, revision=bcfg.revision))
 
