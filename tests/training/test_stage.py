@@ -134,3 +134,13 @@ def test_no_evaluation_before_the_end_keeps_the_final_model(run_dir):
     summary = run_stage(make_cfg(**{"training.max_steps": 3, "training.eval_steps": 100}), run_dir)
     assert summary["best_step"] == 3 and summary["best_dev_accuracy"] == summary["final_dev_accuracy"]
     assert "at step 3" in (run_dir.model / "README.md").read_text()
+
+
+def test_rerun_resumes_finished_run_and_force_starts_over(run_dir):
+    write_train_set(run_dir, 64, 16)
+    settings = {"training.max_steps": 4, "training.eval_steps": 2}
+    first = run_stage(make_cfg(**settings), run_dir)
+    again = run_stage(make_cfg(**settings), run_dir)  # e.g. killed while saving: nothing is retrained
+    assert again["resumed_from"].endswith("checkpoint-4") and again["best_dev_accuracy"] == first["best_dev_accuracy"]
+    forced = run_stage(make_cfg(**settings, force=True), run_dir)
+    assert forced["resumed_from"] is None and forced["global_step"] == 4

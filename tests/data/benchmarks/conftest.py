@@ -1,8 +1,0 @@
-"""Make the repository root importable so tests can use tests.fixtures.benchmarks (fixture writers)."""
-
-import sys
-from pathlib import Path
-
-_ROOT = str(Path(__file__).resolve().parents[3])
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
