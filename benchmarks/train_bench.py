@@ -6,6 +6,11 @@ is printed at the end. A third row shows dynamic padding without length grouping
 two effects. Run:
 
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/train_bench.py [--steps 60] [--max-length 128]
+        [--vary-lengths]
+
+The bundled demo passages are all about the same length; ``--vary-lengths`` prepends 0-7 other demo
+passages to each one (deterministically), so passage lengths spread out as in RACE and Belebele, which
+is where length grouping pays off.
 """
 
 from __future__ import annotations
@@ -33,6 +38,14 @@ from xlt.modeling.load import load_model, load_tokenizer  # noqa: E402
 
 RACE = Path(__file__).resolve().parents[1] / "xlt" / "assets" / "demo" / "race" / "train.jsonl"
 SCIQ = Path(__file__).resolve().parents[1] / "xlt" / "assets" / "demo" / "sciq" / "train.jsonl"
+
+
+def vary_lengths(rows: list[dict]) -> list[dict]:
+    """Prepend ``i % 8`` other passages to row ``i``: a spread of passage lengths, same questions."""
+    passages = [r["passage"] for r in rows]
+    n = len(passages)
+    return [{**r, "passage": " ".join([passages[(i * 7 + j) % n] for j in range(1, i % 8 + 1)] + [r["passage"]])}
+            for i, r in enumerate(rows)]
 
 
 def demo_rows() -> list[dict]:
@@ -81,7 +94,7 @@ def train(name, model_cfg, tok, feats, collator, sampling, steps, batch, out) ->
         output_dir=str(out / name), max_steps=steps, per_device_train_batch_size=batch, learning_rate=1e-3,
         logging_strategy="no", save_strategy="no", eval_strategy="no", report_to="none", use_cpu=True,
         train_sampling_strategy=sampling, seed=0, disable_tqdm=True, average_tokens_across_devices=False,
-        dataloader_num_workers=0,
+        dataloader_num_workers=0, remove_unused_columns=False,  # keep `length` for the sampler (as xlt does)
     )
     trainer = Trainer(model=model, args=args, train_dataset=feats, data_collator=counter)
     start = time.perf_counter()
@@ -96,16 +109,18 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--max-length", type=int, default=128)
+    ap.add_argument("--vary-lengths", action="store_true", help="spread passage lengths (see module docstring)")
     a = ap.parse_args()
     torch.set_num_threads(1)
 
     model_cfg = ModelConfig(max_length=a.max_length)
     tok = load_tokenizer(model_cfg)
-    raw = Dataset.from_list(demo_rows())
+    rows = demo_rows()
+    raw = Dataset.from_list(vary_lengths(rows) if a.vary_lengths else rows)
     feats = tokenize_mc(raw, tok, a.max_length)
     lengths = sorted(feats["length"])
     print(f"data: {len(feats)} questions x 4 options; option length median {lengths[len(lengths) // 2]}, "
-          f"max {lengths[-1]} tokens; max_length {a.max_length}; batch {a.batch}; {a.steps} steps")
+          f"min {lengths[0]}, max {lengths[-1]} tokens; max_length {a.max_length}; batch {a.batch}; {a.steps} steps")
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)

@@ -144,3 +144,53 @@ def test_rerun_resumes_finished_run_and_force_starts_over(run_dir):
     assert again["resumed_from"].endswith("checkpoint-4") and again["best_dev_accuracy"] == first["best_dev_accuracy"]
     forced = run_stage(make_cfg(**settings, force=True), run_dir)
     assert forced["resumed_from"] is None and forced["global_step"] == 4
+
+
+def test_batches_are_grouped_by_length(run_dir):
+    """The Trainer's sampler must see the `length` column (the Trainer drops unused columns before
+    building it; without the column every item would have length 4 = its number of options)."""
+    from xlt.modeling.load import load_model, load_tokenizer
+    from xlt.training.args import build_training_arguments
+    from xlt.training.data import tokenized_splits
+    from xlt.training.stage import make_trainer
+
+    ds = write_train_set(run_dir, 320, 16)
+    # Spread the lengths: prepend i % 6 copies of another passage.
+    ds["train"] = ds["train"].map(lambda r, i: {"passage": " ".join([r["passage"]] * (1 + i % 6))}, with_indices=True)
+
+    def padding_share(group: bool) -> float:
+        cfg = make_cfg(**{"model.max_length": 256, "training.group_by_length": group})
+        tok = load_tokenizer(cfg.model)
+        trainer = make_trainer(build_training_arguments(cfg, run_dir), load_model(cfg.model, tok), tok,
+                               tokenized_splits(ds, tok, 256))
+        real = total = 0
+        for batch in trainer.get_train_dataloader():
+            real += int(batch["attention_mask"].sum())
+            total += batch["attention_mask"].numel()
+        return 1 - real / total
+
+    grouped, random = padding_share(True), padding_share(False)
+    print(f"padding share: grouped {grouped:.3f}, random {random:.3f}")
+    assert grouped < random / 2
+
+
+def test_warning_signal_checkpoints_mid_interval_and_resumes(run_dir, monkeypatch):
+    """SLURM's USR1 (see xlt.cluster): a full checkpoint at the current step, then Preempted; the rerun
+    resumes from that step."""
+    from transformers import TrainerCallback
+
+    from xlt import cluster
+
+    class SignalAt(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            if state.global_step == 6:
+                monkeypatch.setitem(cluster._requested, "signal", "SIGUSR1")
+
+    write_train_set(run_dir, 160, 16)
+    settings = {"training.max_steps": 10, "training.eval_steps": 5}
+    with pytest.raises(cluster.Preempted):
+        run_stage(make_cfg(**settings), run_dir, extra_callbacks=[SignalAt()])
+    assert (run_dir.checkpoints / "checkpoint-7" / "optimizer.pt").exists()
+    monkeypatch.setitem(cluster._requested, "signal", None)
+    summary = run_stage(make_cfg(**settings), run_dir)
+    assert summary["resumed_from"].endswith("checkpoint-7") and summary["global_step"] == 10

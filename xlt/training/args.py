@@ -99,6 +99,10 @@ def build_training_arguments(cfg: Any, run: RunDir, report_to: list[str] | None 
         fp16=precision == "fp16",
         train_sampling_strategy="group_by_length" if t.group_by_length else "random",
         length_column_name="length",
+        # Keep the `length` column: the Trainer drops unused columns *before* building the sampler, and
+        # without it LengthGroupedSampler measures len(input_ids) = 4 options for every item (no grouping).
+        # MCCollator only reads input_ids and labels.
+        remove_unused_columns=False,
         dataloader_num_workers=t.dataloader_num_workers,
         activation_checkpointing=t.gradient_checkpointing,  # v5 name of gradient_checkpointing
         deepspeed=resolve_deepspeed(t.deepspeed),

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from xlt import tracking
+from xlt.cluster import checkpoint_callback
 from xlt.config.model import TINY_MODEL_ID
 from xlt.modeling.features import MCCollator
 from xlt.modeling.load import load_model, load_tokenizer
@@ -82,12 +83,28 @@ def _best_step(state) -> int | None:
     return None
 
 
+def make_trainer(args, model, tokenizer, feats, callbacks: list[Any] | None = None):
+    """The Trainer of the stage: MC features with dynamic padding, accuracy on the dev split."""
+    from transformers import Trainer
+
+    return Trainer(
+        model=model,
+        args=args,
+        train_dataset=feats["train"],
+        eval_dataset=feats["dev"],
+        data_collator=MCCollator(tokenizer),
+        processing_class=tokenizer,
+        compute_metrics=compute_metrics,
+        callbacks=callbacks or [],
+    )
+
+
 def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -> dict[str, Any] | None:
     """Train, keep the best dev checkpoint, save the final model + card; see the module docstring.
 
     ``extra_callbacks`` are added to the Trainer's (tests use it to simulate a crash).
     """
-    from transformers import EarlyStoppingCallback, Trainer
+    from transformers import EarlyStoppingCallback
 
     t = cfg.training
     args = build_training_arguments(cfg, run, report_to=tracking.report_to(cfg))
@@ -115,19 +132,11 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
             model.print_trainable_parameters()
 
     collapse = CollapseDetector(margin=t.collapse_margin, patience=t.collapse_patience, stop=t.stop_on_collapse)
-    callbacks: list[Any] = [collapse]
+    # A scheduler's warning signal (SLURM USR1) -> full checkpoint at the end of the step, then stop.
+    callbacks: list[Any] = [collapse, checkpoint_callback()]
     if t.early_stopping_patience:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
-    trainer = Trainer(
-        model=model,
-        args=args,
-        train_dataset=feats["train"],
-        eval_dataset=feats["dev"],
-        data_collator=MCCollator(tokenizer),
-        processing_class=tokenizer,
-        compute_metrics=compute_metrics,
-        callbacks=callbacks + list(extra_callbacks or []),
-    )
+    trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks or []))
     resume = last_checkpoint(run.checkpoints) if t.resume and not cfg.force else None
     if resume:
         log.info("resuming from %s", resume)
@@ -159,6 +168,7 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
     if collapse.collapsed and t.stop_on_collapse:
         del trainer, model
         _cleanup()
+        tracking.finish()
         c = collapse.collapsed
         raise TrainingCollapsedError(
             collapse_message(c["step"], c["accuracy"], c["evaluations"])
