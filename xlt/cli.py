@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from xlt import config as xcfg
 from xlt.cluster import SIGNALS, install_signal_handlers
 from xlt.errors import XltError
-from xlt.run import RunDir, run_name
+from xlt.run import RunDir, atomic_write_text, run_name
 
 log = logging.getLogger("xlt")
 
@@ -87,9 +88,34 @@ def stage_inputs(cfg: DictConfig, stage: str) -> str:
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
+WAIT_POLL_S = 2.0
+
+
+def _wait_for_rank0(run: RunDir, name: str, inputs: str) -> None:
+    """On ranks > 0: wait until rank 0 has finished (or failed) stage ``name``."""
+    log.info("stage %-10s runs on rank 0; waiting for it", name)
+    failed = run.path / "stages" / f"{name}.failed"
+    while True:
+        if run.is_done(name) and run.done_info(name).get("inputs") == inputs:
+            return
+        if failed.exists():
+            raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
+        time.sleep(WAIT_POLL_S)
+
+
 def run_stages(cfg: DictConfig, run: RunDir, stages: Sequence[str]) -> None:
-    """Run ``stages`` in order, skipping those already done with the same inputs (unless ``force``)."""
-    for name in stages:
+    """Run ``stages`` in order, skipping those already done with the same inputs (unless ``force``).
+
+    Under a multi-process launcher (``accelerate launch``) only ``train`` runs on every rank; the other
+    stages run on rank 0, while the other ranks wait for stages before ``train`` and skip those after.
+    """
+    distributed = world_size() > 1
+    train_at = list(stages).index("train") if "train" in stages else len(stages)
+    for i, name in enumerate(stages):
         inputs = stage_inputs(cfg, name)
         if run.is_done(name) and not cfg.force:
             if run.done_info(name).get("inputs", inputs) == inputs:
@@ -97,8 +123,21 @@ def run_stages(cfg: DictConfig, run: RunDir, stages: Sequence[str]) -> None:
                          run.marker(name))
                 continue
             log.info("stage %-10s was done with other settings; running it again", name)
+        if distributed and name != "train" and not is_main_process():
+            if i < train_at:
+                _wait_for_rank0(run, name, inputs)
+            else:
+                log.info("stage %-10s runs on rank 0 only", name)
+            continue
+        failed = run.path / "stages" / f"{name}.failed"
+        failed.unlink(missing_ok=True)
         log.info("stage %-10s starting", name)
-        summary = stage_function(name)(cfg, run)
+        try:
+            summary = stage_function(name)(cfg, run)
+        except BaseException:
+            if distributed and is_main_process():
+                atomic_write_text(failed, "failed\n")
+            raise
         if summary is not None and is_main_process():
             run.mark_done(name, {**summary, "inputs": inputs})
         log.info("stage %-10s finished", name)
@@ -136,7 +175,6 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
             stages = list(default_stages) if default_stages is not None else list(validated.stages)
             log.info("run directory: %s", run.path)
             if is_main_process():
-                from xlt.run import atomic_write_text
                 from xlt.secrets import redact_config
 
                 atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))

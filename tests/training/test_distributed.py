@@ -107,3 +107,23 @@ def test_deepspeed_zero3_saves_full_weights(tmp_path):
     model, tok = load_trained(run.model)
     emb = model.roberta.embeddings.word_embeddings.weight
     assert emb.shape == (len(tok), 64) and torch.isfinite(emb).all() and emb.abs().sum() > 0
+
+
+@pytest.mark.slow
+def test_accelerate_launch_of_the_whole_pipeline(tmp_path):
+    """`accelerate launch -m xlt.train` with every stage: data, evaluation and report run once, on
+    rank 0; the other rank waits for the data and joins training only."""
+    args = ["+recipe=demo", f"run_root={tmp_path}", *COMMON, "training.per_device_train_batch_size=8",
+            "eval.benchmarks.belebele.max_questions=8", "eval.benchmarks.global_mmlu.enabled=false"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled",
+           "TQDM_DISABLE": "1", "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([*_accelerate(2, "--multi_gpu"), "-m", "xlt.train", *args], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run = RunDir(tmp_path / run_name(args))
+    for stage in ("build_data", "train", "evaluate", "report"):
+        assert run.is_done(stage), stage
+    metrics = json.loads((run.path / "train_metrics.json").read_text())
+    assert metrics["world_size"] == 2
+    assert json.loads((run.eval / "belebele" / "eng_Latn.json").read_text())["n"] == 8
+    assert not list((run.path / "stages").glob("*.failed"))

@@ -92,17 +92,32 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) ->
     return files
 
 
+def card_summary(results: dict[str, BenchmarkResults]) -> str:
+    """The model card's evaluation section: mean accuracy per benchmark, and where the details are."""
+    lines = ["| benchmark | languages | mean accuracy (%) |", "|---|---|---|"]
+    for name, r in results.items():
+        lines.append(f"| {name} | {len(r.per_language)} | {r.summary['mean']:.1f} |")
+    lines.append("")
+    lines.append("Per-language results, intervals and subsets: `report.md` in the run directory.")
+    return "\n".join(lines)
+
+
 def run_stage(cfg: Any, run: RunDir) -> dict[str, Any]:
-    """Merge the evaluation results of ``run`` and write the report; return headline numbers."""
+    """Merge the evaluation results of ``run`` and write the report; return headline numbers.
+
+    Also fills the evaluation section of the run's model card (when the run's own model was
+    evaluated) and logs tables and plots to W&B (when ``logger=wandb``).
+    """
+    from xlt.tracking import log_report
+    from xlt.training.card import fill_evaluation_section
+
     results = collect(cfg, run)
     files = write_report(cfg, run, results)
-    try:
-        from xlt.tracking import log_report
-    except ImportError:  # tracking not installed in this checkout
-        log_report = None
-    if log_report is not None:
-        tables = {f"{name}_per_language": r.per_language for name, r in results.items()}
-        log_report(cfg, run, files, tables)
+    card = run.model / "README.md"
+    if cfg.eval.model == "run" and card.is_file():
+        fill_evaluation_section(card, card_summary(results))
+    tables = {f"{name}_per_language": r.per_language for name, r in results.items()}
+    log_report(cfg, run, files, tables)
     log.info("report written: %s", run / "report.md")
     return {name: {"mean_accuracy": r.summary["mean"], "n_languages": int(len(r.per_language))}
             for name, r in results.items()}
