@@ -25,7 +25,7 @@ from omegaconf import DictConfig, OmegaConf
 from xlt import config as xcfg
 from xlt.cluster import SIGNALS, install_signal_handlers
 from xlt.errors import XltError
-from xlt.run import RunDir, atomic_write_text, run_name
+from xlt.run import RunDir, atomic_write_text, is_main_process, run_name, world_size
 
 log = logging.getLogger("xlt")
 
@@ -51,10 +51,6 @@ def _register_resolvers() -> None:
 
 _register_resolvers()
 xcfg.register()
-
-
-def is_main_process() -> bool:
-    return int(os.environ.get("RANK", "0")) == 0
 
 
 def stage_function(name: str) -> Callable[[DictConfig, RunDir], dict[str, Any] | None]:
@@ -86,10 +82,6 @@ def stage_inputs(cfg: DictConfig, stage: str) -> str:
             value = {k: v for k, v in value.items() if (key, k) not in _NOT_INPUTS}
         values[key] = value
     return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def world_size() -> int:
-    return int(os.environ.get("WORLD_SIZE", "1"))
 
 
 WAIT_POLL_S = 2.0

@@ -80,6 +80,15 @@ def run_name(overrides: list[str]) -> str:
     return f"{recipe}/{tail}"
 
 
+def is_main_process() -> bool:
+    """True on rank 0 of a multi-process launch (and in a plain single process): the one that writes."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
+def world_size() -> int:
+    return int(os.environ.get("WORLD_SIZE", "1"))
+
+
 class RunDir:
     """Paths and stage bookkeeping of one run directory."""
 

@@ -12,21 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 from xlt.errors import ConfigError
-from xlt.run import RunDir
+from xlt.run import RunDir, is_main_process
 
 log = logging.getLogger("xlt.tracking")
 
 KINDS = ("none", "wandb")
 MODES = ("online", "offline", "disabled")
-
-
-def is_main_process() -> bool:
-    return int(os.environ.get("RANK", "0")) == 0
 
 
 def enabled(cfg: Any) -> bool:
