@@ -8,6 +8,7 @@ fingerprint); padding is dynamic (per batch) in :class:`MCCollator`.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -25,7 +26,11 @@ def tokenizer_fingerprint(tokenizer) -> str:
     h.update(type(tokenizer).__name__.encode())
     backend = getattr(tokenizer, "backend_tokenizer", None) or getattr(tokenizer, "_tokenizer", None)
     if backend is not None:
-        h.update(backend.to_str().encode())
+        # The backend's JSON also holds the truncation/padding state of the last call: leave it out.
+        state = json.loads(backend.to_str())
+        state.pop("truncation", None)
+        state.pop("padding", None)
+        h.update(json.dumps(state, sort_keys=True).encode())
     else:
         h.update(repr(sorted(tokenizer.get_vocab().items())).encode())
     return h.hexdigest()[:16]
@@ -44,14 +49,21 @@ def _pairs(passages: Sequence[str], questions: Sequence[str], options: Sequence[
     return first, second
 
 
+def _encode_pair(tokenizer, first: str, second: str, max_length: int) -> list[int]:
+    """One pair, truncating the passage only when that suffices, else both sides (longest first)."""
+    try:
+        return tokenizer(first, second, truncation="only_first", max_length=max_length)["input_ids"]
+    except Exception:
+        return tokenizer(first, second, truncation="longest_first", max_length=max_length)["input_ids"]
+
+
 def encode_batch(batch: dict[str, list[Any]], tokenizer, max_length: int) -> dict[str, list[Any]]:
     """Tokenize a batch of MC items into per-item lists of 4 sequences (no padding)."""
     first, second = _pairs(batch["passage"], batch["question"], batch["options"])
-    enc = tokenizer(first, second, truncation="only_first", max_length=max_length, padding=False)
-    ids = enc["input_ids"]
-    # `only_first` cannot shorten a (question + option) that alone exceeds max_length: clip those
-    # hard, keeping the final </s>.
-    ids = [seq if len(seq) <= max_length else seq[: max_length - 1] + seq[-1:] for seq in ids]
+    try:
+        ids = tokenizer(first, second, truncation="only_first", max_length=max_length, padding=False)["input_ids"]
+    except Exception:  # tokenizers refuses `only_first` when a (question + option) alone is too long
+        ids = [_encode_pair(tokenizer, a, b, max_length) for a, b in zip(first, second, strict=True)]
     n = len(batch["passage"])
     input_ids = [ids[i * NUM_OPTIONS : (i + 1) * NUM_OPTIONS] for i in range(n)]
     return {

@@ -1,0 +1,82 @@
+"""Multiple-choice features: pairing, truncation of the passage only, dynamic padding."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from datasets import Dataset
+
+from xlt.config.model import ModelConfig
+from xlt.modeling.features import MCCollator, encode_batch, tokenize_mc, tokenizer_fingerprint
+from xlt.modeling.load import load_tokenizer
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return load_tokenizer(ModelConfig())
+
+
+def test_four_pairs_per_question_with_the_passage_first(tok):
+    batch = {"passage": ["Anna went to the market."], "question": ["Where did Anna go?"],
+             "options": [["the market", "the park", "the beach", "the school"]], "label": [0]}
+    out = encode_batch(batch, tok, max_length=64)
+    seqs = out["input_ids"][0]
+    assert len(seqs) == 4 and out["labels"] == [0]
+    text = tok.decode(seqs[1])
+    assert text.index("market") < text.index("Where") < text.index("park")
+    assert seqs[1][0] == tok.bos_token_id  # the <s> the MC head pools
+    assert out["length"] == [max(len(s) for s in seqs)]
+
+
+def test_only_the_passage_is_truncated(tok):
+    long_passage = " ".join(["Anna went to the market."] * 40)
+    batch = {"passage": [long_passage], "question": ["Where did Anna go?"],
+             "options": [["the market", "the park", "the beach", "the school"]], "label": [2]}
+    seqs = encode_batch(batch, tok, max_length=32)["input_ids"][0]
+    assert all(len(s) == 32 for s in seqs)
+    for seq, option in zip(seqs, ["market", "park", "beach", "school"], strict=True):
+        tail = tok.decode(seq[-12:])
+        assert "Where did Anna go?" in tail and option in tail
+
+
+def test_items_without_passage_pair_question_and_option(tok):
+    batch = {"passage": [""], "question": ["What did Anna buy?"], "options": [["apples", "pears", "figs", "plums"]],
+             "label": [0]}
+    seqs = encode_batch(batch, tok, max_length=32)["input_ids"][0]
+    toks = tok.convert_ids_to_tokens(seqs[0])
+    sep = toks.index("</s>")
+    assert toks[sep + 1] == "</s>"  # (question, option) as the sentence pair
+    assert "▁Anna" in toks[:sep] and "▁apples" in toks[sep + 2 :]
+
+
+def test_overlong_question_and_option_are_cut_to_max_length(tok):
+    """A question + option longer than max_length on its own is cut too (tokenizers refuses only_first)."""
+    batch = {"passage": ["short", "Anna went home."], "question": [" ".join(["why"] * 80), "Where?"],
+             "options": [["a", "b", "c", "d"], ["home", "school", "park", "beach"]], "label": [0, 0]}
+    out = encode_batch(batch, tok, max_length=16)["input_ids"]
+    assert all(len(s) == 16 and s[-1] == tok.eos_token_id for s in out[0])
+    assert tok.decode(out[1][0]).count("Anna") == 1  # the other item is encoded as usual
+
+
+def test_collator_pads_to_the_longest_in_the_batch(tok):
+    ds = Dataset.from_list([
+        {"passage": "A b c d e f g h.", "question": "Q?", "options": ["a", "b", "c", "d"], "label": 1},
+        {"passage": "A.", "question": "Q?", "options": ["a", "b", "c", "d"], "label": 3},
+    ])
+    feats = tokenize_mc(ds, tok, 64)
+    batch = MCCollator(tok)([feats[0], feats[1]])
+    longest = max(feats["length"])
+    assert batch["input_ids"].shape == (2, 4, longest)
+    assert batch["labels"].tolist() == [1, 3]
+    short = len(feats[1]["input_ids"][0])
+    assert batch["attention_mask"][1, 0].sum().item() == short
+    assert torch.all(batch["input_ids"][1, 0, short:] == tok.pad_token_id)
+
+
+def test_tokenization_cache_key_follows_data_tokenizer_and_length(tok, tmp_path):
+    ds = Dataset.from_list([{"passage": "p", "question": "q", "options": ["a", "b", "c", "d"], "label": 0}])
+    a = tokenize_mc(ds, tok, 64)
+    b = tokenize_mc(ds, tok, 64)
+    c = tokenize_mc(ds, tok, 32)
+    assert a._fingerprint == b._fingerprint != c._fingerprint
+    assert tokenizer_fingerprint(tok) == tokenizer_fingerprint(load_tokenizer(ModelConfig()))
