@@ -129,6 +129,11 @@ def test_local_submitit_multirun_two_seeds_and_seed_summary(tmp_path):
         for stage in ("build_data", "train", "evaluate", "report"):
             assert (d / "stages" / f"{stage}.json").exists(), (d, stage)
     assert list((runs / ".submitit").iterdir()), "submitit logs missing"
+    # The multirun callback wrote the seed summary by itself when the sweep ended.
+    auto = (runs / "multirun" / "demo").iterdir()
+    auto_dir = next(auto)
+    assert auto_dir.name.startswith("seed=1,2") and (auto_dir / "compare.md").is_file()
+    assert ',2,"1,2",' in (auto_dir / "belebele_seeds.csv").read_text()
     out = tmp_path / "cmp"
     proc = xlt("xlt.report", "--compare", *map(str, dirs), "--out", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]
