@@ -6,7 +6,8 @@ import pytest
 from transformers import TrainerControl, TrainerState, TrainingArguments
 
 from tests.training.conftest import make_cfg
-from xlt.training.callbacks import CollapseDetector, CrashAtStep, SimulatedCrash
+from tests.training.helpers import CrashAtStep, SimulatedCrash
+from xlt.training.callbacks import CollapseDetector
 from xlt.training.card import EVAL_BEGIN, EVAL_END, fill_evaluation_section, render_card
 
 

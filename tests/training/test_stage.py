@@ -10,10 +10,11 @@ import torch
 from datasets import load_from_disk
 
 from tests.training.conftest import make_cfg, write_train_set
+from tests.training.helpers import CrashAtStep, SimulatedCrash
 from xlt.errors import DataError
 from xlt.modeling.features import MCCollator, tokenize_mc
 from xlt.modeling.load import load_trained
-from xlt.training.callbacks import CrashAtStep, SimulatedCrash, TrainingCollapsedError
+from xlt.training.callbacks import TrainingCollapsedError
 from xlt.training.stage import run_stage
 
 

@@ -61,25 +61,8 @@ class CollapseDetector(TrainerCallback):
 
 def _loud(msg: str) -> None:
     log.error(msg)
-    try:
-        from rich.console import Console
-        from rich.panel import Panel
+    from rich.console import Console
+    from rich.panel import Panel
 
-        Console(stderr=True).print(Panel(msg, title="TRAINING COLLAPSED", style="bold red"))
-    except ImportError:  # rich is a dependency, but a warning must never crash training
-        pass
+    Console(stderr=True).print(Panel(msg, title="TRAINING COLLAPSED", style="bold red"))
 
-
-class SimulatedCrash(RuntimeError):
-    """Raised by :class:`CrashAtStep` (tests only)."""
-
-
-class CrashAtStep(TrainerCallback):
-    """Raise at the end of optimizer step ``step``, like a killed job (used by resume tests)."""
-
-    def __init__(self, step: int):
-        self.step = step
-
-    def on_step_end(self, args, state, control, **kwargs):
-        if state.global_step >= self.step:
-            raise SimulatedCrash(f"simulated crash at step {state.global_step}")
