@@ -3,21 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def xlt(*args: str, timeout: int = 600, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1",
-                "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
+from tests.cli import xlt
 
 
 @pytest.fixture(scope="module")

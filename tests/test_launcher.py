@@ -11,22 +11,14 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli import ENV, REPO, xlt
 from tests.training.conftest import make_cfg, write_train_set
 from xlt import cluster
 from xlt.run import RunDir
-
-REPO = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-
-
-def xlt(*args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, env=env or ENV, capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def test_slurm_launcher_config_resolves():

@@ -1,0 +1,18 @@
+"""Run xlt's entry points as a user does: ``python -m <module> args`` from the repository root, offline."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "OMP_NUM_THREADS": "1",
+       "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"}
+
+
+def xlt(*args: str, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``python -m *args`` in the repository root with the offline test environment (plus ``env``)."""
+    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, env={**ENV, **(env or {})},
+                          capture_output=True, text=True, timeout=timeout)
