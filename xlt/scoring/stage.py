@@ -22,7 +22,6 @@ from tqdm.auto import tqdm
 
 from xlt import languages as langtab
 from xlt.data.benchmarks import get_benchmark
-from xlt.errors import ConfigError
 from xlt.run import RunDir, atomic_write_json, atomic_write_text
 from xlt.scoring.metrics import accuracy_with_ci, gmmlu_subsets
 from xlt.scoring.results import (
@@ -55,9 +54,6 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     bcfg = cfg.eval.benchmarks[job.benchmark]
     items = get_benchmark(job.kind).load(bcfg, job.language, split=bcfg.split)
     if bcfg.translate_test:
-        if cfg.eval.scorer == "llm":
-            raise ConfigError(f"eval.benchmarks.{job.benchmark}.translate_test is not supported with "
-                              "eval.scorer=llm (few-shot examples would stay untranslated)")
         items = translate_test(items, job.benchmark, job.language)
     where = f"{job.benchmark}/{job.language}"
     scores = check_scores(scorer.score(items, benchmark=job.benchmark, language=job.language), len(items), where)

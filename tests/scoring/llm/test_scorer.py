@@ -110,3 +110,24 @@ def test_per_choice_baseline_gives_the_same_scores_at_four_times_the_tokens(make
     fa, fb = fast.last_meta["forward"], slow.last_meta["forward"]
     assert (fa["sequences"], fb["sequences"]) == (9, 36) and fa["tokens"] <= 0.3 * fb["tokens"]
     assert slow.last_meta["single_pass_questions"] == 0
+
+
+def test_translate_test_takes_english_few_shot_examples(make_cfg, loaded_lm, load_items):
+    """Translate-test items are English, so their few-shot examples come from the English split
+    (the question itself still skipped, by its parallel id)."""
+    model, tok = loaded_lm
+    cfg = make_cfg(num_fewshot=3)
+    cfg.eval.benchmarks.belebele.translate_test = True
+    scorer = LLMScorer(cfg, model=model, tokenizer=tok, progress=False)
+    french = load_items("belebele", "fra_Latn")
+    english = load_items("belebele", "eng_Latn")
+    ctx = scorer.contexts(french.select(range(2)), benchmark="belebele", language="fra_Latn")
+    direct = LLMScorer(make_cfg(num_fewshot=3), model=model, tokenizer=tok, progress=False)
+    ref = direct.contexts(english, benchmark="belebele", language="eng_Latn")
+    # Same English examples as the English items get (the evaluated question differs in its language).
+    assert ctx[0].split("\n\n")[:3] == ref[0].split("\n\n")[:3]
+    # Item 0's own question is skipped: its first example is English question 1.
+    assert english[1]["question"].strip() in ctx[0].split("\n\n")[0]
+    assert english[0]["question"].strip() not in "\n\n".join(ctx[0].split("\n\n")[:3])
+    scorer.score(french.select(range(2)), benchmark="belebele", language="fra_Latn")
+    assert scorer.last_meta["fewshot"]["pool_language"] == "eng_Latn"

@@ -121,18 +121,24 @@ class LLMScorer:
         base = _base_kind(kind)
         if k == 0:
             return prompts.fewshot_contexts(base, items, None, [[]] * len(items)), {"k": 0}
+        # Translate-test: the items were machine-translated into English, so the examples are English
+        # too (the English split; ids are parallel across languages, so the question itself is skipped).
+        bcfg = self._bcfg(benchmark)
+        translated = bcfg is not None and bool(bcfg.get("translate_test"))
+        pool_language = ("eng_Latn" if base == "belebele" else "en") if translated else language
         if base == "belebele":
             # The harness's pool is the whole test split; ``items`` is it unless max_questions cut it.
-            bcfg = self._bcfg(benchmark)
             split = str(bcfg.get("split") or "test") if bcfg is not None else "test"
             cut = bcfg is not None and bcfg.get("max_questions") is not None
-            pool = self.pool_source(benchmark, language, split) if cut else items
+            pool = self.pool_source(benchmark, pool_language, split) if cut or translated else items
             sampler = "first_n"
         else:
             sampler = self._gmmlu_sampler(benchmark, kind)
-            pool, split = self.pool_source(benchmark, language, "dev"), "dev"
+            pool, split = self.pool_source(benchmark, pool_language, "dev"), "dev"
         shots = prompts.fewshot_indices(base, items, pool, k, sampler=sampler, seed=self.llm.fewshot_seed)
         info = {"k": k, "split": split, "sampler": sampler, "seed": self.llm.fewshot_seed if sampler == "random" else None}
+        if translated:
+            info["pool_language"] = pool_language
         return prompts.fewshot_contexts(base, items, pool, shots), info
 
     def _gmmlu_sampler(self, benchmark: str, kind: str) -> str:
