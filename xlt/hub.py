@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from xlt.errors import HubUnavailableError
+from xlt.errors import ConfigError, HubUnavailableError
 
 # The prefetch command for the current run; the entry point fills it in with the actual recipe.
 PREFETCH_COMMAND = "python -m xlt.prefetch +recipe=<name>"
@@ -14,6 +14,12 @@ PREFETCH_COMMAND = "python -m xlt.prefetch +recipe=<name>"
 
 def is_local(name_or_path: str | None) -> bool:
     return bool(name_or_path) and os.path.exists(os.path.expanduser(str(name_or_path)))
+
+
+def looks_like_path(name: str | None) -> bool:
+    """A local path rather than a Hub id ('org/name' or 'name'): absolute, relative, home or nested."""
+    name = str(name or "")
+    return name.startswith(("/", "./", "../", "~", ".")) or name.count("/") > 1 or "\\" in name
 
 
 def offline() -> bool:
@@ -27,6 +33,10 @@ def hub_resource(kind: str, repo_id: str, revision: str | None = None, config_ke
     ``kind`` is "model", "tokenizer" or "dataset"; ``config_key`` names the config key that can point
     the resource at a local copy instead (e.g. ``model.name_or_path``).
     """
+    if looks_like_path(repo_id) and not is_local(repo_id):
+        key = f" ({config_key})" if config_key else ""
+        raise ConfigError(f"{kind} path '{repo_id}'{key} does not exist; give an existing folder or a Hub id "
+                          "like 'org/name'")
     try:
         yield
     except HubUnavailableError:
