@@ -14,8 +14,9 @@ def test_missing_local_paths_are_config_errors(name):
         raise AssertionError("not reached")
 
 
-@pytest.mark.parametrize("name", ["FacebookAI/xlm-roberta-base", "gpt2"])
-def test_hub_ids_are_not_paths(name):
+@pytest.mark.parametrize("name", ["FacebookAI/xlm-roberta-base", "gpt2",
+                                  "https://fedora.clarin-d.uni-saarland.de/sfb1102/MCScript-2.0.zip"])
+def test_hub_ids_and_urls_are_not_paths(name):
     assert not hub.looks_like_path(name)
 
 

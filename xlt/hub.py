@@ -19,6 +19,8 @@ def is_local(name_or_path: str | None) -> bool:
 def looks_like_path(name: str | None) -> bool:
     """A local path rather than a Hub id ('org/name' or 'name'): absolute, relative, home or nested."""
     name = str(name or "")
+    if "://" in name:  # a URL (e.g. MCScript2.0's release zip)
+        return False
     return name.startswith(("/", "./", "../", "~", ".")) or name.count("/") > 1 or "\\" in name
 
 
