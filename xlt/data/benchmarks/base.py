@@ -27,8 +27,6 @@ class Benchmark(ABC):
 
     kind: str = ""
     default_hub_id: str = ""
-    # Config key under which users point this benchmark at a local copy (for error messages).
-    path_key: str = "eval.benchmarks.<name>.path"
 
     def hub_id(self, bcfg: Any) -> str:
         return bcfg.hub_id or self.default_hub_id

@@ -60,11 +60,6 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
     return out
 
 
-def to_eval(raw: Dataset, language: str, where: str) -> Dataset:
-    """Convert a raw belebele split to the evaluation schema, validating every row."""
-    return convert_split(raw, language, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
-                         desc=f"belebele {language}")
-
 
 class Belebele(Benchmark):
     kind = "belebele"
@@ -115,7 +110,8 @@ class Belebele(Benchmark):
                         raise
                     raw = load_dataset(hub_id, split=code, revision=bcfg.revision)
             where = f"{hub_id}[{code}]"
-        ds = to_eval(raw, code, where)
+        ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
+                           desc=f"belebele {code}")
         if bcfg.max_questions is not None:
             ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
         return ds

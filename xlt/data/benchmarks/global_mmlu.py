@@ -135,11 +135,6 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
     return out
 
 
-def to_eval(raw: Dataset, language: str, where: str) -> Dataset:
-    """Convert a raw global_mmlu split to the evaluation schema, validating every row."""
-    return convert_split(raw, language, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
-                         desc=f"global_mmlu {language}")
-
 
 class GlobalMMLU(Benchmark):
     kind = "global_mmlu"
@@ -190,7 +185,8 @@ class GlobalMMLU(Benchmark):
             with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
                 raw = load_dataset(hub_id, code, split=split, revision=bcfg.revision)
             where = f"{hub_id}[{code}/{split}]"
-        ds = to_eval(raw, code, where)
+        ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
+                           desc=f"global_mmlu {code}")
         if bcfg.max_questions is not None:
             ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
         return ds
