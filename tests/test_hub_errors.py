@@ -22,7 +22,7 @@ def test_hub_ids_and_urls_are_not_paths(name):
 
 def test_unreachable_hub_error_names_the_fix(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setattr(hub, "PREFETCH_COMMAND", "python -m xlt.prefetch +recipe=xlmr_zeroshot")
+    monkeypatch.setattr(hub, "prefetch_hint", lambda: "python -m xlt.prefetch +recipe=xlmr_zeroshot")
 
     class LocalEntryNotFoundError(Exception):
         pass

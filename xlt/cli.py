@@ -7,8 +7,6 @@ same run directory (derived from the same recipe and overrides).
 
 from __future__ import annotations
 
-import hashlib
-import importlib
 import json
 import logging
 import os
@@ -16,7 +14,6 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -24,115 +21,46 @@ from omegaconf import DictConfig, OmegaConf
 
 from xlt import config as xcfg
 from xlt.cluster import SIGNALS, install_signal_handlers
+from xlt.config import CONF_DIR
+from xlt.config.overrides import check_overrides, check_run_root
+from xlt.contract import run_stages
 from xlt.errors import XltError
+from xlt.lock import RunLock, lock_name
 from xlt.run import RunDir, atomic_write_text, is_main_process, run_name, world_size
 
 log = logging.getLogger("xlt")
 
-CONF_DIR = os.environ.get("XLT_CONF_DIR", str(Path(__file__).resolve().parent.parent / "conf"))
-
-# Stage name -> "module:function". Each function takes (cfg, run) and returns a summary dict for the
-# stage's done-marker, or None when the stage is not complete (e.g. one shard of several).
-STAGE_FUNCS: dict[str, str] = {
-    "build_data": "xlt.data.assemble:run_stage",
-    "translate": "xlt.translation.stage:run_stage",
-    "train": "xlt.training.stage:run_stage",
-    "evaluate": "xlt.scoring.stage:run_stage",
-    "report": "xlt.reporting.stage:run_stage",
-}
 
 
 def _register_resolvers() -> None:
     if not OmegaConf.has_resolver("xlt_run_name"):
         OmegaConf.register_new_resolver("xlt_run_name", lambda overrides: run_name(list(overrides)))
+    if not OmegaConf.has_resolver("xlt_run_root"):
+        OmegaConf.register_new_resolver("xlt_run_root", _checked_run_root)
     if not OmegaConf.has_resolver("xlt_assets"):
         OmegaConf.register_new_resolver("xlt_assets", lambda: str(Path(__file__).resolve().parent / "assets"))
 
 
+def _fail(err: XltError) -> None:
+    print(f"\nxlt: error: {err}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _checked_run_root(root: str) -> str:
+    """``run_root`` as Hydra's run directory base, or a clear error (exit 2) when it cannot hold runs.
+
+    Called by Hydra while it resolves ``hydra.run.dir``, before it creates the folder, so a bad
+    ``run_root`` is named here rather than in a Hydra traceback.
+    """
+    try:
+        check_run_root(root)
+    except XltError as err:
+        _fail(err)
+    return root
+
+
 _register_resolvers()
 xcfg.register()
-
-
-def stage_function(name: str) -> Callable[[DictConfig, RunDir], dict[str, Any] | None]:
-    module, _, func = STAGE_FUNCS[name].partition(":")
-    return getattr(importlib.import_module(module), func)
-
-
-# The config sections each stage's output depends on (its own and its upstream stages'). A stage is
-# skipped only if its marker was written under the same values; otherwise it runs again (and resumes
-# what it can: training from its checkpoint, evaluation per language, translation from its cache).
-STAGE_INPUTS: dict[str, tuple[str, ...]] = {
-    "build_data": ("data",),
-    "translate": ("data", "translate"),
-    "train": ("seed", "data", "translate", "model", "training"),
-    "evaluate": ("seed", "data", "translate", "model", "training", "eval"),
-    "report": ("seed", "data", "translate", "model", "training", "eval"),
-}
-# Values that say how work is split, not what is computed.
-_NOT_INPUTS = {("translate", "shard_index"), ("translate", "num_shards"), ("eval", "shard_index"),
-               ("eval", "num_shards")}
-
-
-def stage_inputs(cfg: DictConfig, stage: str) -> str:
-    """A hash of the config values ``stage``'s output depends on."""
-    values: dict[str, Any] = {}
-    for key in STAGE_INPUTS[stage]:
-        value = OmegaConf.to_container(cfg[key], resolve=True) if OmegaConf.is_config(cfg[key]) else cfg[key]
-        if isinstance(value, dict):
-            value = {k: v for k, v in value.items() if (key, k) not in _NOT_INPUTS}
-        values[key] = value
-    return hashlib.sha256(json.dumps(values, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-WAIT_POLL_S = 2.0
-
-
-def _wait_for_rank0(run: RunDir, name: str, inputs: str) -> None:
-    """On ranks > 0: wait until rank 0 has finished (or failed) stage ``name``."""
-    log.info("stage %-10s runs on rank 0; waiting for it", name)
-    failed = run.path / "stages" / f"{name}.failed"
-    while True:
-        if run.is_done(name) and run.done_info(name).get("inputs") == inputs:
-            return
-        if failed.exists():
-            raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
-        time.sleep(WAIT_POLL_S)
-
-
-def run_stages(cfg: DictConfig, run: RunDir, stages: Sequence[str]) -> None:
-    """Run ``stages`` in order, skipping those already done with the same inputs (unless ``force``).
-
-    Under a multi-process launcher (``accelerate launch``) only ``train`` runs on every rank; the other
-    stages run on rank 0, while the other ranks wait for stages before ``train`` and skip those after.
-    """
-    distributed = world_size() > 1
-    train_at = list(stages).index("train") if "train" in stages else len(stages)
-    for i, name in enumerate(stages):
-        inputs = stage_inputs(cfg, name)
-        if run.is_done(name) and not cfg.force:
-            if run.done_info(name).get("inputs", inputs) == inputs:
-                log.info("stage %-10s already done (%s); skipping. Use force=true to redo it.", name,
-                         run.marker(name))
-                continue
-            log.info("stage %-10s was done with other settings; running it again", name)
-        if distributed and name != "train" and not is_main_process():
-            if i < train_at:
-                _wait_for_rank0(run, name, inputs)
-            else:
-                log.info("stage %-10s runs on rank 0 only", name)
-            continue
-        failed = run.path / "stages" / f"{name}.failed"
-        failed.unlink(missing_ok=True)
-        log.info("stage %-10s starting", name)
-        try:
-            summary = stage_function(name)(cfg, run)
-        except BaseException:
-            if distributed and is_main_process():
-                atomic_write_text(failed, "failed\n")
-            raise
-        if summary is not None and is_main_process():
-            run.mark_done(name, {**summary, "inputs": inputs})
-        log.info("stage %-10s finished", name)
 
 
 def _setup_logging() -> None:
@@ -143,39 +71,60 @@ def _setup_logging() -> None:
 
 
 def resolve_run(cfg: DictConfig) -> tuple[DictConfig, RunDir]:
-    """Validate ``cfg`` (rejecting unknown keys) and return it with its run directory."""
+    """Validate ``cfg`` (rejecting unknown keys and bad values) and return it with its run directory."""
     validated = xcfg.validate(cfg)
     run = RunDir(HydraConfig.get().runtime.output_dir)
     return validated, run
+
+
+def _record_call(run: RunDir, stages: Sequence[str], ran: Sequence[str]) -> None:
+    """Append this call to ``calls.jsonl`` (time, command-line overrides, stages run and skipped)."""
+    from xlt.secrets import redact_overrides
+
+    line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "overrides": redact_overrides(sys.argv[1:]),
+            "stages": list(stages), "ran": list(ran)}
+    with open(run.path / "calls.jsonl", "a", encoding="utf-8") as f:
+        f.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
 def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
     """Build a Hydra entry point that runs ``default_stages`` (None: the stages the config lists)."""
 
     @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
-    def _main(cfg: DictConfig) -> None:
+    def _hydra_main(cfg: DictConfig) -> None:
         _setup_logging()
         # SLURM warns with USR1 before the time limit: checkpoint, stop, and let the requeued job resume.
         # Under submitit, TERM is left to submitit's own handler.
         install_signal_handlers(("SIGUSR1",) if os.environ.get("SUBMITIT_EXECUTOR") else SIGNALS)
         try:
             validated, run = resolve_run(cfg)
-            from xlt import hub
-            from xlt.prefetch import prefetch_hint
-
-            hub.PREFETCH_COMMAND = prefetch_hint()
             stages = list(default_stages) if default_stages is not None else list(validated.stages)
-            log.info("run directory: %s", run.path)
-            if is_main_process():
-                from xlt.secrets import redact_config
+            log.info("run directory: %s (world size %d)", run.path, world_size())
 
-                atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
-            run_stages(validated, run, stages)
+            def write_config() -> None:
+                if is_main_process():
+                    from xlt.secrets import redact_config
+
+                    atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
+
+            rank = int(os.environ.get("RANK", "0"))
+            with RunLock(run.path, lock_name(validated), rank=rank):
+                ran = run_stages(validated, run, stages, on_first_run=write_config)
+                if is_main_process():
+                    _record_call(run, stages, ran)
         except XltError as err:
-            print(f"\nxlt: error: {err}", file=sys.stderr)
-            sys.exit(2)
+            _fail(err)
         except KeyboardInterrupt:
             print("\nxlt: interrupted; rerun the same command to resume.", file=sys.stderr)
             sys.exit(130)
+
+    def _main() -> None:
+        # Overrides are checked before Hydra composes them, so a misspelled key or a secret on the
+        # command line gets a clear message (and a secret never reaches the run directory's name).
+        try:
+            check_overrides([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")])
+        except XltError as err:
+            _fail(err)
+        _hydra_main()
 
     return _main

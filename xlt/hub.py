@@ -8,8 +8,32 @@ from collections.abc import Iterator
 
 from xlt.errors import ConfigError, HubUnavailableError
 
-# The prefetch command for the current run; the entry point fills it in with the actual recipe.
-PREFETCH_COMMAND = "python -m xlt.prefetch +recipe=<name>"
+GENERIC_PREFETCH = "python -m xlt.prefetch +recipe=<name>"
+
+
+def prefetch_hint() -> str:
+    """The prefetch command for the running Hydra job (its recipe and overrides), for error messages.
+
+    Overrides that only split or schedule work (shard keys, ``force``) are left out; outside a Hydra job
+    (or without a recipe) it is the generic form.
+    """
+    import shlex
+
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        task = list(HydraConfig.get().overrides.task)
+    except Exception:  # no Hydra job running
+        task = []
+    if not any(o.lstrip("+").startswith("recipe=") for o in task):
+        return GENERIC_PREFETCH
+    from xlt.config.keys import is_split_key
+
+    def keep(ov: str) -> bool:
+        key = ov.lstrip("+~").split("=")[0]
+        return not (key.startswith("hydra") or key == "force" or is_split_key(key))
+
+    return "python -m xlt.prefetch " + shlex.join([o for o in task if keep(o)])
 
 
 def is_local(name_or_path: str | None) -> bool:
@@ -50,7 +74,7 @@ def hub_resource(kind: str, repo_id: str, revision: str | None = None, config_ke
         mode = "HF_HUB_OFFLINE=1 is set and it is not in the local cache" if offline() else "the Hub could not be reached"
         fix = [
             "connect to the network and run again",
-            f"or fill the HF cache on a machine with network access ({PREFETCH_COMMAND}) "
+            f"or fill the HF cache on a machine with network access ({prefetch_hint()}) "
             "and run with HF_HUB_OFFLINE=1",
         ]
         if config_key:

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import XltError
+from xlt.hub import prefetch_hint  # noqa: F401  (re-exported: the hint is part of prefetch's interface)
 from xlt.resources import Resource, compose, merge, resources_for
 
 # Files of a model repository that loading a model and its tokenizer needs.
@@ -45,24 +46,6 @@ class Planned:
     @property
     def command(self) -> str:
         return shlex.join(self.args)
-
-
-def prefetch_hint() -> str:
-    """The prefetch command for the running Hydra job (its recipe and overrides), for error messages.
-
-    Outside a Hydra job (or without a recipe) it falls back to the generic form.
-    """
-    try:
-        from hydra.core.hydra_config import HydraConfig
-
-        task = list(HydraConfig.get().overrides.task)
-    except Exception:  # no Hydra job running
-        task = []
-    if not any(o.lstrip("+").startswith("recipe=") for o in task):
-        return "python -m xlt.prefetch +recipe=<name>"
-    skip = ("hydra", "eval.shard_index", "eval.num_shards", "translate.shard_index", "translate.num_shards", "force")
-    kept = [o for o in task if not o.lstrip("+~").split("=")[0].startswith(skip)]
-    return "python -m xlt.prefetch " + shlex.join(kept)
 
 
 def plan(runs: Sequence[Sequence[str]]) -> list[Planned]:

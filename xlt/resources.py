@@ -192,7 +192,7 @@ def compose(recipe: str | None, overrides: Sequence[str] = ()) -> DictConfig:
     from hydra.errors import HydraException
 
     from xlt import config as xcfg
-    from xlt.cli import CONF_DIR
+    from xlt.config import CONF_DIR
 
     args = [o for o in overrides if not o.lstrip("+").startswith("recipe=")]
     if recipe is None:

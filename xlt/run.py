@@ -29,40 +29,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-# Override keys that do not change what a run trains, so they do not change its directory. Evaluation
-# settings are neutral (one trained model, many evaluations; results record their own settings), except
-# those that score another model (`eval.model`, `eval.scorer`, `eval.llm...`, `eval.fixed_option`).
-NEUTRAL_OVERRIDE_KEYS = (
-    "stages",
-    "force",
-    "run_root",
-    "logger",
-    "eval",
-    "translate.shard_index",
-    "translate.num_shards",
-    "translate.cache_dir",
-    "hydra",
-    "description",
-)
-
 _MAX_NAME = 120
 
 
-RESULT_CHANGING_EVAL_KEYS = ("eval.model", "eval.scorer", "eval.llm", "eval.fixed_option")
+def _names_run(key: str) -> bool:
+    """Whether an override of ``key`` goes into the run directory's name (the key table decides)."""
+    from xlt.config.keys import names_run
 
-
-def _is_neutral(key: str) -> bool:
-    key = key.lstrip("+~")
-    if any(key == k or key.startswith(k + ".") for k in RESULT_CHANGING_EVAL_KEYS):
-        return False
-    return any(key == k or key.startswith(k + ".") or key.startswith(k + "/") for k in NEUTRAL_OVERRIDE_KEYS)
+    return names_run(key.lstrip("+~"))
 
 
 def run_name(overrides: list[str]) -> str:
     """Relative run directory for a list of command-line overrides, e.g. ``demo/seed=2``.
 
-    The recipe (``+recipe=NAME``) names the first level; the remaining result-changing overrides,
-    sorted, name the second (``default`` when there are none). Long names are shortened with a hash.
+    The recipe (``+recipe=NAME``) names the first level; the overrides that change what is trained
+    (data, translation, model, training, seed) or which model is scored (``eval.model``, ``eval.scorer``,
+    ``eval.llm``), sorted, name the second (``default`` when there are none); see
+    :mod:`xlt.config.keys`. Long names are shortened with a hash.
     """
     recipe = "norecipe"
     rest = []
@@ -70,7 +53,7 @@ def run_name(overrides: list[str]) -> str:
         key, _, value = ov.partition("=")
         if key.lstrip("+") == "recipe":
             recipe = value
-        elif not _is_neutral(key):
+        elif _names_run(key):
             rest.append(f"{key.lstrip('+')}={value}")
     tail = ",".join(sorted(rest)) or "default"
     tail = re.sub(r"[^A-Za-z0-9_.,=+\-]", "_", tail)

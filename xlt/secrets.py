@@ -7,7 +7,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|auth)", re.IGNORECASE)
+# A key component that names a secret (``hf_token``, ``api_key``, ``password``), not ``tokenizer`` or
+# ``max_new_tokens``.
+_SECRET_KEY = re.compile(r"(^|[_-])(api[_-]?key|access[_-]?key|token|secret|password|passwd|auth)([_-]|$)", re.IGNORECASE)
 # Hugging Face tokens; W&B keys are 40 hex characters like git revisions, so they are caught by key name.
 _SECRET_VALUE = re.compile(r"^hf_[A-Za-z0-9]{20,}$")
 REDACTED = "***"
@@ -22,6 +24,20 @@ def redact(obj: Any) -> Any:
     if isinstance(obj, str) and _SECRET_VALUE.match(obj):
         return REDACTED
     return obj
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a config key names a secret (e.g. ``model.hf_token``, ``logger.api_key``)."""
+    return bool(_SECRET_KEY.search(key.rsplit(".", 1)[-1]))
+
+
+def redact_overrides(overrides: list[str]) -> list[str]:
+    """Command-line overrides with secret-looking values replaced by ``***``."""
+    out = []
+    for ov in overrides:
+        key, eq, value = ov.partition("=")
+        out.append(f"{key}={REDACTED}" if eq and (is_secret_key(key) or _SECRET_VALUE.match(value)) else ov)
+    return out
 
 
 def redact_config(cfg: DictConfig) -> DictConfig:

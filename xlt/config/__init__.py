@@ -8,7 +8,9 @@ bypass the schema.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
@@ -16,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from xlt.config.data import DataConfig
 from xlt.config.eval import EvalConfig
+from xlt.config.fields import check_values, neutral, opt
 from xlt.config.logger import LoggerConfig
 from xlt.config.model import ModelConfig
 from xlt.config.training import TrainingConfig
@@ -23,6 +26,8 @@ from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 
 STAGES = ("build_data", "translate", "train", "evaluate", "report")
+# The Hydra config folder (conf/); XLT_CONF_DIR points elsewhere.
+CONF_DIR = os.environ.get("XLT_CONF_DIR", str(Path(__file__).resolve().parent.parent.parent / "conf"))
 
 
 @dataclass
@@ -30,21 +35,21 @@ class XltConfig:
     """The whole configuration of one xlt run."""
 
     # The stages `python -m xlt.train` runs, in this order (a subset of STAGES).
-    stages: list[str] = field(default_factory=lambda: ["build_data", "train", "evaluate", "report"])
-    seed: int = 42
+    stages: list[str] = neutral(default_factory=lambda: ["build_data", "train", "evaluate", "report"])
+    seed: int = opt(42, affects="train")
     # Root folder of run directories; each run's folder is derived from the recipe and its overrides.
-    run_root: str = "runs"
+    run_root: str = neutral("runs")
     # Set by the recipe file (its own name); used to name the run directory.
-    recipe_name: str = "none"
-    description: str = ""
-    # Re-run stages even if marked done.
-    force: bool = False
-    model: ModelConfig = field(default_factory=ModelConfig)
-    data: DataConfig = field(default_factory=DataConfig)
-    translate: TranslateConfig = field(default_factory=TranslateConfig)
-    training: TrainingConfig = field(default_factory=TrainingConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    logger: LoggerConfig = field(default_factory=LoggerConfig)
+    recipe_name: str = neutral("none")
+    description: str = neutral("")
+    # Redo the stages that run (and so everything downstream of them): see xlt/contract.py.
+    force: bool = neutral(False)
+    model: ModelConfig = opt(default_factory=ModelConfig, affects="train")
+    data: DataConfig = opt(default_factory=DataConfig, affects="build_data")
+    translate: TranslateConfig = opt(default_factory=TranslateConfig, affects="translate")
+    training: TrainingConfig = opt(default_factory=TrainingConfig, affects="train")
+    eval: EvalConfig = opt(default_factory=EvalConfig, affects="evaluate")
+    logger: LoggerConfig = neutral(default_factory=LoggerConfig)
 
 
 def register() -> None:
@@ -53,10 +58,12 @@ def register() -> None:
 
 
 def validate(cfg: DictConfig | dict[str, Any]) -> DictConfig:
-    """Merge ``cfg`` into the schema; raise :class:`ConfigError` naming any unknown key or bad value.
+    """Merge ``cfg`` into the schema and check every value; raise :class:`ConfigError` naming each problem.
 
-    Hydra checks ordinary overrides against the schema, but ``+key=value`` additions bypass it;
-    this catches those too. Hydra's own ``hydra`` node is ignored.
+    Hydra checks ordinary overrides against the schema, but ``+key=value`` additions bypass it; the merge
+    catches those. Then every field's rule (choices, ranges: :mod:`xlt.config.fields`) and the
+    cross-field rules (:mod:`xlt.config.rules`) are checked, so a bad value stops the run before any
+    stage starts. Hydra's own ``hydra`` node is ignored.
     """
     container = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else dict(cfg)
     container.pop("hydra", None)
@@ -67,7 +74,9 @@ def validate(cfg: DictConfig | dict[str, Any]) -> DictConfig:
         key = getattr(err, "full_key", None) or ""
         msg = str(err).splitlines()[0]
         raise ConfigError(f"invalid config key '{key}': {msg}") from None
-    bad = [s for s in merged.stages if s not in STAGES]
-    if bad:
-        raise ConfigError(f"unknown stage(s) {bad}; valid stages are {list(STAGES)}")
+    from xlt.config.rules import cross_field_errors
+
+    errors = check_values(XltConfig, merged) + cross_field_errors(merged)
+    if errors:
+        raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
     return merged

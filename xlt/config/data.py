@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xlt.config.fields import opt
+
 
 @dataclass
 class SourceConfig:
@@ -22,7 +24,7 @@ class SourceConfig:
     url: str | None = None
     license: str = ""
     # Read at most this many rows per split (debugging); None reads everything.
-    max_rows: int | None = None
+    max_rows: int | None = opt(None, ge=1)
 
 
 @dataclass
@@ -31,7 +33,7 @@ class DecontaminationConfig:
     (``eval.benchmarks.*.path`` of kind ``belebele``)."""
 
     enabled: bool = False
-    ngram: int = 13
+    ngram: int = opt(13, ge=1)
     # Remove overlapping training rows (otherwise only report them).
     remove: bool = False
 
@@ -43,6 +45,6 @@ class DataConfig:
     # seed sweep trains on the same data).
     seed: int = 1234
     # Passages with more sentences are dropped (all sources but ReClor), as in the Belebele paper.
-    max_passage_sentences: int = 25
+    max_passage_sentences: int = opt(25, ge=1)
     export_tsv: bool = True
     decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xlt.config.fields import neutral, opt
 from xlt.config.llm import LLMConfig
+
+# Registered benchmark kinds (xlt/data/benchmarks) and scorers (xlt/scoring/scorers.py).
+BENCHMARK_KINDS = ("belebele", "global_mmlu", "global_mmlu_lite")
+SCORERS = ("mc", "gold", "fixed", "llm")
 
 
 @dataclass
 class BenchmarkConfig:
     """One evaluation benchmark. ``kind`` names an entry of the benchmark registry."""
 
-    kind: str = "belebele"
+    kind: str = opt("belebele", choices=BENCHMARK_KINDS)
     enabled: bool = True
     hub_id: str | None = None
     revision: str | None = None
@@ -21,7 +26,7 @@ class BenchmarkConfig:
     languages: list[str] | None = None
     split: str = "test"
     # Evaluate at most this many questions per language (debugging); None evaluates all.
-    max_questions: int | None = None
+    max_questions: int | None = opt(None, ge=1)
     # Translate-test: machine-translate the items into English (with the `translate` group's model)
     # before scoring, as the Belebele paper does. Use a separate entry, e.g. `belebele_tt`.
     translate_test: bool = False
@@ -31,19 +36,19 @@ class BenchmarkConfig:
 class EvalConfig:
     benchmarks: dict[str, BenchmarkConfig] = field(default_factory=dict)
     # What to score: "run" (the run's trained model), or a local path / Hub id of an MC model.
-    model: str = "run"
+    model: str = opt("run", names_run=True)
     # Scorer registry entry (xlt/scoring/scorers.py): "mc" (encoder MC head), "gold", "fixed", "llm".
-    scorer: str = "mc"
+    scorer: str = opt("mc", choices=SCORERS, names_run=True)
     # Option index the "fixed" scorer always picks (0-3).
-    fixed_option: int = 0
-    batch_size: int = 64
-    bootstrap_samples: int = 1000
+    fixed_option: int = opt(0, ge=0, le=3, names_run=True)
+    batch_size: int = opt(64, ge=1)
+    bootstrap_samples: int = opt(1000, ge=1)
     # Seed of the bootstrap resampling (independent of the training seed, so seeds compare fairly).
     bootstrap_seed: int = 0
     # TSV of `code<TAB>group` lines grouping languages by resource level; null: the Global-MMLU tiers.
-    resource_groups: str | None = None
+    resource_groups: str | None = opt(None, affects="report")
     # Shard the (benchmark, language) jobs: this process evaluates shard `shard_index` of `num_shards`.
-    shard_index: int = 0
-    num_shards: int = 1
+    shard_index: int = neutral(0, ge=0, split=True)
+    num_shards: int = neutral(1, ge=1, split=True)
     # Causal-LLM options, used when scorer == "llm" (schema owned by xlt/config/llm.py).
-    llm: LLMConfig = field(default_factory=LLMConfig)
+    llm: LLMConfig = opt(default_factory=LLMConfig, names_run=True)

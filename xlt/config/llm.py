@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xlt.config.fields import neutral, opt
+
 # The instruction of the Belebele paper's zero-shot prompt for instruction-tuned models.
 BELEBELE_INSTRUCTION = (
     "Given the following passage, query, and answer choices, output the letter corresponding to the correct answer."
@@ -26,23 +28,23 @@ class LLMConfig:
     tokenizer: str | None = None
     # "loglikelihood": k-shot, one log-likelihood per option, as lm-evaluation-harness;
     # "generate": zero-shot instruction prompt, greedy generation, answer letter extracted.
-    mode: str = "loglikelihood"
+    mode: str = opt("loglikelihood", choices=("loglikelihood", "generate"))
     # Few-shot examples per question (loglikelihood mode).
-    num_fewshot: int = 5
+    num_fewshot: int = opt(5, ge=0)
     # Global-MMLU few-shot selection: "first_n" (Full: first k dev rows of the same subject), "random"
     # (Lite: seeded random dev rows of the same category), or "auto" (random for the global_mmlu_lite
     # kind or a hub_id naming Global-MMLU-Lite, else first_n).
-    gmmlu_fewshot: str = "auto"
+    gmmlu_fewshot: str = opt("auto", choices=("auto", "first_n", "random"))
     # Seed of the random few-shot sampler (lm-evaluation-harness's default is 1234).
     fewshot_seed: int = 1234
     # "auto": bfloat16 on CUDA, float32 on CPU; or float32 / bfloat16 / float16.
-    dtype: str = "auto"
+    dtype: str = opt("auto", choices=("auto", "float32", "bfloat16", "float16"))
     # "auto" (CUDA if available) or a torch device string.
-    device: str = "auto"
+    device: str = neutral("auto")
     # Sequences per forward pass to start with; halved automatically on out-of-memory.
-    batch_size: int = 32
+    batch_size: int = opt(32, ge=1)
     # Longest input in tokens (left-truncated like the harness); None: from the model config.
-    max_length: int | None = None
+    max_length: int | None = opt(None, ge=1)
     # Prepend BOS: None follows the tokenizer's default (as the harness does).
     add_bos_token: bool | None = None
     # Wrap the prompt in the tokenizer's chat template (instruction-tuned models).
@@ -50,4 +52,4 @@ class LLMConfig:
     system_prompt: str | None = None
     # Generation mode: instruction text (None: the Belebele paper's) and new-token budget.
     instruction: str | None = None
-    max_new_tokens: int = 16
+    max_new_tokens: int = opt(16, ge=1)

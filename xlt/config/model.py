@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xlt.config.fields import opt
+
 TINY_MODEL_ID = "xlt-tiny"
 
 
@@ -11,19 +13,19 @@ TINY_MODEL_ID = "xlt-tiny"
 class TinyModelConfig:
     """Architecture of the offline tiny XLM-R model (used when ``name_or_path == "xlt-tiny"``)."""
 
-    hidden_size: int = 64
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    intermediate_size: int = 128
-    vocab_size: int = 4000  # target size of the offline Unigram tokenizer
+    hidden_size: int = opt(64, ge=1)
+    num_hidden_layers: int = opt(2, ge=1)
+    num_attention_heads: int = opt(4, ge=1)
+    intermediate_size: int = opt(128, ge=1)
+    vocab_size: int = opt(4000, ge=100)  # target size of the offline Unigram tokenizer
 
 
 @dataclass
 class LoraConfig:
     enabled: bool = False
-    r: int = 8
-    alpha: int = 16
-    dropout: float = 0.1
+    r: int = opt(8, ge=1)
+    alpha: int = opt(16, gt=0)
+    dropout: float = opt(0.1, ge=0, le=0.999)
     target_modules: list[str] = field(default_factory=lambda: ["query", "value"])
     # Also write a plain (merged) model next to the adapter.
     merge_and_save: bool = False
@@ -40,7 +42,7 @@ class ModelConfig:
     # Tokenizer id/path if different from the model's.
     tokenizer: str | None = None
     # Always explicit: some checkpoints (XLM-V) carry no usable model_max_length.
-    max_length: int = 256
+    max_length: int = opt(256, ge=16)
     trust_remote_code: bool = False
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)

@@ -7,49 +7,55 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from xlt.config.fields import neutral, opt
+
+PRECISIONS = ("auto", "bf16", "fp16", "fp32")
+LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+                 "inverse_sqrt", "reduce_lr_on_plateau", "cosine_with_min_lr", "warmup_stable_decay")
+
 
 @dataclass
 class TrainingConfig:
     # Which training data: "english" (zero-shot) or "translate_train_all".
     setting: str = "english"
-    learning_rate: float = 2e-5
-    num_train_epochs: float = 3.0
+    learning_rate: float = opt(2e-5, gt=0)
+    num_train_epochs: float = opt(3.0, gt=0)
     # Stop after this many optimizer steps (-1: train num_train_epochs).
-    max_steps: int = -1
-    per_device_train_batch_size: int = 16
-    per_device_eval_batch_size: int = 32
-    gradient_accumulation_steps: int = 1
+    max_steps: int = opt(-1, ge=-1)
+    per_device_train_batch_size: int = opt(16, ge=1)
+    per_device_eval_batch_size: int = opt(32, ge=1)
+    gradient_accumulation_steps: int = opt(1, ge=1)
     # Fraction of the optimizer steps spent warming the learning rate up.
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    lr_scheduler_type: str = "linear"
+    warmup_ratio: float = opt(0.1, ge=0, le=0.999)
+    weight_decay: float = opt(0.01, ge=0)
+    max_grad_norm: float = opt(1.0, gt=0)
+    lr_scheduler_type: str = opt("linear", choices=LR_SCHEDULERS)
     optim: str = "adamw_torch"
-    logging_steps: int = 20
+    logging_steps: int = neutral(20, ge=1)
     # Evaluate on the dev split every eval_steps and checkpoint at the same steps (save_steps: None or
     # equal to eval_steps), so the best dev checkpoint is always a saved one, restored at the end.
-    eval_steps: int = 200
-    save_steps: int | None = None
+    eval_steps: int = opt(200, ge=1)
+    save_steps: int | None = opt(None, ge=1)
     # Training checkpoints kept (plus the best one); each holds optimizer, scheduler and RNG state.
-    save_total_limit: int = 2
+    save_total_limit: int = neutral(2, ge=1)
     # Stop when dev accuracy has not improved for this many evaluations (None: never).
-    early_stopping_patience: int | None = None
+    early_stopping_patience: int | None = opt(None, ge=1)
     # "auto": bf16 where the GPU supports it, fp32 otherwise. "bf16", "fp16" or "fp32" to force.
-    precision: str = "auto"
+    precision: str = opt("auto", choices=PRECISIONS)
     # Batch examples of similar length together (less padding, same results in expectation).
     group_by_length: bool = True
     # DeepSpeed config: a name in conf/deepspeed ("zero2", "zero3_offload"), or a path to a JSON file.
     deepspeed: str | None = None
-    dataloader_num_workers: int = 0
+    dataloader_num_workers: int = neutral(0, ge=0)
     gradient_checkpointing: bool = False
     # Resume from the last checkpoint in <run>/checkpoints when there is one.
-    resume: bool = True
+    resume: bool = neutral(True)
     # Collapse detector: after warmup, a dev accuracy within collapse_margin of chance (1/4) for
     # collapse_patience evaluations in a row is a collapse; warn loudly, and stop the run with an
     # error when stop_on_collapse.
-    collapse_margin: float = 0.03
-    collapse_patience: int = 2
+    collapse_margin: float = opt(0.03, ge=0, le=0.75)
+    collapse_patience: int = opt(2, ge=1)
     stop_on_collapse: bool = True
     # Train/evaluate on at most this many rows of each split (debugging); None: all.
-    max_train_rows: int | None = None
-    max_dev_rows: int | None = None
+    max_train_rows: int | None = opt(None, ge=1)
+    max_dev_rows: int | None = opt(None, ge=1)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from xlt.config.fields import neutral, opt
+
 
 @dataclass
 class TranslationQualityConfig:
@@ -15,9 +17,9 @@ class TranslationQualityConfig:
     # Drop a row when one of its translated fields shows runaway repetition (else only count it).
     drop_runaway: bool = True
     # A substring repeated this many times in a row (consecutively) counts as runaway repetition.
-    runaway_min_repeats: int = 4
+    runaway_min_repeats: int = opt(4, ge=2)
     # ... and so does an output longer than this many times its source (in characters) + 20.
-    runaway_max_length_ratio: float = 4.0
+    runaway_max_length_ratio: float = opt(4.0, gt=0)
 
 
 @dataclass
@@ -27,22 +29,22 @@ class TranslationSamplingConfig:
     # "all": every row of every language; "cap": at most max_rows_per_language per language;
     # "temperature": rows per language proportional to n_l ** (1 / temperature) (seeded, with
     # replacement when a language has fewer rows than its share).
-    strategy: str = "all"
-    max_rows_per_language: int | None = None
-    temperature: float = 5.0
+    strategy: str = opt("all", choices=("all", "cap", "temperature"))
+    max_rows_per_language: int | None = opt(None, ge=1)
+    temperature: float = opt(5.0, gt=0)
     # Total training rows for "temperature" (None: the sum of all languages' rows).
-    total_rows: int | None = None
+    total_rows: int | None = opt(None, ge=1)
     # Include the English source set as language eng_Latn.
     include_english: bool = True
     # At most this many dev rows per language (None: all). Dev rows are never upsampled.
-    max_dev_rows_per_language: int | None = None
+    max_dev_rows_per_language: int | None = opt(None, ge=1)
 
 
 @dataclass
 class TranslateConfig:
     # Translator backend: "hf" (any NLLB or M2M100 seq2seq model through transformers) or "echo"
     # (deterministic test translator: "[<lang>] " + text; no model).
-    kind: str = "hf"
+    kind: str = opt("hf", choices=("hf", "echo"))
     model_name_or_path: str = "facebook/nllb-200-distilled-600M"
     revision: str | None = None
     # Language of the training set (FLORES-200 code).
@@ -50,33 +52,34 @@ class TranslateConfig:
     # FLORES-200 target codes.
     languages: list[str] = field(default_factory=list)
     # Segments per generate() call; batches are formed from length-sorted segments.
-    batch_size: int = 32
+    batch_size: int = neutral(32, ge=1)
     # Optional budget of padded input tokens per batch (batch_size x longest input); None: no budget.
-    max_batch_tokens: int | None = None
+    max_batch_tokens: int | None = neutral(None, ge=1)
     # Inputs longer than this (tokens) are truncated, and counted in the report.
-    max_input_tokens: int = 256
+    max_input_tokens: int = opt(256, ge=1)
     # Hard cap of generated tokens per segment (NLLB's default of 200 would silently cut long ones).
-    max_new_tokens: int = 256
+    max_new_tokens: int = opt(256, ge=1)
     # Per batch, generate at most ceil(ratio x longest input) + 10 tokens (None: always max_new_tokens).
-    max_new_tokens_ratio: float | None = 2.0
-    num_beams: int = 1
+    max_new_tokens_ratio: float | None = opt(2.0, gt=0)
+    num_beams: int = opt(1, ge=1)
     # "auto": bf16 on a GPU that supports it, else fp32; or "bf16", "fp16", "fp32".
-    precision: str = "auto"
+    precision: str = opt("auto", choices=("auto", "bf16", "fp16", "fp32"))
     # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
-    device: str = "auto"
+    device: str = neutral("auto")
     # Extra FLORES -> model language code mappings (M2M100 uses ISO codes like "fr").
     lang_code_map: dict[str, str] = field(default_factory=dict)
     # Folder of the SQLite translation cache (shared between runs); None: <run>/data.
-    cache_dir: str | None = None
+    cache_dir: str | None = neutral(None)
     # Commit the cache after this many generate() batches (a killed run loses at most this many).
-    commit_every: int = 1
+    commit_every: int = neutral(1, ge=1)
     # Work is cut into units of (language, split, row range of this many rows); shard `shard_index`
     # of `num_shards` translates every num_shards-th unit. Parts do not depend on num_shards, so any
     # mix of shard settings produces the same merged result.
-    rows_per_unit: int = 5000
-    shard_index: int = 0
-    num_shards: int = 1
+    rows_per_unit: int = neutral(5000, ge=1)
+    shard_index: int = neutral(0, ge=0, split=True)
+    num_shards: int = neutral(1, ge=1, split=True)
     # Import ready translations from this folder instead of translating (one folder or JSONL per language).
     import_dir: str | None = None
     quality: TranslationQualityConfig = field(default_factory=TranslationQualityConfig)
-    sampling: TranslationSamplingConfig = field(default_factory=TranslationSamplingConfig)
+    # How the union is sampled is decided when training reads it: it affects the train stage only.
+    sampling: TranslationSamplingConfig = opt(default_factory=TranslationSamplingConfig, affects="train")

@@ -243,8 +243,14 @@ def build(data_cfg: DataConfig | DictConfig, eval_texts: Iterable[str] | None = 
     return to_dataset_dict(result.records), make_report(result, data_cfg), result
 
 
-def run_stage(cfg: DictConfig, run: RunDir) -> dict[str, Any]:
-    """Stage ``build_data``: build, save (atomically), export TSV, write and print the build report."""
+def run_stage(cfg: DictConfig, run: RunDir, ctx: Any = None) -> dict[str, Any]:
+    """Stage ``build_data``: build, save (atomically), export TSV, write and print the build report.
+
+    ``ctx`` (:class:`xlt.contract.StageContext`) supplies the provenance recorded in the build report.
+    """
+    from xlt.contract import context
+
+    ctx = ctx or context(cfg, run, "build_data")
     data_cfg = cfg.data
     eval_texts = _eval_texts(cfg) if data_cfg.decontamination.enabled else None
     dsd, report, result = build(data_cfg, eval_texts)
@@ -252,6 +258,7 @@ def run_stage(cfg: DictConfig, run: RunDir) -> dict[str, Any]:
         write_tsv([r for s in SPLITS for r in result.records[s]], run.data / "train_set.tsv")
     with atomic_dir(run.train_set) as tmp:
         dsd.save_to_disk(str(tmp))
+    report["provenance"] = ctx.record()
     atomic_write_json(run.data / "build_report.json", report)
     atomic_write_text(run.data / "build_report.md", report_markdown(report))
     print_report(report)

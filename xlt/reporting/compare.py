@@ -31,8 +31,6 @@ from xlt.scoring.metrics import paired_bootstrap
 from xlt.scoring.results import Job, read_predictions
 
 # Config keys that do not change what a run computes (ignored when grouping runs by config).
-NEUTRAL_KEYS = ("seed", "run_root", "force", "stages", "description")
-NEUTRAL_EVAL_KEYS = ("shard_index", "num_shards")
 RANK_SUBSETS = ("full", "MA", "CS", "CA")
 
 
@@ -50,11 +48,12 @@ def read_config(path: Path) -> dict[str, Any]:
 
 
 def config_key(cfg: dict[str, Any]) -> str:
-    """The run's config without the seed and neutral keys, as a canonical string."""
-    cfg = {k: v for k, v in cfg.items() if k not in NEUTRAL_KEYS}
-    if isinstance(cfg.get("eval"), dict):
-        cfg["eval"] = {k: v for k, v in cfg["eval"].items() if k not in NEUTRAL_EVAL_KEYS}
-    return json.dumps(cfg, sort_keys=True, default=str)
+    """The run's result-changing config without the seed, as a canonical string: runs that differ only in
+    ``seed`` and in keys that change no result (logger, run_root, shard settings; :mod:`xlt.config.keys`)
+    are one system."""
+    from xlt.config.keys import result_values
+
+    return json.dumps(result_values(cfg, drop=("seed",)), sort_keys=True, default=str)
 
 
 class RunInfo:

@@ -69,7 +69,8 @@ def render_latex(results: dict[str, BenchmarkResults]) -> str:
     return "\n".join(parts)
 
 
-def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) -> list:
+def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
+                 provenance: dict[str, Any] | None = None) -> list:
     """Write every report file atomically; return their paths."""
     files = []
     long = pd.concat([r.per_language for r in results.values()], ignore_index=True)
@@ -78,6 +79,7 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) ->
         "recipe": cfg.recipe_name,
         "model": cfg.eval.model,
         "scorer": cfg.eval.scorer,
+        "provenance": provenance,
         "benchmarks": {
             name: {"kind": r.kind, "summary": r.summary,
                    "per_language": r.per_language.to_dict(orient="records")}
@@ -102,17 +104,19 @@ def card_summary(results: dict[str, BenchmarkResults]) -> str:
     return "\n".join(lines)
 
 
-def run_stage(cfg: Any, run: RunDir) -> dict[str, Any]:
+def run_stage(cfg: Any, run: RunDir, ctx: Any = None) -> dict[str, Any]:
     """Merge the evaluation results of ``run`` and write the report; return headline numbers.
 
     Also fills the evaluation section of the run's model card (when the run's own model was
     evaluated) and logs tables and plots to W&B (when ``logger=wandb``).
     """
+    from xlt.contract import context
     from xlt.tracking import log_report
     from xlt.training.card import fill_evaluation_section
 
+    ctx = ctx or context(cfg, run, "report")
     results = collect(cfg, run)
-    files = write_report(cfg, run, results)
+    files = write_report(cfg, run, results, ctx.record())
     card = run.model / "README.md"
     if cfg.eval.model == "run" and card.is_file():
         fill_evaluation_section(card, card_summary(results))

@@ -20,6 +20,7 @@ from xlt.run import RunDir
 from xlt.scoring.metrics import belebele_summary, gmmlu_summary
 from xlt.scoring.results import (
     Job,
+    current_jobs,
     enabled_benchmarks,
     missing_jobs,
     missing_message,
@@ -68,9 +69,14 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
 def collect(cfg: Any, run: RunDir) -> dict[str, BenchmarkResults]:
     """All results of a run, per enabled benchmark; missing languages raise :class:`DataError`."""
     jobs = planned_jobs(cfg, run)
-    missing = missing_jobs(run, jobs, cfg)
+    missing = missing_jobs(run, jobs)
     if missing:
         raise DataError(f"{run.eval}: " + missing_message(missing, int(cfg.eval.num_shards)))
+    stale = missing_jobs(run, jobs, current_jobs(cfg, run, jobs))
+    if stale:
+        raise DataError(f"{run.eval}: {len(stale)} result(s) were computed for another model, data or settings "
+                        f"than this config's (e.g. {stale[0].benchmark}/{stale[0].language}); rerun the evaluate "
+                        "stage (it recomputes exactly those) before the report")
     groups = langtab.read_groups(cfg.eval.resource_groups) if cfg.eval.resource_groups else None
     out: dict[str, BenchmarkResults] = {}
     for name, bcfg in enabled_benchmarks(cfg).items():

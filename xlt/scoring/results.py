@@ -106,18 +106,55 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
     return settings
 
 
-def is_done(run: RunDir, job: Job, cfg: Any = None) -> bool:
-    """A job is done when its result file exists (and, given ``cfg``, was computed with its settings)."""
+def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
+    """What one (benchmark, language) result depends on, with its hash under ``job``.
+
+    The job's own settings (:func:`job_settings`), the evaluation values that apply to every job
+    (batch size, bootstrap), the fingerprint of the scored model, of this language's files in a local
+    copy, translate-test settings, and the upstream train stage's output id (a retrain, even to the same
+    weights, recomputes every result).
+    """
+    from xlt.contract import _h
+    from xlt.fingerprint import language_fingerprint
+
+    b = cfg.eval.benchmarks[job.benchmark]
+    files = ctx.detail["files"]
+    data = language_fingerprint(b.path, job.language) if b.path else f"hub:{b.hub_id}@{b.revision or 'main'}"
+    inputs = {
+        "settings": job_settings(cfg, job),
+        "eval": {k: cfg.eval[k] for k in ("batch_size", "bootstrap_samples", "bootstrap_seed")},
+        "model": files.get("model"),
+        "data": data,
+        "translate_test": files.get("translate_test") if b.translate_test else None,
+        "upstream": ctx.upstream,
+    }
+    return ctx.record(model=inputs["model"], data=data, job=_h(inputs))
+
+
+def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any = None) -> dict[str, str]:
+    """The job hash each of ``jobs`` would be computed under now (``benchmark/language`` -> hash)."""
+    from xlt.contract import context
+
+    ctx = ctx or context(cfg, run, "evaluate", force=False)
+    return {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx)["job"] for j in jobs}
+
+
+def stored_job(run: RunDir, job: Job) -> str | None:
+    """The ``job`` hash recorded in a result file (None: no result, unreadable, or written by an older xlt)."""
     path = result_path(run, job)
     if not path.is_file():
-        return False
-    if cfg is None:
-        return True
+        return None
     try:
-        stored = json.loads(path.read_text(encoding="utf-8")).get("settings")
-    except (OSError, json.JSONDecodeError):
-        return False
-    return stored == job_settings(cfg, job)
+        return json.loads(path.read_text(encoding="utf-8")).get("provenance", {}).get("job")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
+
+
+def is_done(run: RunDir, job: Job, current: dict[str, str] | None = None) -> bool:
+    """A job is done when its result file exists (and, given ``current`` job hashes, matches its hash)."""
+    if current is None:
+        return result_path(run, job).is_file()
+    return stored_job(run, job) == current[job.benchmark + "/" + job.language]
 
 
 def read_result(run: RunDir, job: Job) -> dict[str, Any]:
@@ -136,9 +173,9 @@ def read_predictions(run: RunDir, job: Job) -> list[dict[str, Any]]:
         return [json.loads(line) for line in f if line.strip()]
 
 
-def missing_jobs(run: RunDir, jobs: list[Job], cfg: Any = None) -> list[Job]:
-    """Jobs without a (current, when ``cfg`` is given) result."""
-    return [j for j in jobs if not is_done(run, j, cfg)]
+def missing_jobs(run: RunDir, jobs: list[Job], current: dict[str, str] | None = None) -> list[Job]:
+    """Jobs without a result (without a current one, given the ``current`` job hashes)."""
+    return [j for j in jobs if not is_done(run, j, current)]
 
 
 def missing_message(missing: list[Job], num_shards: int = 1) -> str:

@@ -27,6 +27,7 @@ from xlt.scoring.metrics import accuracy_with_ci, gmmlu_subsets
 from xlt.scoring.results import (
     Job,
     enabled_benchmarks,
+    job_provenance,
     job_settings,
     missing_jobs,
     missing_message,
@@ -45,7 +46,8 @@ def is_gmmlu(kind: str) -> bool:
     return kind.startswith("global_mmlu")
 
 
-def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: Any = None) -> dict[str, Any]:
+def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: Any = None,
+                 provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """Score one language of one benchmark and write its predictions and result files.
 
     With ``translate_test`` (a :class:`xlt.translation.translate_test.TranslateTestRunner`) and the
@@ -63,9 +65,10 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     pred[~np.isfinite(scores).any(axis=1)] = -1
     correct = pred == gold
     ids = items["id"]
+    tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
     lines = [
         json.dumps({"id": ids[i], "language": job.language, "gold": int(gold[i]), "prediction": int(pred[i]),
-                    "scores": [float(s) for s in scores[i]]}, ensure_ascii=False)
+                    "scores": [float(s) for s in scores[i]], "job": tag}, ensure_ascii=False)
         for i in range(len(items))
     ]
     atomic_write_text(predictions_path(run, job), "\n".join(lines) + "\n")
@@ -88,6 +91,8 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         meta = items.select_columns(["is_annotated", "cultural_sensitivity_label", "subject_category"]).to_pandas()
         result["subsets"] = {name: accuracy_with_ci(correct[mask], samples, seed)
                              for name, mask in gmmlu_subsets(meta).items()}
+    if provenance is not None:
+        result["provenance"] = provenance
     meta_fn = getattr(scorer, "language_meta", None)
     if callable(meta_fn):
         extra = meta_fn(job.benchmark, job.language)
@@ -97,13 +102,25 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     return result
 
 
-def run_stage(cfg: Any, run: RunDir) -> dict[str, Any] | None:
-    """Evaluate this shard's jobs; return a summary once every job (all shards) has a result."""
+def run_stage(cfg: Any, run: RunDir, ctx: Any = None) -> dict[str, Any] | None:
+    """Evaluate this shard's jobs; return a summary once every job (all shards) has a current result.
+
+    A result is reused only when its recorded provenance (``job`` hash: settings, model fingerprint,
+    language data, upstream training) matches what would be computed now; ``force`` recomputes this
+    shard's jobs.
+    """
+    from xlt.contract import context
+
+    ctx = ctx or context(cfg, run, "evaluate")
     jobs = plan_jobs(cfg, run)
+    prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx) for j in jobs}
+    current = {k: p["job"] for k, p in prov.items()}
     mine = shard_jobs(jobs, int(cfg.eval.shard_index), int(cfg.eval.num_shards))
-    todo = missing_jobs(run, mine, cfg)
-    log.info("evaluate: %d job(s) in total, %d in shard %d/%d, %d to do", len(jobs), len(mine),
-             cfg.eval.shard_index, cfg.eval.num_shards, len(todo))
+    todo = mine if ctx.force else missing_jobs(run, mine, current)
+    stale = [j for j in todo if result_path(run, j).is_file()]
+    log.info("evaluate: %d job(s) in total, %d in shard %d/%d, %d to do (%d recomputed: %s)", len(jobs), len(mine),
+             cfg.eval.shard_index, cfg.eval.num_shards, len(todo), len(stale),
+             "force=true" if ctx.force else "their provenance no longer matches" if stale else "-")
     if todo:
         scorer = build_scorer(cfg, run)
         translate_test = None
@@ -114,11 +131,11 @@ def run_stage(cfg: Any, run: RunDir) -> dict[str, Any] | None:
         with tqdm(total=len(todo), desc="evaluate", unit="lang") as bar:
             for job in todo:
                 bar.set_postfix_str(f"{job.benchmark}/{job.language}")
-                res = evaluate_job(cfg, run, job, scorer, translate_test)
+                res = evaluate_job(cfg, run, job, scorer, translate_test, prov[f"{job.benchmark}/{job.language}"])
                 log.info("%s/%s: accuracy %.2f%% (n=%d, 95%% CI %.1f-%.1f)", job.benchmark, job.language,
                          res["accuracy"], res["n"], res["ci_low"], res["ci_high"])
                 bar.update(1)
-    missing = missing_jobs(run, jobs, cfg)
+    missing = missing_jobs(run, jobs, current)
     if missing:
         log.info(missing_message(missing, int(cfg.eval.num_shards)))
         return None

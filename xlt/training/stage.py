@@ -20,6 +20,7 @@ Inputs: ``run.train_set`` (or the translate-train-all union). Outputs: ``run.che
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
 import re
@@ -99,12 +100,46 @@ def make_trainer(args, model, tokenizer, feats, callbacks: list[Any] | None = No
     )
 
 
-def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -> dict[str, Any] | None:
+CHECKPOINT_INPUTS = "xlt_inputs.json"
+
+
+def usable_checkpoints(run: RunDir, ctx: Any, main: bool) -> bool:
+    """Whether ``run.checkpoints`` may be resumed: they were written under the stage's current inputs.
+
+    Checkpoints of other inputs (a changed recipe value, a rebuilt training set) or, with ``force``, any
+    checkpoints are moved out of the way to ``run/stale/checkpoints-<their inputs>`` (the previous stale
+    set is deleted), and training starts fresh. Called inside ``main_process_first``: rank 0 decides.
+    """
+    folder = run.checkpoints
+    marker = folder / CHECKPOINT_INPUTS
+    stored = json.loads(marker.read_text()).get("inputs") if marker.exists() else None
+    ok = folder.exists() and stored == ctx.inputs and not ctx.force
+    if main and folder.exists() and not ok and any(folder.iterdir()):
+        why = "force=true" if ctx.force else ("they were written under other inputs" if stored else "they record no inputs")
+        dest = run.path / "stale" / f"checkpoints-{stored or 'unknown'}"
+        shutil.rmtree(run.path / "stale", ignore_errors=True)
+        dest.parent.mkdir(parents=True)
+        os.replace(folder, dest)
+        log.warning("not resuming from %s (%s): moved to %s; training starts fresh", folder, why, dest)
+    if main and not ok:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(marker, {"inputs": ctx.inputs, "detail": ctx.detail})
+    return ok
+
+
+def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, ctx: Any = None) -> dict[str, Any] | None:
     """Train, keep the best dev checkpoint, save the final model + card; see the module docstring.
 
-    ``extra_callbacks`` are added to the Trainer's (tests use it to simulate a crash).
+    ``extra_callbacks`` are added to the Trainer's (tests use it to simulate a crash). ``ctx``
+    (:class:`xlt.contract.StageContext`) holds the stage's inputs: checkpoints are resumed only when
+    they were written under the same inputs, and the provenance goes into ``train_metrics.json`` and the
+    model folder (``xlt_provenance.json``).
     """
     from transformers import EarlyStoppingCallback
+
+    from xlt.contract import context
+
+    ctx = ctx or context(cfg, run, "train")
 
     t = cfg.training
     args = build_training_arguments(cfg, run, report_to=tracking.report_to(cfg))
@@ -115,9 +150,7 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
     with args.main_process_first(desc="training data"):
         raw = load_training_set(cfg, run)
         feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
-        if cfg.force and main and run.checkpoints.exists():
-            log.info("force=true: removing old checkpoints in %s", run.checkpoints)
-            shutil.rmtree(run.checkpoints)
+        usable_checkpoints(run, ctx, main)
 
     if args.deepspeed:
         # ZeRO-3 builds the model partitioned (zero.Init) before the engine exists: DeepSpeed's comm layer
@@ -137,7 +170,9 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
     if t.early_stopping_patience:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
     trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks or []))
-    resume = last_checkpoint(run.checkpoints) if t.resume and not cfg.force else None
+    ok = (run.checkpoints / CHECKPOINT_INPUTS).exists() and json.loads(
+        (run.checkpoints / CHECKPOINT_INPUTS).read_text()).get("inputs") == ctx.inputs
+    resume = last_checkpoint(run.checkpoints) if t.resume and ok else None
     if resume:
         log.info("resuming from %s", resume)
     train_out = trainer.train(resume_from_checkpoint=resume)
@@ -163,7 +198,8 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
         "dev_accuracy_history": history["dev"],
     }
     if main:
-        atomic_write_json(run.path / "train_metrics.json", {**{k: v for k, v in summary.items() if k != "dev_accuracy_history"}, **history})
+        atomic_write_json(run.path / "train_metrics.json", {**{k: v for k, v in summary.items() if k != "dev_accuracy_history"},
+                                                            **history, "provenance": ctx.record()})
 
     if collapse.collapsed and t.stop_on_collapse:
         del trainer, model
@@ -175,7 +211,7 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
             + f"\nStopped (training.stop_on_collapse=true); no model was saved. Metrics: {run.path / 'train_metrics.json'}"
         )
 
-    _save_final(cfg, run, trainer, tokenizer, summary, {s: len(raw[s]) for s in ("train", "dev")})
+    _save_final(cfg, run, trainer, tokenizer, summary, {s: len(raw[s]) for s in ("train", "dev")}, ctx)
     del trainer, model
     _cleanup()
     if main and cfg.model.lora.enabled and cfg.model.lora.merge_and_save:
@@ -191,7 +227,8 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None) -
     return summary
 
 
-def _save_final(cfg: Any, run: RunDir, trainer, tokenizer, summary: dict[str, Any], data_info: dict[str, int]) -> None:
+def _save_final(cfg: Any, run: RunDir, trainer, tokenizer, summary: dict[str, Any], data_info: dict[str, int],
+                ctx: Any) -> None:
     """Save the (best) model, tokenizer and card into ``run.model`` atomically.
 
     Every rank calls ``save_model`` (ZeRO-3 gathers the weights collectively); rank 0 alone writes, into
@@ -212,6 +249,9 @@ def _save_final(cfg: Any, run: RunDir, trainer, tokenizer, summary: dict[str, An
         load_model(cfg.model, tokenizer, seed=cfg.seed).save_pretrained(partial / BASE_SUBDIR)
         point_adapter_at_base(partial, BASE_SUBDIR)
     atomic_write_text(partial / "README.md", render_card(cfg, summary, data_info))
+    from xlt.fingerprint import path_fingerprint
+
+    atomic_write_json(partial / "xlt_provenance.json", {**ctx.record(), "fingerprint": path_fingerprint(partial)})
     with atomic_dir(run.model) as tmp:
         os.rmdir(tmp)
         os.replace(partial, tmp)

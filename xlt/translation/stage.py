@@ -264,13 +264,43 @@ def report_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_stage(cfg: Any, run: RunDir) -> dict[str, Any] | None:
+INPUTS_FILE = "xlt_inputs.json"
+
+
+def discard_stale(cfg: Any, run: RunDir, ctx: Any) -> None:
+    """Drop parts and merged translations made from other inputs (another training set, other settings)
+    or, with ``force`` in an unsharded run, all of them. The segment cache is kept: its keys hold
+    everything a translation depends on. Shard jobs share the inputs file, so they keep each other's parts
+    (``force`` is ignored in a sharded job: run the stage once unsharded with force=true to redo it).
+    """
+    folder = translated_dir(run)
+    marker = folder / INPUTS_FILE
+    stored = json.loads(marker.read_text()).get("inputs") if marker.exists() else None
+    sharded = int(cfg.translate.num_shards) > 1
+    if ctx.force and sharded:
+        log.warning("translate: force=true is ignored in a sharded job (it would discard other shards' parts)")
+    redo = stored != ctx.inputs or (ctx.force and not sharded)
+    if folder.exists() and redo:
+        why = "force=true" if stored == ctx.inputs else "they were made from other inputs"
+        log.info("translate: discarding earlier translations in %s (%s)", folder, why)
+        with FileLock(str(run.data / ".translated.lock")):
+            shutil.rmtree(folder, ignore_errors=True)
+    if redo or not marker.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(marker, {"inputs": ctx.inputs})
+
+
+def run_stage(cfg: Any, run: RunDir, ctx: Any = None) -> dict[str, Any] | None:
     """Translate this shard's units; when all units are done, merge and report (see module docstring)."""
+    from xlt.contract import context
+
+    ctx = ctx or context(cfg, run, "translate")
     tcfg = cfg.translate
     if tcfg.import_dir:
         from xlt.translation.importer import import_translations
 
         return import_translations(cfg, run)
+    discard_stale(cfg, run, ctx)
     languages = [str(c) for c in tcfg.languages]
     check_languages(languages, tcfg.source_language)
     source = load_train_set(run)
@@ -300,7 +330,8 @@ def run_stage(cfg: Any, run: RunDir) -> dict[str, Any] | None:
             per_language[lang] = stats
             rows[lang] = {s: dd[s].num_rows for s in dd}
     identity = translator.identity if translator is not None else _identity_from_cfg(tcfg)
-    meta = {"translator": identity, "source_language": tcfg.source_language, "imported": False}
+    meta = {"translator": identity, "source_language": tcfg.source_language, "imported": False,
+            "provenance": ctx.record()}
     write_report(run, meta, per_language)
     return {"languages": languages, "rows": rows, "report": str(run.data / "translation_report.json")}
 

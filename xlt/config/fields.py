@@ -1,0 +1,112 @@
+"""Field declarations of the config schemas: allowed values, and which stage each key affects.
+
+Every schema field is a plain dataclass field; :func:`opt` adds metadata that two mechanisms read:
+
+* **validation** (:func:`check_values`): ``choices`` (an enum of strings), ``ge``/``gt``/``le`` ranges
+  (``None`` values are always allowed for optional fields), checked on the whole config before any stage;
+* **the key table** (:mod:`xlt.config.keys`): ``affects`` names the first stage whose output the key
+  changes (``None``: it changes no result, e.g. the logger, run_root, shard settings); ``names_run``
+  puts an override of the key into the run directory's name even though it only affects evaluation
+  (e.g. ``eval.model``: another model is another run); ``split`` marks keys that only say how work is
+  divided between jobs (dropped from the prefetch command too).
+
+A nested dataclass field passes its ``affects``/``names_run`` down to its own fields unless they set their
+own. The top-level sections default to the stage that consumes them (``_SECTION_STAGE`` in keys.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import Any
+
+# Sentinel: "inherit from the enclosing field / section".
+INHERIT = "__inherit__"
+
+
+def opt(default: Any = dataclasses.MISSING, *, default_factory: Callable[[], Any] | None = None,
+        choices: Sequence[str] | None = None, ge: float | None = None, gt: float | None = None,
+        le: float | None = None, affects: str | None = INHERIT, names_run: bool | None = None,
+        split: bool = False) -> Any:
+    """A dataclass field with validation and key-table metadata (see the module docstring)."""
+    meta: dict[str, Any] = {"affects": affects, "split": split}
+    if choices is not None:
+        meta["choices"] = tuple(choices)
+    for name, bound in (("ge", ge), ("gt", gt), ("le", le)):
+        if bound is not None:
+            meta[name] = bound
+    if names_run is not None:
+        meta["names_run"] = names_run
+    if default_factory is not None:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def neutral(default: Any = dataclasses.MISSING, **kw: Any) -> Any:
+    """A field that changes no result (logging, scheduling, where files go)."""
+    return opt(default, affects=None, **kw)
+
+
+def _describe(meta: dict[str, Any]) -> str:
+    if "choices" in meta:
+        return "one of " + ", ".join(str(c) for c in meta["choices"])
+    parts = []
+    if "gt" in meta:
+        parts.append(f"> {meta['gt']}")
+    if "ge" in meta:
+        parts.append(f">= {meta['ge']}")
+    if "le" in meta:
+        parts.append(f"<= {meta['le']}")
+    return " and ".join(parts)
+
+
+def check_value(key: str, value: Any, meta: dict[str, Any]) -> str | None:
+    """An error message if ``value`` breaks ``meta``'s rule, else None."""
+    if value is None:
+        return None
+    if "choices" in meta and value not in meta["choices"]:
+        return f"{key}={value!r} is not allowed; use {_describe(meta)}"
+    bounds = [b for b in ("ge", "gt", "le") if b in meta]
+    if bounds and (isinstance(value, bool) or not isinstance(value, (int, float))):
+        return f"{key}={value!r} must be a number ({_describe(meta)})"
+    if ("ge" in meta and value < meta["ge"]) or ("gt" in meta and value <= meta["gt"]) or (
+            "le" in meta and value > meta["le"]):
+        return f"{key}={value!r} is out of range; it must be {_describe(meta)}"
+    return None
+
+
+def dataclass_of(tp: Any) -> type | None:
+    """The dataclass a field type holds directly (``X``) or as dict values (``dict[str, X]``)."""
+    if dataclasses.is_dataclass(tp):
+        return tp
+    args = getattr(tp, "__args__", None) or ()
+    if getattr(tp, "__origin__", None) is dict and len(args) == 2 and dataclasses.is_dataclass(args[1]):
+        return args[1]
+    return None
+
+
+def is_dict_field(tp: Any) -> bool:
+    return getattr(tp, "__origin__", None) is dict
+
+
+def check_values(schema: type, values: Any, prefix: str = "") -> list[str]:
+    """Every rule violation in ``values`` (a DictConfig/dict shaped like ``schema``), as messages."""
+    import typing
+
+    errors: list[str] = []
+    hints = typing.get_type_hints(schema)
+    for f in dataclasses.fields(schema):
+        key = f"{prefix}{f.name}"
+        value = values[f.name] if f.name in values else None
+        err = check_value(key, value, dict(f.metadata))
+        if err:
+            errors.append(err)
+        sub = dataclass_of(hints[f.name])
+        if sub is None or value is None:
+            continue
+        if is_dict_field(hints[f.name]):
+            for name in value:
+                errors.extend(check_values(sub, value[name], f"{key}.{name}."))
+        else:
+            errors.extend(check_values(sub, value, f"{key}."))
+    return errors

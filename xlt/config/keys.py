@@ -1,0 +1,131 @@
+"""The one table of result-changing keys, derived from the schemas' field metadata (:mod:`.fields`).
+
+It answers four questions, for run naming, stage input hashes, the prefetch command and run comparison:
+
+* :func:`key_info` — which stage a key affects (``None``: no result), whether it names the run, whether it
+  only splits work between jobs;
+* :func:`stage_values` — the values a stage's output depends on directly (its own keys; upstream stages
+  enter through their outputs' provenance, see :mod:`xlt.contract`);
+* :func:`names_run` — whether a command-line override belongs in the run directory's name: keys that change
+  the data or the trained model (build_data, translate, train), and evaluation keys that score another model;
+* :func:`result_values` — a run's config without the keys that change no result (for grouping seeds).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from xlt.config.fields import INHERIT, dataclass_of, is_dict_field
+
+# Stages whose outputs make up "what was trained": an override of one of their keys is another run.
+TRAINING_STAGES = ("build_data", "translate", "train")
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    key: str
+    affects: str | None  # the first stage whose output the key changes; None: no result
+    names_run: bool  # an override of it goes into the run directory's name
+    split: bool  # only says how work is divided between jobs
+    is_section: bool = False  # a dataclass node (a config group), not a leaf
+
+
+def _root() -> type:
+    from xlt.config import XltConfig
+
+    return XltConfig
+
+
+def _field_info(f: dataclasses.Field, key: str, parent: KeyInfo | None, is_section: bool) -> KeyInfo:
+    meta = f.metadata
+    affects = meta.get("affects", INHERIT)
+    if affects == INHERIT:
+        affects = parent.affects if parent else None
+    names = meta.get("names_run")
+    if names is None:
+        names = parent.names_run if parent and parent.affects == affects else affects in TRAINING_STAGES
+    return KeyInfo(key, affects, bool(names), bool(meta.get("split", False)), is_section)
+
+
+def key_info(key: str) -> KeyInfo | None:
+    """What ``key`` (dotted, e.g. ``data.sources.race.path``; dict entries are any name) affects.
+
+    None for keys outside the schema (``hydra.*``, ``recipe``).
+    """
+    cls: type | None = _root()
+    parent: KeyInfo | None = None
+    parts = key.lstrip("+~").replace("/", ".").split(".")
+    i = 0
+    while i < len(parts):
+        if cls is None:
+            return parent  # below a plain dict/list leaf: the leaf's info
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        if parts[i] not in fields:
+            return None
+        f = fields[parts[i]]
+        tp = hints[f.name]
+        sub = dataclass_of(tp)
+        name = ".".join(parts[: i + 1])
+        parent = _field_info(f, name, parent, sub is not None)
+        if sub is not None and is_dict_field(tp):
+            i += 1  # skip the entry name: any name has the entry schema
+        cls = sub
+        i += 1
+    return parent
+
+
+def names_run(key: str) -> bool:
+    """Whether a command-line override of ``key`` names the run directory (see the module docstring)."""
+    info = key_info(key)
+    return bool(info and info.names_run)
+
+
+def is_split_key(key: str) -> bool:
+    info = key_info(key)
+    return bool(info and info.split)
+
+
+def _walk(cls: type, values: Any, prefix: str, parent: KeyInfo | None, out: dict[str, tuple[KeyInfo, Any]]) -> None:
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        if f.name not in values:
+            continue
+        key = f"{prefix}{f.name}"
+        value = values[f.name]
+        sub = dataclass_of(hints[f.name])
+        info = _field_info(f, key, parent, sub is not None)
+        if sub is None or value is None:
+            if OmegaConf.is_config(value):
+                value = OmegaConf.to_container(value, resolve=True)
+            out[key] = (info, value)
+        elif is_dict_field(hints[f.name]):
+            if not value:
+                out[key] = (info, {})
+            for name in sorted(value):
+                _walk(sub, value[name], f"{key}.{name}.", info, out)
+        else:
+            _walk(sub, value, f"{key}.", info, out)
+
+
+def leaves(cfg: DictConfig | dict[str, Any]) -> dict[str, tuple[KeyInfo, Any]]:
+    """Every leaf of ``cfg`` (dotted key -> (its info, its value)), in schema order."""
+    out: dict[str, tuple[KeyInfo, Any]] = {}
+    _walk(_root(), cfg, "", None, out)
+    return out
+
+
+def stage_values(cfg: DictConfig | dict[str, Any], stage: str) -> dict[str, Any]:
+    """The leaves whose value changes ``stage``'s output directly (split keys excluded)."""
+    return {k: v for k, (info, v) in leaves(cfg).items() if info.affects == stage and not info.split}
+
+
+def result_values(cfg: DictConfig | dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The leaves that change some result (minus the keys in ``drop``, e.g. ``seed``)."""
+    return {k: v for k, (info, v) in leaves(cfg).items()
+            if info.affects is not None and not info.split and k not in drop}

@@ -1,0 +1,68 @@
+"""Checks of the command line before Hydra composes it, and of ``run_root`` before Hydra uses it.
+
+Hydra reports a misspelled ``+key``, a new entry of a dict of sections or an unusable output folder
+with a traceback that does not name the key; these checks name it, with the closest valid key.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from pathlib import Path
+
+from xlt.config.keys import key_info, leaves
+from xlt.errors import ConfigError
+from xlt.secrets import is_secret_key
+
+# Override keys that are not config values: the recipe group and Hydra's own settings.
+_NOT_CONFIG = ("recipe", "hydra")
+
+
+def _known_keys() -> list[str]:
+    from omegaconf import OmegaConf
+
+    from xlt.config import XltConfig
+
+    return list(leaves(OmegaConf.structured(XltConfig)))
+
+
+def check_overrides(overrides: list[str]) -> None:
+    """Reject secrets, unknown keys and unknown source names among ``key=value`` overrides."""
+    from xlt.data.sources import SOURCES
+
+    for ov in overrides:
+        key = ov.split("=", 1)[0].lstrip("+~")
+        if is_secret_key(key):
+            raise ConfigError(f"{key}: secrets are not config values (they would end up in the run directory "
+                              "and its saved overrides); set them in the environment (HF_TOKEN, WANDB_API_KEY) "
+                              "or log in (huggingface-cli login, wandb login)")
+        if key.split(".")[0].split("/")[0] in _NOT_CONFIG:
+            continue
+        info = key_info(key)
+        if info is None:
+            close = difflib.get_close_matches(key, _known_keys(), n=1, cutoff=0.6)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise ConfigError(f"unknown config key '{key}' in override '{ov}'{hint}")
+        parts = key.split(".")
+        if parts[:2] == ["data", "sources"] and len(parts) > 2 and parts[2] not in SOURCES:
+            raise ConfigError(f"data.sources.{parts[2]}: unknown source; known sources: {sorted(SOURCES)}")
+
+
+def check_run_root(root: str) -> None:
+    """Raise :class:`ConfigError` naming ``run_root`` when it is not a writable folder (or creatable)."""
+    path = Path(str(root)).expanduser()
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise ConfigError(f"run_root={root}: {probe} is a file, not a folder; point run_root at a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".xlt-write-test."):
+            pass
+    except OSError as err:
+        raise ConfigError(f"run_root={root}: cannot create or write there ({err.strerror or err}); "
+                          "point run_root at a writable folder") from None
+    if not os.access(path, os.W_OK):  # pragma: no cover - covered by the write test above
+        raise ConfigError(f"run_root={root}: not writable")

@@ -1,0 +1,109 @@
+"""Cross-field rules of the config: checked with the per-field rules before any stage starts.
+
+Each rule takes the merged config and returns error messages (empty when it holds). Per-field rules
+(choices, ranges) live on the fields themselves (:mod:`xlt.config.fields`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+_FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
+
+
+def _stages(cfg: Any) -> list[str]:
+    from xlt.config import STAGES
+
+    bad = [s for s in cfg.stages if s not in STAGES]
+    if bad:
+        return [f"stages: unknown stage(s) {bad}; valid stages are {list(STAGES)}"]
+    if len(set(cfg.stages)) != len(cfg.stages):
+        return [f"stages={list(cfg.stages)} lists a stage twice"]
+    return []
+
+
+def _shards(cfg: Any) -> list[str]:
+    out = []
+    for section in ("translate", "eval"):
+        s = cfg[section]
+        if not 0 <= s.shard_index < s.num_shards:
+            out.append(f"{section}.shard_index={s.shard_index} must be in 0..{section}.num_shards-1 "
+                       f"(num_shards={s.num_shards})")
+    return out
+
+
+def _training(cfg: Any) -> list[str]:
+    t = cfg.training
+    out = []
+    if t.max_steps == 0:
+        out.append("training.max_steps=0 would save an untrained model; use -1 (train num_train_epochs) or >= 1")
+    if t.save_steps is not None and t.save_steps != t.eval_steps:
+        # The Trainer tracks the best metric at every evaluation but can only restore a saved step.
+        out.append(f"training.save_steps ({t.save_steps}) must equal training.eval_steps ({t.eval_steps}) or be null: "
+                   "the best dev checkpoint must be a saved one")
+    if t.deepspeed is not None:
+        from xlt.training.args import resolve_deepspeed
+
+        try:
+            resolve_deepspeed(t.deepspeed)
+        except Exception as err:  # ConfigError with the file or the known names
+            out.append(str(err))
+    return out
+
+
+def _sources(cfg: Any) -> list[str]:
+    from xlt.data.sources import SOURCES
+
+    unknown = sorted(set(cfg.data.sources) - set(SOURCES))
+    if unknown:
+        return [f"data.sources: unknown source(s) {unknown}; known sources: {sorted(SOURCES)}"]
+    if "build_data" in cfg.stages and not any(s.enabled for s in cfg.data.sources.values()):
+        return ["data.sources lists no enabled source; pick a data config, e.g. data=six_sources"]
+    return []
+
+
+def _translate(cfg: Any) -> list[str]:
+    t = cfg.translate
+    langs = [str(c) for c in t.languages or []]
+    out = []
+    bad = [c for c in langs if not _FLORES.match(c)]
+    if bad:
+        out.append(f"translate.languages: {bad} are not FLORES-200 codes like 'fra_Latn'")
+    dup = sorted({c for c in langs if langs.count(c) > 1})
+    if dup:
+        out.append(f"translate.languages lists {dup} more than once")
+    if t.source_language in langs:
+        out.append(f"translate.languages contains the source language {t.source_language!r}")
+    if "translate" in cfg.stages and not langs and not t.import_dir:
+        out.append("stages include translate but there is nothing to translate: pick a translate option with "
+                   "languages (e.g. translate=nllb) or set translate.languages=[fra_Latn,deu_Latn]")
+    s = t.sampling
+    if s.strategy == "cap" and s.max_rows_per_language is None:
+        out.append("translate.sampling.strategy=cap needs translate.sampling.max_rows_per_language")
+    if langs or t.import_dir:
+        if not s.include_english and not langs and not t.import_dir:
+            out.append("translate-train-all has no data: no languages and include_english=false")
+    return out
+
+
+def _eval(cfg: Any) -> list[str]:
+    e = cfg.eval
+    out = []
+    if "evaluate" in cfg.stages or "report" in cfg.stages:
+        if not any(b.enabled for b in e.benchmarks.values()):
+            out.append("eval.benchmarks has no enabled benchmark (empty benchmark selection)")
+    if e.scorer == "llm" and not e.llm.model and "evaluate" in cfg.stages:
+        out.append("eval.scorer=llm needs eval.llm.model=<Hub id or local folder of a causal LM>")
+    for name, b in e.benchmarks.items():
+        if b.languages is not None and len(b.languages) == 0:
+            out.append(f"eval.benchmarks.{name}.languages=[] selects nothing; use null for every language")
+    return out
+
+
+RULES: tuple[Callable[[Any], list[str]], ...] = (_stages, _shards, _training, _sources, _translate, _eval)
+
+
+def cross_field_errors(cfg: Any) -> list[str]:
+    return [msg for rule in RULES for msg in rule(cfg)]

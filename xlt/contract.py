@@ -1,0 +1,297 @@
+"""The stage contract: what each stage reads and writes, and the one place that decides what runs.
+
+Every stage (build_data, translate, train, evaluate, report) is declared in :data:`STAGES` with
+
+* its **config inputs**: the keys the schema marks as affecting it (:func:`xlt.config.keys.stage_values`);
+* its **file inputs**: content fingerprints of what it reads from outside the run directory (local source
+  copies, Belebele copies used for decontamination, imported translations, local models, benchmark copies,
+  the model it scores) — :mod:`xlt.fingerprint`;
+* its **upstream stages**: their markers' ``output_id`` (a new id every time a stage really runs);
+* its **outputs** in the run directory.
+
+Their hash is the stage's *input hash*. :func:`run_stages` skips a stage only when its done-marker was
+written under the same input hash and its outputs exist; otherwise it runs it and logs why (never run,
+``force=true``, which inputs changed, outputs missing). Because a stage that runs gets a new
+``output_id``, everything downstream of it is stale by construction: ``force=true`` on train makes every
+evaluation recompute, and a rebuilt training set retrains. Every result file records the provenance of
+what produced it (:meth:`StageContext.record`); the stages reuse partial work (training checkpoints,
+evaluation languages, translation parts) only when its recorded inputs still match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import OmegaConf
+
+from xlt import __version__
+from xlt.config.keys import stage_values
+from xlt.errors import ConfigError, XltError
+from xlt.fingerprint import path_fingerprint, resource_fingerprint
+from xlt.run import RunDir, atomic_write_text, is_main_process, world_size
+
+log = logging.getLogger("xlt")
+
+WAIT_POLL_S = 2.0
+
+
+def _h(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def uses_translations(cfg: Any) -> bool:
+    """Translate-train-all: the recipe configures translations (target languages or an import folder)."""
+    t = cfg.translate
+    return bool(t.import_dir) or bool(list(t.languages or []))
+
+
+def _local(path: Any) -> str | None:
+    return path_fingerprint(path) if path and Path(str(path)).expanduser().exists() else None
+
+
+# --- file inputs of each stage -------------------------------------------------------------------
+
+def _build_data_files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    files = {f"data.sources.{name}": _local(src.path) for name, src in sorted(cfg.data.sources.items())
+             if src.enabled and src.path}
+    if cfg.data.decontamination.enabled:  # build_data reads the local Belebele copies
+        for name, b in sorted(cfg.eval.benchmarks.items()):
+            if b.enabled and b.kind == "belebele" and b.path:
+                files[f"eval.benchmarks.{name}.path"] = _local(b.path)
+                files[f"eval.benchmarks.{name}.languages"] = list(b.languages) if b.languages else None
+    return files
+
+
+def _translate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    t = cfg.translate
+    return {"translate.import_dir": _local(t.import_dir), "translate.model": _local(t.model_name_or_path)}
+
+
+def _train_files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    m = cfg.model
+    return {"model.name_or_path": _local(m.name_or_path), "model.tokenizer": _local(m.tokenizer),
+            "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if uses_translations(cfg) else None}
+
+
+def scored_model(cfg: Any, run: RunDir) -> str | None:
+    """Fingerprint of the model the evaluate stage scores (weights, tokenizer, config; not the card)."""
+    e = cfg.eval
+    if e.scorer == "llm":
+        return resource_fingerprint(e.llm.model, e.llm.revision)
+    if e.scorer != "mc":
+        return None
+    return path_fingerprint(run.model) if e.model == "run" else resource_fingerprint(e.model)
+
+
+def translate_test_values(cfg: Any) -> dict[str, Any] | None:
+    """Translate-test translates with the ``translate`` group's model: its settings are evaluation inputs."""
+    if not any(b.enabled and b.translate_test for b in cfg.eval.benchmarks.values()):
+        return None
+    t = cfg.translate
+    return {"kind": t.kind, "model": t.model_name_or_path, "revision": t.revision, "files": _local(t.model_name_or_path),
+            "max_input_tokens": t.max_input_tokens, "max_new_tokens": t.max_new_tokens, "num_beams": t.num_beams,
+            "precision": t.precision}
+
+
+def _evaluate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    files: dict[str, Any] = {"model": scored_model(cfg, run), "translate_test": translate_test_values(cfg)}
+    for name, b in sorted(cfg.eval.benchmarks.items()):
+        if b.enabled and b.path:
+            files[f"eval.benchmarks.{name}.path"] = _local(b.path)
+    return files
+
+
+def _report_files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    return {"eval.resource_groups": _local(cfg.eval.resource_groups)}
+
+
+def _evaluate_upstream(cfg: Any) -> tuple[str, ...]:
+    return ("train",) if cfg.eval.scorer == "mc" and cfg.eval.model == "run" else ()
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    name: str
+    func: str  # "module:function" taking (cfg, run, ctx) and returning a summary, or None if incomplete
+    upstream: Callable[[Any], tuple[str, ...]]
+    files: Callable[[Any, RunDir], dict[str, Any]]
+    outputs: tuple[str, ...]
+    shard_section: str | None = None  # config section whose shard_index/num_shards split this stage
+
+
+STAGES: dict[str, StageSpec] = {s.name: s for s in (
+    StageSpec("build_data", "xlt.data.assemble:run_stage", lambda cfg: (), _build_data_files,
+              ("data/train_set", "data/build_report.json")),
+    StageSpec("translate", "xlt.translation.stage:run_stage", lambda cfg: ("build_data",), _translate_files,
+              ("data/translation_report.json",), shard_section="translate"),
+    StageSpec("train", "xlt.training.stage:run_stage",
+              lambda cfg: ("build_data", "translate") if uses_translations(cfg) else ("build_data",),
+              _train_files, ("model", "train_metrics.json")),
+    StageSpec("evaluate", "xlt.scoring.stage:run_stage", _evaluate_upstream, _evaluate_files, ("eval",),
+              shard_section="eval"),
+    StageSpec("report", "xlt.reporting.stage:run_stage", lambda cfg: ("evaluate",), _report_files,
+              ("report.json",)),
+)}
+
+
+@dataclass
+class StageContext:
+    """What a running stage knows about its inputs; :meth:`record` goes into every result file."""
+
+    stage: str
+    inputs: str  # the input hash
+    detail: dict[str, Any]  # config values, file fingerprints, upstream output ids
+    force: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def upstream(self) -> dict[str, str | None]:
+        return self.detail["upstream"]
+
+    def record(self, **extra: Any) -> dict[str, Any]:
+        """Provenance of a result: stage, input hash, upstream output ids, model/data fingerprints, version."""
+        files = self.detail["files"]
+        out = {"stage": self.stage, "inputs": self.inputs, "upstream": self.upstream, "xlt_version": __version__}
+        if "model" in files:
+            out["model"] = files["model"]
+        data = {k: v for k, v in files.items() if k != "model" and v is not None}
+        if data:
+            out["data"] = data
+        return {**out, **self.extra, **extra}
+
+
+def output_id(run: RunDir, stage: str) -> str | None:
+    """The ``output_id`` of ``stage``'s done-marker (None if the stage is not done)."""
+    if not run.is_done(stage):
+        return None
+    try:
+        return run.done_info(stage).get("provenance", {}).get("output_id")
+    except (OSError, ValueError):
+        return None
+
+
+def context(cfg: Any, run: RunDir, stage: str, force: bool | None = None) -> StageContext:
+    """The stage's inputs as they are now (config values, file fingerprints, upstream outputs)."""
+    spec = STAGES[stage]
+    detail = {
+        "config": stage_values(cfg, stage),
+        "files": spec.files(cfg, run),
+        "upstream": {name: output_id(run, name) for name in spec.upstream(cfg)},
+    }
+    return StageContext(stage, _h(detail), detail, bool(cfg.force if force is None else force))
+
+
+def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    out = []
+    for part in ("config", "files", "upstream"):
+        a, b = old.get(part, {}), new.get(part, {})
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                out.append(f"{key}" if part == "config" else f"{part[:-1] if part == 'files' else 'upstream'} {key}")
+    return out
+
+
+def stale_reason(run: RunDir, ctx: StageContext) -> str | None:
+    """Why ``ctx.stage`` must run (None: its done-marker matches and its outputs exist)."""
+    if ctx.force:
+        return "force=true"
+    if not run.is_done(ctx.stage):
+        return "not done yet"
+    try:
+        prov = run.done_info(ctx.stage).get("provenance", {})
+    except (OSError, ValueError):
+        return "its done-marker is unreadable"
+    if prov.get("inputs") != ctx.inputs:
+        changed = _changes(prov.get("detail", {}), ctx.detail)
+        return "inputs changed: " + (", ".join(changed[:8]) if changed else "(an earlier xlt version's marker)")
+    missing = [o for o in STAGES[ctx.stage].outputs if not (run.path / o).exists()]
+    if missing:
+        return f"outputs missing: {', '.join(missing)}"
+    return None
+
+
+def _stage_function(name: str) -> Callable[..., dict[str, Any] | None]:
+    module, _, func = STAGES[name].func.partition(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def _wait_for_rank0(run: RunDir, name: str, ctx: StageContext) -> None:
+    """On ranks > 0: wait until rank 0 has finished (or failed) stage ``name`` with these inputs."""
+    log.info("stage %-10s runs on rank 0; waiting for it", name)
+    failed = run.path / "stages" / f"{name}.failed"
+    while True:
+        if run.is_done(name) and run.done_info(name).get("provenance", {}).get("inputs") == ctx.inputs:
+            return
+        if failed.exists():
+            raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
+        time.sleep(WAIT_POLL_S)
+
+
+def _sharded(cfg: Any, spec: StageSpec) -> bool:
+    return spec.shard_section is not None and int(cfg[spec.shard_section].num_shards) > 1
+
+
+def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Callable[[], None] | None = None) -> list[str]:
+    """Run ``stages`` in order under the contract (see the module docstring); return those that ran.
+
+    ``on_first_run`` is called once, before the first stage that really runs (the entry point writes
+    ``config.yaml`` there, so calls that only skip leave it alone).
+
+    Under a multi-process launcher only ``train`` runs on every rank; the other stages run on rank 0,
+    while the other ranks wait for stages before ``train`` and skip those after. A sharded job (a
+    ``num_shards`` > 1 job of translate or evaluate) runs only its own stage and what follows it; the
+    stages before must be done.
+    """
+    distributed = world_size() > 1
+    train_at = list(stages).index("train") if "train" in stages else len(stages)
+    sharded_at = next((i for i, s in enumerate(stages) if _sharded(cfg, STAGES[s])), None)
+    ran: list[str] = []
+    for i, name in enumerate(stages):
+        ctx = context(cfg, run, name)
+        reason = stale_reason(run, ctx)
+        if reason is None:
+            log.info("stage %-10s up to date (%s); skipping. Use force=true to redo it.", name, run.marker(name))
+            continue
+        if sharded_at is not None and i < sharded_at:
+            shard = stages[sharded_at]
+            raise ConfigError(f"stage {name} must be done before the sharded {shard} jobs start ({reason}); "
+                              f"run it once without {STAGES[shard].shard_section}.num_shards/shard_index")
+        if distributed and name != "train" and not is_main_process():
+            if i < train_at:
+                _wait_for_rank0(run, name, ctx)
+            else:
+                log.info("stage %-10s runs on rank 0 only", name)
+            continue
+        if on_first_run is not None and not ran:
+            on_first_run()
+        failed = run.path / "stages" / f"{name}.failed"
+        failed.unlink(missing_ok=True)
+        if is_main_process() and not _sharded(cfg, STAGES[name]):
+            run.clear(name)  # a crash from here on leaves no done-marker that looks current
+        log.info("stage %-10s running: %s", name, reason)
+        started = time.time()
+        try:
+            summary = _stage_function(name)(cfg, run, ctx=ctx)
+        except BaseException:
+            if distributed and is_main_process():
+                atomic_write_text(failed, "failed\n")
+            raise
+        ran.append(name)
+        if summary is not None and is_main_process():
+            finished = time.time()
+            prov = {**ctx.record(), "detail": ctx.detail, "host": socket.gethostname(), "pid": os.getpid(),
+                    "started": started, "finished": finished,
+                    "output_id": _h([ctx.inputs, finished, os.getpid(), socket.gethostname()])}
+            run.mark_done(name, {**summary, "provenance": prov})
+        log.info("stage %-10s finished", name)
+    return ran

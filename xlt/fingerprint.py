@@ -1,0 +1,123 @@
+"""Content fingerprints of the files a stage reads: sources, benchmark copies, model weights.
+
+A fingerprint is a SHA-256 over (relative path, content) of every file, so an edit in place, a swapped
+weights file or a copy with other content changes it, and a copy with the same content does not. Hashing
+is memoised on disk by (path, size, mtime, inode) in ``$XLT_CACHE/fingerprints.json`` (default
+``~/.cache/xlt``), so a multi-GB checkpoint is read once, not at every rerun.
+
+Things that are not local files are fingerprinted by their identity: a Hub id with its revision.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from filelock import FileLock
+
+_MEMO: dict[str, str] = {}
+_CHUNK = 1 << 20
+# Files that describe a folder but do not change what it computes.
+_IGNORED = {"README.md", "xlt_provenance.json", ".DS_Store"}
+
+
+def _cache_file() -> Path:
+    root = Path(os.environ.get("XLT_CACHE", Path.home() / ".cache" / "xlt")).expanduser()
+    return root / "fingerprints.json"
+
+
+def _stat_key(path: Path) -> str:
+    st = path.stat()
+    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+
+
+def _load_memo() -> None:
+    if _MEMO:
+        return
+    try:
+        _MEMO.update(json.loads(_cache_file().read_text()))
+    except (OSError, ValueError):
+        pass
+
+
+def _save_memo(new: dict[str, str]) -> None:
+    path = _cache_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock", timeout=10):
+            try:
+                stored = json.loads(path.read_text())
+            except (OSError, ValueError):
+                stored = {}
+            stored.update(new)
+            if len(stored) > 50_000:  # keep the memo small: drop the oldest half
+                stored = dict(list(stored.items())[-25_000:])
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(stored))
+            os.replace(tmp, path)
+    except Exception:  # the memo is an optimisation; never fail a run for it
+        pass
+
+
+def file_hash(path: str | os.PathLike[str]) -> str:
+    """SHA-256 of one file's content (memoised by path, size, mtime and inode)."""
+    path = Path(path)
+    _load_memo()
+    key = _stat_key(path)
+    if key in _MEMO:
+        return _MEMO[key]
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+    digest = h.hexdigest()
+    _MEMO[key] = digest
+    _save_memo({key: digest})
+    return digest
+
+
+def _files(root: Path) -> Iterable[Path]:
+    if root.is_file():
+        yield root
+        return
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if not name.startswith(".") and name not in _IGNORED:
+                yield Path(dirpath) / name
+
+
+def path_fingerprint(path: str | os.PathLike[str], only: Iterable[Path] | None = None) -> str:
+    """Fingerprint of a file or folder (all files below it, or just ``only``); "missing:<path>" if absent."""
+    root = Path(path).expanduser()
+    if not root.exists():
+        return f"missing:{root}"
+    files = sorted(only) if only is not None else list(_files(root))
+    h = hashlib.sha256()
+    for f in files:
+        rel = f.name if root.is_file() else str(f.relative_to(root))
+        h.update(rel.encode() + b"\0" + file_hash(f).encode() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def language_fingerprint(path: str | os.PathLike[str], language: str) -> str:
+    """Fingerprint of the files of one language in a benchmark copy (files or folders named after the
+    code, e.g. ``data/deu_Latn.jsonl`` or ``de/test-*.parquet``); the whole copy if none is named so."""
+    root = Path(path).expanduser()
+    if not root.is_dir():
+        return path_fingerprint(root)
+    mine = [f for f in _files(root) if f.stem == language or language in f.relative_to(root).parts[:-1]]
+    return path_fingerprint(root, mine) if mine else path_fingerprint(root)
+
+
+def resource_fingerprint(name_or_path: str | None, revision: str | None = None) -> str | None:
+    """A local path's content fingerprint, or a Hub id's identity (``hub:<id>@<revision>``)."""
+    if not name_or_path:
+        return None
+    local = Path(str(name_or_path)).expanduser()
+    if local.exists():
+        return path_fingerprint(local)
+    return f"hub:{name_or_path}@{revision or 'main'}"

@@ -1,0 +1,180 @@
+"""The run-directory lock: one run of a directory at a time, shards of one stage side by side.
+
+A holder writes ``<run>/locks/<name>.json`` (host, PID, process start time, launch id, start time,
+command) with an exclusive create. An ordinary run takes the ``run`` lock and needs every other lock to be
+free; a sharded job (``translate.num_shards`` / ``eval.num_shards`` > 1) takes ``<stage>-shard<i>-of-<n>`` and
+needs only the ``run`` lock to be free, so the shards of a SLURM array run together while a second plain
+run of the same directory stops at once, naming the holder.
+
+A lock whose holder is dead (same host, the PID is gone or belongs to a newer process) is stale: it is
+taken over, and the log says so. A holder on another host cannot be checked; the message says how to
+remove its lock if that job is known to be dead. The ranks of one distributed launch share the lock:
+rank 0 takes it, the others check that it belongs to their own launch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from xlt.errors import XltError
+
+log = logging.getLogger("xlt.lock")
+
+RUN_LOCK = "run"
+RANK_WAIT_S = 120.0
+
+
+class RunLockedError(XltError):
+    """Another live process holds the run directory."""
+
+
+def _proc_start(pid: int) -> str | None:
+    """The start time of process ``pid`` in clock ticks since boot (Linux), to tell a reused PID apart."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(info: dict[str, Any]) -> bool | None:
+    """True/False for a holder on this host; None when it cannot be checked (another host)."""
+    if info.get("host") != socket.gethostname():
+        return None
+    pid = int(info.get("pid", -1))
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    start = info.get("proc_start")
+    return start is None or _proc_start(pid) in (None, start)
+
+
+def launch_id() -> str:
+    """Identifies one (possibly multi-process) launch: shared by its ranks, different for the next one."""
+    if "TORCHELASTIC_RUN_ID" in os.environ or "MASTER_PORT" in os.environ:
+        return ":".join(os.environ.get(k, "") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT"))
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def describe(info: dict[str, Any]) -> str:
+    started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(info.get("started", 0)))
+    return f"host {info.get('host')}, PID {info.get('pid')}, started {started}: {info.get('command', '')}"
+
+
+class RunLock:
+    """Context manager holding ``<run>/locks/<name>.json`` (see the module docstring)."""
+
+    def __init__(self, run_path: str | os.PathLike[str], name: str = RUN_LOCK, rank: int = 0):
+        self.dir = Path(run_path) / "locks"
+        self.name = name
+        self.rank = rank
+        self.path = self.dir / f"{name}.json"
+        self.held = False
+
+    def _read(self, path: Path) -> dict[str, Any] | None:
+        try:
+            return json.loads(path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return {}  # being written: treat as held by an unknown live process for this check
+
+    def _conflicts(self) -> list[tuple[Path, dict[str, Any]]]:
+        """Live locks that this one may not coexist with (stale ones are removed on the way)."""
+        out = []
+        for path in sorted(self.dir.glob("*.json")):
+            if path == self.path:
+                continue
+            if self.name != RUN_LOCK and path.stem != RUN_LOCK:
+                continue  # shards of a stage run side by side
+            info = self._read(path)
+            if info is None:
+                continue
+            if info and _alive(info) is False:
+                log.warning("removing the stale lock %s of a dead process (%s)", path, describe(info))
+                path.unlink(missing_ok=True)
+                continue
+            out.append((path, info))
+        return out
+
+    def _refuse(self, path: Path, info: dict[str, Any]) -> RunLockedError:
+        holder = describe(info) if info else "a process that is starting"
+        hint = ("" if _alive(info) else
+                f"\n  The holder runs on another host; if that job is dead, delete {path} and rerun.")
+        return RunLockedError(
+            f"the run directory {self.dir.parent} is in use by another xlt process ({holder}).\n"
+            f"  Wait for it to finish, or give this run its own directory (other overrides or run_root=...).{hint}"
+        )
+
+    def acquire(self) -> RunLock:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.rank > 0:
+            return self._join()
+        me = {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid()),
+              "launch": launch_id(), "started": time.time(), "command": " ".join(sys.argv[1:])[:500]}
+        for _ in range(2):  # a second try after removing a stale lock of our own name
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                info = self._read(self.path) or {}
+                if info and _alive(info) is False:
+                    log.warning("taking over the stale lock %s of a dead process (%s)", self.path, describe(info))
+                    self.path.unlink(missing_ok=True)
+                    continue
+                raise self._refuse(self.path, info) from None
+            with os.fdopen(fd, "w") as f:
+                json.dump(me, f)
+            break
+        else:  # pragma: no cover - only when another process keeps recreating the lock
+            raise self._refuse(self.path, self._read(self.path) or {})
+        self.held = True
+        conflicts = self._conflicts()
+        if conflicts:
+            self.release()
+            raise self._refuse(*conflicts[0])
+        return self
+
+    def _join(self) -> RunLock:
+        """Ranks > 0: wait for rank 0's lock and check it is this launch's."""
+        deadline = time.monotonic() + RANK_WAIT_S
+        while time.monotonic() < deadline:
+            info = self._read(self.path)
+            if info and info.get("launch") == launch_id():
+                return self
+            if info and _alive(info) is not False and info.get("launch") != launch_id():
+                raise self._refuse(self.path, info)
+            time.sleep(0.2)
+        raise RunLockedError(f"rank {self.rank}: rank 0 did not take the lock {self.path} within {RANK_WAIT_S:.0f} s")
+
+    def release(self) -> None:
+        if self.held:
+            info = self._read(self.path)
+            if info and info.get("pid") == os.getpid():
+                self.path.unlink(missing_ok=True)
+            self.held = False
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def lock_name(cfg: Any) -> str:
+    """``run`` for an ordinary run; ``<stage>-shard<i>-of-<n>`` for a sharded translate/evaluate job."""
+    for stage, section in (("translate", cfg.translate), ("evaluate", cfg.eval)):
+        if int(section.num_shards) > 1:
+            return f"{stage}-shard{int(section.shard_index)}-of-{int(section.num_shards)}"
+    return RUN_LOCK
