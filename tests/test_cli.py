@@ -43,10 +43,14 @@ def test_demo_learns_and_writes_the_report(demo_run):
 def test_demo_rerun_skips_finished_stages(demo_run):
     run, _ = demo_run
     marker = (run / "stages" / "train.json").stat().st_mtime_ns
+    config = (run / "config.yaml").stat().st_mtime_ns
     proc = xlt("xlt.train", "+recipe=demo", f"run_root={run.parent.parent}")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.count("already done") + proc.stderr.count("already done") == 4
+    assert proc.stdout.count("up to date") + proc.stderr.count("up to date") == 4
     assert (run / "stages" / "train.json").stat().st_mtime_ns == marker
+    assert (run / "config.yaml").stat().st_mtime_ns == config  # a call that only skips does not rewrite it
+    calls = [json.loads(line) for line in (run / "calls.jsonl").read_text().splitlines()]
+    assert calls[-1]["ran"] == [] and calls[0]["ran"] == ["build_data", "train", "evaluate", "report"]
 
 
 def test_misspelled_key_names_the_key(tmp_path):

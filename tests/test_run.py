@@ -19,12 +19,21 @@ def test_run_name_from_recipe_and_sorted_overrides() -> None:
 def test_neutral_overrides_do_not_change_the_run() -> None:
     base = run_name(["+recipe=demo"])
     assert run_name(["+recipe=demo", "stages=[evaluate]", "logger=wandb", "eval.shard_index=3",
-                     "eval.num_shards=4", "force=true"]) == base
+                     "eval.num_shards=4", "force=true", "translate.cache_dir=/x", "translate.shard_index=1",
+                     "run_root=/r", "hydra/launcher=slurm", "eval=belebele", "eval.batch_size=8",
+                     "training.logging_steps=5", "logger.project=p"]) == base
+
+
+def test_overrides_that_change_the_model_or_what_is_scored_name_the_run() -> None:
+    for ov in ("seed=2", "data.sources.race.max_rows=10", "translate=nllb", "translate.sampling.strategy=cap",
+               "model=xlmr_base", "training.learning_rate=1e-5", "eval.model=/m", "eval.scorer=gold",
+               "eval.llm.model=org/lm"):
+        assert run_name(["+recipe=demo", ov]) != "demo/default", ov
 
 
 def test_long_names_are_hashed_and_distinct() -> None:
-    a = run_name(["+recipe=x"] + [f"k{i}=value{i}" for i in range(40)])
-    b = run_name(["+recipe=x"] + [f"k{i}=value{i}" for i in range(39)] + ["k39=other"])
+    a = run_name(["+recipe=x"] + [f"data.sources.s{i}.max_rows={i}" for i in range(40)])
+    b = run_name(["+recipe=x"] + [f"data.sources.s{i}.max_rows={i}" for i in range(39)] + ["data.sources.s39.max_rows=7"])
     assert len(a) < 140 and a != b
 
 

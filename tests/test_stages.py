@@ -1,4 +1,5 @@
-"""The stage loop of xlt.cli: skipping done stages, rerunning on changed inputs, ranks under a launcher."""
+"""The stage contract (xlt.contract): skipping done stages, rerunning on changed inputs and upstream
+stages, force, ranks under a launcher."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import threading
 
 import pytest
 
-from xlt import cli
+from xlt import contract
 from xlt import config as xcfg
 from xlt.errors import XltError
 from xlt.run import RunDir
@@ -17,28 +18,58 @@ def calls(monkeypatch):
     seen: list[str] = []
 
     def fake(name):
-        def stage(cfg, run):
+        def stage(cfg, run, ctx=None):
             seen.append(name)
+            for out in contract.STAGES[name].outputs:
+                (run.path / out).mkdir(parents=True, exist_ok=True)
             return {"ok": True}
         return stage
 
-    monkeypatch.setattr(cli, "stage_function", fake)
+    monkeypatch.setattr(contract, "_stage_function", fake)
     return seen
 
 
 def test_done_stages_are_skipped_and_changed_inputs_rerun(tmp_path, calls):
     run = RunDir(tmp_path)
     cfg = xcfg.validate({})
-    cli.run_stages(cfg, run, ["build_data", "evaluate"])
-    cli.run_stages(cfg, run, ["build_data", "evaluate"])
+    contract.run_stages(cfg, run, ["build_data", "evaluate"])
+    contract.run_stages(cfg, run, ["build_data", "evaluate"])
     assert calls == ["build_data", "evaluate"]
     cfg.eval.batch_size = 7  # evaluation settings changed: evaluate runs again, build_data does not
-    cli.run_stages(cfg, run, ["build_data", "evaluate"])
+    contract.run_stages(cfg, run, ["build_data", "evaluate"])
     assert calls == ["build_data", "evaluate", "evaluate"]
-    cfg.eval.shard_index = 0  # how work is split is not an input
+    cfg.eval.num_shards = 1  # how work is split is not an input
+    contract.run_stages(cfg, run, ["build_data", "evaluate"])
+    assert calls == ["build_data", "evaluate", "evaluate"]
     cfg.force = True
-    cli.run_stages(cfg, run, ["build_data"])
+    contract.run_stages(cfg, run, ["build_data"])
     assert calls[-1] == "build_data"
+
+
+def test_a_stage_that_ran_makes_everything_downstream_stale(tmp_path, calls):
+    run = RunDir(tmp_path)
+    cfg = xcfg.validate({})
+    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])
+    assert calls == ["build_data", "train", "evaluate", "report"]
+    cfg.force = True
+    contract.run_stages(cfg, run, ["build_data"])  # redo only the first stage ...
+    cfg.force = False
+    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])  # ... the rest follows
+    assert calls[4:] == ["build_data", "train", "evaluate", "report"]
+    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])
+    assert len(calls) == 8
+
+
+def test_missing_outputs_rerun_a_done_stage(tmp_path, calls):
+    import shutil
+
+    run = RunDir(tmp_path)
+    cfg = xcfg.validate({})
+    contract.run_stages(cfg, run, ["build_data"])
+    shutil.rmtree(run.train_set)
+    assert contract.stale_reason(run, contract.context(cfg, run, "build_data")) == "outputs missing: data/train_set"
+    contract.run_stages(cfg, run, ["build_data"])
+    assert calls == ["build_data", "build_data"]
 
 
 def test_other_ranks_wait_for_rank0_before_train_and_skip_after(tmp_path, calls, monkeypatch):
@@ -46,11 +77,11 @@ def test_other_ranks_wait_for_rank0_before_train_and_skip_after(tmp_path, calls,
     monkeypatch.setenv("RANK", "1")
     run = RunDir(tmp_path)
     cfg = xcfg.validate({})
-    inputs = cli.stage_inputs(cfg, "build_data")
-    timer = threading.Timer(0.3, lambda: run.mark_done("build_data", {"inputs": inputs}))
+    inputs = contract.context(cfg, run, "build_data").inputs
+    timer = threading.Timer(0.3, lambda: run.mark_done("build_data", {"provenance": {"inputs": inputs}}))
     timer.start()
-    monkeypatch.setattr(cli, "WAIT_POLL_S", 0.05)
-    cli.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])
+    monkeypatch.setattr(contract, "WAIT_POLL_S", 0.05)
+    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])
     assert calls == ["train"]  # build_data came from rank 0; evaluate and report are rank 0's
 
 
@@ -61,7 +92,7 @@ def test_other_ranks_stop_when_rank0_fails(tmp_path, calls, monkeypatch):
     (tmp_path / "stages").mkdir()
     (tmp_path / "stages" / "build_data.failed").write_text("failed\n")
     with pytest.raises(XltError, match="failed on rank 0"):
-        cli.run_stages(xcfg.validate({}), run, ["build_data", "train"])
+        contract.run_stages(xcfg.validate({}), run, ["build_data", "train"])
     assert calls == []
 
 
@@ -69,11 +100,11 @@ def test_rank0_marks_a_failed_stage_for_the_others(tmp_path, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
 
-    def boom(cfg, run):
+    def boom(cfg, run, ctx=None):
         raise RuntimeError("broken")
 
-    monkeypatch.setattr(cli, "stage_function", lambda name: boom)
+    monkeypatch.setattr(contract, "_stage_function", lambda name: boom)
     run = RunDir(tmp_path)
     with pytest.raises(RuntimeError):
-        cli.run_stages(xcfg.validate({}), run, ["build_data"])
+        contract.run_stages(xcfg.validate({}), run, ["build_data"])
     assert (tmp_path / "stages" / "build_data.failed").is_file()

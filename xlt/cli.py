@@ -13,7 +13,6 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -22,23 +21,14 @@ from omegaconf import DictConfig, OmegaConf
 from xlt import config as xcfg
 from xlt.cluster import SIGNALS, install_signal_handlers
 from xlt.config import CONF_DIR
-from xlt.config.overrides import check_overrides, check_run_root
+from xlt.config.overrides import check_overrides
 from xlt.contract import run_stages
 from xlt.errors import XltError
 from xlt.lock import RunLock, lock_name
-from xlt.run import RunDir, atomic_write_text, is_main_process, run_name, world_size
+from xlt.run import RunDir, atomic_write_text, is_main_process, world_size
 
 log = logging.getLogger("xlt")
 
-
-
-def _register_resolvers() -> None:
-    if not OmegaConf.has_resolver("xlt_run_name"):
-        OmegaConf.register_new_resolver("xlt_run_name", lambda overrides: run_name(list(overrides)))
-    if not OmegaConf.has_resolver("xlt_run_root"):
-        OmegaConf.register_new_resolver("xlt_run_root", _checked_run_root)
-    if not OmegaConf.has_resolver("xlt_assets"):
-        OmegaConf.register_new_resolver("xlt_assets", lambda: str(Path(__file__).resolve().parent / "assets"))
 
 
 def _fail(err: XltError) -> None:
@@ -46,20 +36,6 @@ def _fail(err: XltError) -> None:
     sys.exit(2)
 
 
-def _checked_run_root(root: str) -> str:
-    """``run_root`` as Hydra's run directory base, or a clear error (exit 2) when it cannot hold runs.
-
-    Called by Hydra while it resolves ``hydra.run.dir``, before it creates the folder, so a bad
-    ``run_root`` is named here rather than in a Hydra traceback.
-    """
-    try:
-        check_run_root(root)
-    except XltError as err:
-        _fail(err)
-    return root
-
-
-_register_resolvers()
 xcfg.register()
 
 
@@ -70,9 +46,10 @@ def _setup_logging() -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def resolve_run(cfg: DictConfig) -> tuple[DictConfig, RunDir]:
-    """Validate ``cfg`` (rejecting unknown keys and bad values) and return it with its run directory."""
-    validated = xcfg.validate(cfg)
+def resolve_run(cfg: DictConfig, stages: Sequence[str] | None = None) -> tuple[DictConfig, RunDir]:
+    """Validate ``cfg`` for ``stages`` (rejecting unknown keys and bad values); return it and its run directory."""
+    stages = list(cfg.stages) if stages is None else list(stages)
+    validated = xcfg.validate(cfg, stages)
     run = RunDir(HydraConfig.get().runtime.output_dir)
     return validated, run
 
@@ -97,7 +74,7 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
         # Under submitit, TERM is left to submitit's own handler.
         install_signal_handlers(("SIGUSR1",) if os.environ.get("SUBMITIT_EXECUTOR") else SIGNALS)
         try:
-            validated, run = resolve_run(cfg)
+            validated, run = resolve_run(cfg, default_stages)
             stages = list(default_stages) if default_stages is not None else list(validated.stages)
             log.info("run directory: %s (world size %d)", run.path, world_size())
 

@@ -199,6 +199,7 @@ def compose(recipe: str | None, overrides: Sequence[str] = ()) -> DictConfig:
         recipe = next((o.partition("=")[2] for o in overrides if o.lstrip("+").startswith("recipe=")), None)
     if recipe:
         args.insert(0, f"+recipe={recipe}")
+    xcfg.register()
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     try:

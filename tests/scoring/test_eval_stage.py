@@ -137,7 +137,7 @@ def test_language_subset_and_errors(data, tmp_path):
     cfg.eval.benchmarks.global_mmlu.enabled = False
     with pytest.raises(ConfigError, match="empty benchmark selection"):
         eval_stage.run_stage(cfg, RunDir(tmp_path / "bad"))
-    with pytest.raises(ConfigError, match="unknown eval.scorer"):
+    with pytest.raises(ConfigError, match="eval.scorer='nope' is not allowed; use one of mc, gold, fixed, llm"):
         eval_stage.run_stage(make_cfg(data, scorer="nope"), RunDir(tmp_path / "bad2"))
 
 

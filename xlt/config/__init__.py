@@ -9,6 +9,7 @@ bypass the schema.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -53,17 +54,30 @@ class XltConfig:
 
 
 def register() -> None:
-    """Register the root schema (as ``xlt_schema``) so ``conf/config.yaml`` can extend it."""
+    """Register the root schema (as ``xlt_schema``) so ``conf/config.yaml`` can extend it, and the
+    resolvers the config files use (``xlt_assets``, ``xlt_run_root``, ``xlt_run_name``)."""
+    from xlt.config.overrides import checked_run_root
+    from xlt.run import run_name
+
+    resolvers = {
+        "xlt_run_name": lambda overrides: run_name(list(overrides)),
+        "xlt_run_root": checked_run_root,
+        "xlt_assets": lambda: str(Path(__file__).resolve().parent.parent / "assets"),
+    }
+    for name, fn in resolvers.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)
     ConfigStore.instance().store(name="xlt_schema", node=XltConfig)
 
 
-def validate(cfg: DictConfig | dict[str, Any]) -> DictConfig:
+def validate(cfg: DictConfig | dict[str, Any], stages: Sequence[str] | None = None) -> DictConfig:
     """Merge ``cfg`` into the schema and check every value; raise :class:`ConfigError` naming each problem.
 
     Hydra checks ordinary overrides against the schema, but ``+key=value`` additions bypass it; the merge
     catches those. Then every field's rule (choices, ranges: :mod:`xlt.config.fields`) and the
     cross-field rules (:mod:`xlt.config.rules`) are checked, so a bad value stops the run before any
-    stage starts. Hydra's own ``hydra`` node is ignored.
+    stage starts; given the ``stages`` about to run, also what those stages need (sources, benchmarks,
+    languages to translate, an LLM to score). Hydra's own ``hydra`` node is ignored.
     """
     container = OmegaConf.to_container(cfg, resolve=False) if isinstance(cfg, DictConfig) else dict(cfg)
     container.pop("hydra", None)
@@ -76,7 +90,7 @@ def validate(cfg: DictConfig | dict[str, Any]) -> DictConfig:
         raise ConfigError(f"invalid config key '{key}': {msg}") from None
     from xlt.config.rules import cross_field_errors
 
-    errors = check_values(XltConfig, merged) + cross_field_errors(merged)
+    errors = check_values(XltConfig, merged) + cross_field_errors(merged, stages)
     if errors:
         raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
     return merged

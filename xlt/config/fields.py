@@ -97,7 +97,10 @@ def check_values(schema: type, values: Any, prefix: str = "") -> list[str]:
     hints = typing.get_type_hints(schema)
     for f in dataclasses.fields(schema):
         key = f"{prefix}{f.name}"
-        value = values[f.name] if f.name in values else None
+        try:
+            value = values[f.name] if f.name in values else None
+        except Exception:  # an interpolation that cannot resolve yet (e.g. ${eval.llm.model} unset)
+            continue
         err = check_value(key, value, dict(f.metadata))
         if err:
             errors.append(err)

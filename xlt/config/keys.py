@@ -97,7 +97,10 @@ def _walk(cls: type, values: Any, prefix: str, parent: KeyInfo | None, out: dict
         if f.name not in values:
             continue
         key = f"{prefix}{f.name}"
-        value = values[f.name]
+        try:
+            value = values[f.name]
+        except Exception:  # an interpolation that cannot resolve (its target is unset)
+            value = "<unresolved>"
         sub = dataclass_of(hints[f.name])
         info = _field_info(f, key, parent, sub is not None)
         if sub is None or value is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -66,3 +67,17 @@ def check_run_root(root: str) -> None:
                           "point run_root at a writable folder") from None
     if not os.access(path, os.W_OK):  # pragma: no cover - covered by the write test above
         raise ConfigError(f"run_root={root}: not writable")
+
+
+def checked_run_root(root: str) -> str:
+    """``run_root`` for Hydra's ``hydra.run.dir``, or ``xlt: error:`` (exit 2) naming it when it cannot hold runs.
+
+    Hydra calls this resolver before it creates the run directory, so a bad ``run_root`` is named here
+    instead of surfacing as a traceback from Hydra's ``mkdir``.
+    """
+    try:
+        check_run_root(root)
+    except ConfigError as err:
+        print(f"\nxlt: error: {err}", file=sys.stderr)
+        sys.exit(2)
+    return root

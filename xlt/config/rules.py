@@ -1,30 +1,31 @@
 """Cross-field rules of the config: checked with the per-field rules before any stage starts.
 
-Each rule takes the merged config and returns error messages (empty when it holds). Per-field rules
-(choices, ranges) live on the fields themselves (:mod:`xlt.config.fields`).
+Each rule takes the merged config and the stages about to run (None: only the rules that hold for any
+stage selection) and returns error messages (empty when it holds). Per-field rules (choices, ranges)
+live on the fields themselves (:mod:`xlt.config.fields`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 _FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 
 
-def _stages(cfg: Any) -> list[str]:
+def _stages(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     from xlt.config import STAGES
 
     bad = [s for s in cfg.stages if s not in STAGES]
     if bad:
-        return [f"stages: unknown stage(s) {bad}; valid stages are {list(STAGES)}"]
+        return [f"unknown stage(s) {bad} in stages; valid stages are {list(STAGES)}"]
     if len(set(cfg.stages)) != len(cfg.stages):
         return [f"stages={list(cfg.stages)} lists a stage twice"]
     return []
 
 
-def _shards(cfg: Any) -> list[str]:
+def _shards(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     out = []
     for section in ("translate", "eval"):
         s = cfg[section]
@@ -34,7 +35,7 @@ def _shards(cfg: Any) -> list[str]:
     return out
 
 
-def _training(cfg: Any) -> list[str]:
+def _training(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     t = cfg.training
     out = []
     if t.max_steps == 0:
@@ -53,18 +54,18 @@ def _training(cfg: Any) -> list[str]:
     return out
 
 
-def _sources(cfg: Any) -> list[str]:
+def _sources(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     from xlt.data.sources import SOURCES
 
     unknown = sorted(set(cfg.data.sources) - set(SOURCES))
     if unknown:
         return [f"data.sources: unknown source(s) {unknown}; known sources: {sorted(SOURCES)}"]
-    if "build_data" in cfg.stages and not any(s.enabled for s in cfg.data.sources.values()):
+    if stages and "build_data" in stages and not any(s.enabled for s in cfg.data.sources.values()):
         return ["data.sources lists no enabled source; pick a data config, e.g. data=six_sources"]
     return []
 
 
-def _translate(cfg: Any) -> list[str]:
+def _translate(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     t = cfg.translate
     langs = [str(c) for c in t.languages or []]
     out = []
@@ -76,7 +77,7 @@ def _translate(cfg: Any) -> list[str]:
         out.append(f"translate.languages lists {dup} more than once")
     if t.source_language in langs:
         out.append(f"translate.languages contains the source language {t.source_language!r}")
-    if "translate" in cfg.stages and not langs and not t.import_dir:
+    if stages and "translate" in stages and not langs and not t.import_dir:
         out.append("stages include translate but there is nothing to translate: pick a translate option with "
                    "languages (e.g. translate=nllb) or set translate.languages=[fra_Latn,deu_Latn]")
     s = t.sampling
@@ -88,13 +89,13 @@ def _translate(cfg: Any) -> list[str]:
     return out
 
 
-def _eval(cfg: Any) -> list[str]:
+def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     e = cfg.eval
     out = []
-    if "evaluate" in cfg.stages or "report" in cfg.stages:
+    if stages and ("evaluate" in stages or "report" in stages):
         if not any(b.enabled for b in e.benchmarks.values()):
             out.append("eval.benchmarks has no enabled benchmark (empty benchmark selection)")
-    if e.scorer == "llm" and not e.llm.model and "evaluate" in cfg.stages:
+    if e.scorer == "llm" and not e.llm.model and stages and "evaluate" in stages:
         out.append("eval.scorer=llm needs eval.llm.model=<Hub id or local folder of a causal LM>")
     for name, b in e.benchmarks.items():
         if b.languages is not None and len(b.languages) == 0:
@@ -102,8 +103,9 @@ def _eval(cfg: Any) -> list[str]:
     return out
 
 
-RULES: tuple[Callable[[Any], list[str]], ...] = (_stages, _shards, _training, _sources, _translate, _eval)
+RULES: tuple[Callable[[Any, Sequence[str] | None], list[str]], ...] = (_stages, _shards, _training, _sources, _translate, _eval)
 
 
-def cross_field_errors(cfg: Any) -> list[str]:
-    return [msg for rule in RULES for msg in rule(cfg)]
+def cross_field_errors(cfg: Any, stages: Sequence[str] | None = None) -> list[str]:
+    """Messages of every broken rule; with ``stages``, also the rules of those stages."""
+    return [msg for rule in RULES for msg in rule(cfg, stages)]

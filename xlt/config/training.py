@@ -18,7 +18,7 @@ LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "cons
 class TrainingConfig:
     # Which training data: "english" (zero-shot) or "translate_train_all".
     setting: str = "english"
-    learning_rate: float = opt(2e-5, gt=0)
+    learning_rate: float = opt(2e-5, ge=0)
     num_train_epochs: float = opt(3.0, gt=0)
     # Stop after this many optimizer steps (-1: train num_train_epochs).
     max_steps: int = opt(-1, ge=-1)
