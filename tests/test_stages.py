@@ -7,8 +7,8 @@ import threading
 
 import pytest
 
-from xlt import contract
 from xlt import config as xcfg
+from xlt import contract
 from xlt.errors import XltError
 from xlt.run import RunDir
 

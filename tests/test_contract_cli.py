@@ -1,0 +1,223 @@
+"""The stage contract through the CLI, scenario by scenario: no stale result survives a change upstream.
+
+Each scenario is replayed as a user would type it (``python -m xlt.train ...``) on a small demo run
+(40 training steps, two Belebele languages and one Global-MMLU language), and checks what was recomputed
+from the files' provenance, not from log text alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.cli import ENV, REPO, xlt
+from xlt.lock import _proc_start
+
+SMALL = ["+recipe=demo", "training.max_steps=40", "training.eval_steps=20",
+         "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]", "eval.benchmarks.global_mmlu.languages=[en]"]
+
+
+def run_dir(root: Path) -> Path:
+    return root / "demo" / "training.eval_steps=20,training.max_steps=40"
+
+
+def ok(proc: subprocess.CompletedProcess) -> str:
+    """The log of a successful call (Hydra logs to stdout, tqdm and errors go to stderr)."""
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout + proc.stderr
+
+
+def results(run: Path) -> dict[str, dict]:
+    return {p.relative_to(run / "eval").as_posix(): json.loads(p.read_text())
+            for p in sorted((run / "eval").glob("*/*.json")) if p.name != "plan.json"}
+
+
+def marker(run: Path, stage: str) -> dict:
+    return json.loads((run / "stages" / f"{stage}.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    root = tmp_path_factory.mktemp("contract")
+    ok(xlt("xlt.train", *SMALL, f"run_root={root}"))
+    return root
+
+
+def test_every_result_records_its_provenance(small):
+    run = run_dir(small)
+    train_id = marker(run, "train")["provenance"]["output_id"]
+    model_fp = json.loads((run / "model" / "xlt_provenance.json").read_text())["fingerprint"]
+    res = results(run)
+    assert set(res) == {"belebele/eng_Latn.json", "belebele/fra_Latn.json", "global_mmlu/en.json"}
+    for r in res.values():
+        p = r["provenance"]
+        assert p["upstream"] == {"train": train_id} and p["model"] == model_fp and p["xlt_version"]
+        assert p["data"] and p["job"]
+    pred = json.loads((run / "eval" / "belebele" / "predictions" / "eng_Latn.jsonl").read_text().splitlines()[0])
+    assert pred["job"] == res["belebele/eng_Latn.json"]["provenance"]["job"]
+    for f in ("train_metrics.json", "data/build_report.json", "report.json"):
+        assert json.loads((run / f).read_text())["provenance"]["xlt_version"], f
+    assert json.loads((run / "report.json").read_text())["provenance"]["upstream"]["evaluate"] == \
+        marker(run, "evaluate")["provenance"]["output_id"]
+
+
+def test_weights_swapped_recomputes_every_evaluation_and_the_report(small):
+    from safetensors.torch import load_file, save_file
+
+    run = run_dir(small)
+    before = results(run)
+    weights = run / "model" / "model.safetensors"
+    state = load_file(str(weights))
+    state = {k: (-v if k.startswith("classifier") else v) for k, v in state.items()}  # another model
+    save_file(state, str(weights), metadata={"format": "pt"})
+    log = ok(xlt("xlt.train", *SMALL, "stages=[evaluate,report]", f"run_root={small}"))
+    assert "inputs changed: file model" in log
+    after = results(run)
+    for key in before:
+        assert after[key]["provenance"]["model"] != before[key]["provenance"]["model"], key
+    report = json.loads((run / "report.json").read_text())
+    eng = next(r for r in report["benchmarks"]["belebele"]["per_language"] if r["language"] == "eng_Latn")
+    assert eng["accuracy"] == pytest.approx(after["belebele/eng_Latn.json"]["accuracy"])
+
+
+def test_force_retrains_and_recomputes_every_evaluation(small):
+    run = run_dir(small)
+    before = results(run)
+    old_train = marker(run, "train")["provenance"]["output_id"]
+    log = ok(xlt("xlt.train", *SMALL, "force=true", "stages=[train,evaluate,report]", f"run_root={small}"))
+    assert "force=true" in log
+    new_train = marker(run, "train")["provenance"]["output_id"]
+    assert new_train != old_train
+    after = results(run)
+    assert set(after) == set(before)
+    for key, r in after.items():  # every result belongs to the new training, none was reused
+        assert r["provenance"]["upstream"]["train"] == new_train, key
+    # ... and a plain rerun now skips everything.
+    log = ok(xlt("xlt.train", *SMALL, f"run_root={small}"))
+    assert log.count("up to date") == 4
+
+
+def test_a_changed_recipe_value_trains_fresh_and_moves_old_checkpoints_away(small, tmp_path):
+    conf = tmp_path / "conf"
+    shutil.copytree(REPO / "conf", conf)
+    demo = conf / "training" / "demo.yaml"
+    demo.write_text(demo.read_text().replace("learning_rate: 2e-3", "learning_rate: 1e-3"))
+    run = run_dir(small)
+    old_inputs = json.loads((run / "checkpoints" / "xlt_inputs.json").read_text())["inputs"]
+    log = ok(xlt("xlt.train", *SMALL, "stages=[train]", f"run_root={small}", env={"XLT_CONF_DIR": str(conf)}))
+    assert "inputs changed: training.learning_rate" in log
+    assert "training starts fresh" in log
+    assert (run / "stale" / f"checkpoints-{old_inputs}").is_dir()
+    metrics = json.loads((run / "train_metrics.json").read_text())
+    assert metrics["resumed_from"] is None and metrics["global_step"] == 40
+
+
+def _source_copy(tmp_path: Path) -> Path:
+    src = tmp_path / "race"
+    shutil.copytree(REPO / "xlt" / "assets" / "demo" / "race", src)
+    return src
+
+
+def test_an_edited_source_file_rebuilds_the_training_set(tmp_path):
+    src = _source_copy(tmp_path)
+    args = ["+recipe=demo", "stages=[build_data]", f"data.sources.race.path={src}", f"run_root={tmp_path / 'runs'}"]
+    ok(xlt("xlt.train", *args))
+    assert "up to date" in ok(xlt("xlt.train", *args))
+    train = src / "train.jsonl"
+    lines = train.read_text().splitlines()
+    train.write_text("\n".join(lines[:-10]) + "\n")  # edited in place, same path
+    assert "inputs changed: file data.sources.race" in ok(xlt("xlt.train", *args))
+
+
+def test_changed_decontamination_benchmarks_rebuild_the_training_set(tmp_path):
+    bele = tmp_path / "belebele"
+    shutil.copytree(REPO / "xlt" / "assets" / "demo" / "belebele", bele)
+    args = ["+recipe=demo", "stages=[build_data]", "data.decontamination.enabled=true",
+            f"eval.benchmarks.belebele.path={bele}", f"run_root={tmp_path / 'runs'}"]
+    ok(xlt("xlt.train", *args))
+    eng = bele / "data" / "eng_Latn.jsonl"
+    eng.write_text(eng.read_text().splitlines()[0] + "\n")
+    assert "inputs changed: file eval.benchmarks.belebele.path" in ok(xlt("xlt.train", *args))
+
+
+def _write_lock(run: Path, pid: int) -> None:
+    (run / "locks").mkdir(parents=True, exist_ok=True)
+    info = {"host": socket.gethostname(), "pid": pid, "proc_start": _proc_start(pid), "launch": "other",
+            "started": time.time(), "command": "+recipe=demo (the other run)"}
+    (run / "locks" / "run.json").write_text(json.dumps(info))
+
+
+def test_a_concurrent_second_run_is_refused_naming_the_holder(tmp_path):
+    args = ["+recipe=demo", "stages=[build_data]", f"run_root={tmp_path}"]
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        _write_lock(tmp_path / "demo" / "default", holder.pid)
+        proc = xlt("xlt.train", *args)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert f"PID {holder.pid}" in proc.stderr and "in use by another xlt process" in proc.stderr
+        assert not (tmp_path / "demo" / "default" / "stages").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is dead now: its lock is stale and is taken over.
+    assert "stale lock" in ok(xlt("xlt.train", *args))
+    assert not (tmp_path / "demo" / "default" / "locks" / "run.json").exists()  # released at the end
+
+
+def test_two_runs_started_together_one_refused(tmp_path):
+    args = [sys.executable, "-m", "xlt.train", "+recipe=demo", "stages=[build_data]", f"run_root={tmp_path}"]
+    procs = [subprocess.Popen(args, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes[0] == 0 and codes[1] in (0, 2), outs
+    if codes[1] == 2:  # the second found the first holding the directory
+        assert any("in use by another xlt process" in err for _, err in outs)
+
+
+def test_kill_9_during_training_then_rerun_matches_an_uninterrupted_run(tmp_path):
+    """Crash-and-resume under the contract: the dead run's lock is taken over, checkpoints are resumed
+    (same inputs), and the final model equals an uninterrupted run's bit for bit."""
+    from safetensors.torch import load_file
+
+    args = [*SMALL, f"run_root={tmp_path}"]
+    proc = subprocess.Popen([sys.executable, "-m", "xlt.train", *args, "stages=[build_data,train]"], cwd=REPO,
+                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = run_dir(tmp_path)
+    deadline = time.time() + 300
+    while not (run / "checkpoints" / "checkpoint-20" / "trainer_state.json").exists():
+        assert proc.poll() is None and time.time() < deadline, "training ended before the first checkpoint"
+        time.sleep(0.2)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    if (run / "model").exists():
+        pytest.skip("the run finished before it could be killed")
+    log = ok(xlt("xlt.train", *args, "stages=[build_data,train]"))
+    assert "stale lock" in log and "resuming from" in log
+    ref = tmp_path / "ref"  # the same command, uninterrupted
+    ok(xlt("xlt.train", *SMALL, "stages=[build_data,train]", f"run_root={ref}"))
+    a = load_file(str(run / "model" / "model.safetensors"))
+    b = load_file(str(run_dir(ref) / "model" / "model.safetensors"))
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
+
+
+def test_bad_run_root_is_named(tmp_path):
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    proc = xlt("xlt.train", "+recipe=demo", f"run_root={afile}")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"run_root={afile}" in proc.stderr and "is a file" in proc.stderr
+    if os.geteuid() != 0:  # root can write anywhere
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        proc = xlt("xlt.train", "+recipe=demo", f"run_root={ro / 'runs'}")
+        assert proc.returncode == 2 and "run_root=" in proc.stderr and "Traceback" not in proc.stderr
