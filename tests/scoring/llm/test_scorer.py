@@ -53,7 +53,15 @@ def test_chat_template_wraps_the_prompt_and_drops_the_space_before_the_letter(ma
                          tokenizer=tok, progress=False)
         ctx = chat.contexts(items, benchmark="belebele", language="eng_Latn")
         inner = plain.contexts(items, benchmark="belebele", language="eng_Latn")
-        assert ctx[0] == f"<|system|>Be brief.\n<|user|>{inner[0]}\n<|assistant|>"
+        # The harness's default with a chat template: each example a user turn and an assistant turn.
+        example, question = inner[0].split("\n\n")
+        shot, letter = example.rsplit(" ", 1)
+        assert ctx[0] == (f"<|system|>Be brief.\n<|user|>{shot}\n<|assistant|>{letter}\n"
+                          f"<|user|>{question}\n<|assistant|>")
+        single = LLMScorer(make_cfg(num_fewshot=1, chat_template=True, system_prompt="Be brief.",
+                                    fewshot_as_multiturn=False), model=model, tokenizer=tok, progress=False)
+        assert single.contexts(items, benchmark="belebele", language="eng_Latn")[0] == (
+            f"<|system|>Be brief.\n<|user|>{inner[0]}\n<|assistant|>")
         scores = chat.score(items, benchmark="belebele", language="eng_Latn")
         assert scores.shape == (3, 4) and np.isfinite(scores).all()
         assert not np.allclose(scores, plain.score(items, benchmark="belebele", language="eng_Latn"))
