@@ -164,6 +164,18 @@ def _is_oom(err: BaseException) -> bool:
     return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
 
 
+def _cache_kwarg(model) -> str:
+    """The forward argument that takes a KV cache: ``cache`` (transformers >= 5.2x) or ``past_key_values``."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _output_cache(out):
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else getattr(out, "past_key_values", None)
+
+
 # One prefix's key/value states per layer, each [1, kv_heads, prefix_len, head_dim].
 PrefixKV = list[tuple[torch.Tensor, torch.Tensor]]
 
@@ -231,7 +243,7 @@ class LoglikelihoodEngine:
             except TypeError:  # a model without ``logits_to_keep``
                 self._cache_ok = False
                 return False
-            cache = getattr(out, "past_key_values", None)
+            cache = _output_cache(out)
             layers = getattr(cache, "layers", None)
             self._cache_ok = (isinstance(cache, DynamicCache) and bool(layers)
                               and all(type(layer) is DynamicLayer for layer in layers))
@@ -267,7 +279,7 @@ class LoglikelihoodEngine:
         self.stats.prefix_tokens += len(prefix)
         self.stats.tokens += len(prefix)
         self.stats.padded_tokens += len(prefix)
-        return [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        return [(layer.keys, layer.values) for layer in _output_cache(out).layers]
 
     @torch.inference_mode()
     def _forward(self, chunk: list[ForwardInput], past: PrefixKV | None) -> list[list[float]]:
@@ -319,7 +331,7 @@ class LoglikelihoodEngine:
 
             b = ids.shape[0]
             data = [(key.expand(b, -1, -1, -1), value.expand(b, -1, -1, -1)) for key, value in past]
-            kwargs = {"use_cache": True, "past_key_values": DynamicCache(ddp_cache_data=data)}
+            kwargs = {"use_cache": True, _cache_kwarg(self.model): DynamicCache(ddp_cache_data=data)}
         handle = head.register_forward_pre_hook(gather) if head is not None else None
         try:
             logits = self.model(input_ids=ids, **kwargs).logits

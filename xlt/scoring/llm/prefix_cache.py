@@ -5,7 +5,11 @@ model input starts with the tokens of a shared prefix can run just its suffix ag
 cache. That is exact only where the prefix tokens are the first tokens of the question's *own*
 harness-style tokenization (``encode_pairs``) — not where the tokenizer merges characters across the
 boundary, nor where the context was left-truncated. :func:`plan_prefixes` checks this per question and
-records which path each question took:
+records which path each question took. The shared prefix is the prefix text's own tokenization less
+its last token: a tokenizer may encode the end of a text differently from the same characters before
+more text (GPT-2's pre-tokenizer keeps ``"\n\n"`` whole at the end of a text but splits it before a
+letter), and one token less makes that case exact without giving up the cache.
+Paths:
 
 * ``prefix_cache`` — the suffix ran against the shared prefix's cache;
 * ``full_no_prefix`` — no few-shot prefix (0-shot) or prefix caching is off / unsupported by the model;
@@ -69,7 +73,7 @@ def plan_prefixes(
         for q, ((ctx, conts), text) in enumerate(zip(encoded, prefixes, strict=True)):
             if not text:
                 continue
-            pre = tokens[text]
+            pre = tokens[text][:-1]  # the last token is left to the suffix (see the module docstring)
             if len(ctx) + max(map(len, conts)) > max_length + 1:
                 path[q] = "full_truncated"
             elif not pre or len(ctx) <= len(pre) or ctx[: len(pre)] != pre:
