@@ -159,3 +159,7 @@ def test_capped_global_mmlu_says_it_is_not_comparable_with_the_harness(make_cfg,
     assert bele["comparable_to_harness"] is True and "--limit 3" in bele["limit"]
     with pytest.raises(ConfigError, match="eval.llm.score_dtype must be one of"):
         llm_config({"eval": {"llm": {"model": "m", "score_dtype": "bf16"}}})
+    # A cap above the number of questions cuts nothing: comparable.
+    cfg.eval.benchmarks.global_mmlu.max_questions = 100
+    scorer.score(load_items("global_mmlu", "en"), benchmark="global_mmlu", language="en")
+    assert scorer.language_meta("global_mmlu", "en")["comparable_to_harness"] is True

@@ -150,7 +150,8 @@ class LLMScorer:
         if bcfg is not None and bool(bcfg.get("translate_test")):
             reasons.append("translate-test: the items were machine-translated into English first; the harness "
                            "has no such task")
-        if cap is not None and _base_kind(kind) == "global_mmlu":
+        # Fewer items than the cap: the cap cut nothing, the run is the full language.
+        if cap is not None and n_items >= int(cap) and _base_kind(kind) == "global_mmlu":
             reasons.append(f"capped run not comparable: max_questions={cap} kept the first {cap} questions of the "
                            f"language file ({n_items} scored), while lm-evaluation-harness's --limit {cap} keeps "
                            f"the first {cap} questions of each subject (Full) or category (Lite) task")
