@@ -1,24 +1,31 @@
 """xlt's LLM scorer vs lm-evaluation-harness vs per-choice scoring: forward tokens and wall time.
 
-One run, one randomly initialised Llama (sized by the flags; its LM head as wide as a real LLM's vocab),
-the same upstream-schema Belebele and Global-MMLU files, 5-shot:
+One run; for each model shape (a toy and one shaped like a real LLM: hidden 256, 8 layers, 32k vocab by
+default), one randomly initialised Llama and the same upstream-schema Belebele and Global-MMLU Full files,
+5-shot, float32:
 
-* ``xlt``            — :class:`xlt.scoring.llm.scorer.LLMScorer` (one pass per question, head on the last
-                       position only);
-* ``xlt per-choice`` — the same engine with one forward pass per (question, option);
-* ``harness``        — ``lm_eval.simple_evaluate`` with the harness's own prompt templates on the same files
-                       and the same model object (``HFLM``), same batch size.
+* ``xlt prefix-cache`` — :class:`xlt.scoring.llm.scorer.LLMScorer` as configured by default: one pass per
+  question, LM head on the answer position only, each shared few-shot prefix encoded once;
+* ``xlt full-pass``    — the same without the prefix cache (``eval.llm.prefix_cache=false``);
+* ``xlt per-choice``   — the same engine with one full forward pass per (question, option);
+* ``harness``          — ``lm_eval.simple_evaluate`` on the harness's **built-in** task YAMLs (data path
+                         swapped for the local files) with the same model object (``HFLM``) and batch size.
+                         The task-registry scan (``TaskManager``) happens before the timer starts and the
+                         bootstrap of standard errors is off (``bootstrap_iters=0``): both favour the harness.
 
-Forward tokens are counted by a hook on the model (``input_ids.numel()``, padding included, for all three).
-The script also checks that xlt and the harness predict the same option on every question.
+Forward tokens are counted by a hook on the model (``input_ids.numel()``, padding included, prefix passes
+included, for all variants). The script checks that every xlt variant predicts the same option as the
+harness on every question. Wall times include data loading and tokenization on both sides.
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py            # CPU, ~1-2 min
-    python benchmarks/llm_eval_bench.py --hidden 1024 --layers 8 --vocab 128000 --questions 200 --device cuda
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py               # CPU, a few minutes
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py --shapes small-head
+    python benchmarks/llm_eval_bench.py --shapes realistic --questions 200 --device cuda
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -31,14 +38,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
+# name -> (hidden, layers, model vocabulary). "small-head" keeps the LM head at ~10% of the per-token
+# compute, about its share in a 7B model (at hidden 256 a 32k head is ~63%): it shows how much of the
+# gain is left where the head-only trick is worth little.
+SHAPES = {"toy": (128, 2, 32000), "realistic": (256, 8, 32000), "small-head": (256, 8, 2048)}
+BENCHES = ("belebele", "global_mmlu")
+
 
 class ForwardCounter:
-    """Counts tokens and time spent in the model's forward passes."""
+    """Counts tokens, calls and seconds of the model's forward passes."""
 
-    def __init__(self, model, device):
+    def __init__(self, model, sync):
         self.tokens = self.calls = 0
         self.seconds = 0.0
-        self.device = device
+        self.sync = sync
         model.register_forward_pre_hook(self._pre, with_kwargs=True)
         model.register_forward_hook(self._post)
 
@@ -46,115 +59,157 @@ class ForwardCounter:
         self.tokens = self.calls = 0
         self.seconds = 0.0
 
-    def _sync(self):
-        import torch
-
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize()
-
     def _pre(self, _m, args, kwargs):
         ids = kwargs.get("input_ids", args[0] if args else None)
         self.tokens += int(ids.numel())
         self.calls += 1
-        self._sync()
+        self.sync()
         self._t0 = time.perf_counter()
 
     def _post(self, _m, _args, _out):
-        self._sync()
+        self.sync()
         self.seconds += time.perf_counter() - self._t0
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--questions", type=int, default=40, help="Belebele questions per language (2 languages)")
-    ap.add_argument("--gmmlu-per-subject", type=int, default=10, help="Global-MMLU test questions per subject (x4)")
-    ap.add_argument("--hidden", type=int, default=128)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--vocab", type=int, default=32000, help="model vocabulary (LM head rows)")
-    ap.add_argument("--batch-size", type=int, default=8)
-    ap.add_argument("--shots", type=int, default=5)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
-    args = ap.parse_args()
+def head_share(cfg) -> float:
+    """The LM head's share of the per-token multiply-adds of a Llama (attention scores excluded)."""
+    h, inter = cfg.hidden_size, cfg.intermediate_size
+    kv = cfg.num_key_value_heads * (h // cfg.num_attention_heads)
+    layer = 2 * h * h + 2 * h * kv + 3 * h * inter
+    head = h * cfg.vocab_size
+    return head / (head + cfg.num_hidden_layers * layer)
 
+
+def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: Path) -> dict:
     import lm_eval
     import torch
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from tests.fixtures.llm import (
-        build_tiny_lm,
-        corpus,
-        harness_predictions,
-        llm_root_config,
-        write_belebele,
-        write_global_mmlu,
-        write_harness_tasks,
-    )
+    from tests.fixtures.llm import build_tiny_lm, harness_predictions, llm_root_config, write_harness_tasks
     from xlt.data.benchmarks import get_benchmark
     from xlt.scoring.llm.scorer import LLMScorer
+
+    hidden, layers, vocab = SHAPES[name]
+    model_dir = build_tiny_lm(root / f"model_{name}", texts, hidden=hidden, layers=layers, model_vocab=vocab,
+                              heads=max(2, hidden // 64), init_std=0.02)
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(args.device).eval()
+
+    def sync():
+        if args.device.startswith("cuda"):
+            torch.cuda.synchronize()
+
+    with torch.inference_mode():  # warm-up (kernels, allocator), not counted
+        model(input_ids=torch.zeros((args.batch_size, 256), dtype=torch.long, device=args.device))
+    counter = ForwardCounter(model, sync)
+    benchmarks = {"belebele": {"kind": "belebele", "path": str(bele)},
+                  "global_mmlu": {"kind": "global_mmlu", "path": str(gmmlu)}}
+    jobs = {"belebele": [("belebele", "eng_Latn"), ("belebele", "fra_Latn")], "global_mmlu": [("global_mmlu", "en")]}
+    cfg = llm_root_config(benchmarks, {"model": str(model_dir), "num_fewshot": args.shots,
+                                       "batch_size": args.batch_size, "device": args.device, "dtype": "float32"})
+    tasks = {t: v for t, v in write_harness_tasks(root / f"tasks_{name}", bele, gmmlu).items()
+             if v[0] != "global_mmlu_lite"}
+    task_manager = TaskManager(include_path=str(root / f"tasks_{name}"))  # registry scan: not timed
+    hflm = HFLM(pretrained=model, tokenizer=tok, batch_size=args.batch_size, device=args.device)
+
+    def xlt(bench: str, **kw) -> dict:
+        scorer = LLMScorer(cfg, model=model, tokenizer=tok, device=torch.device(args.device), progress=False, **kw)
+        out, paths = {}, {}
+        for b, lang in jobs[bench]:
+            bcfg = cfg.eval.benchmarks[b]
+            items = get_benchmark(bcfg.kind).load(bcfg, lang)
+            scores = scorer.score(items, benchmark=b, language=lang)
+            out.update({(b, lang, q): s for q, s in zip(items["id"], scores, strict=True)})
+            for k, v in scorer.last_meta["prefix_cache"]["questions_per_path"].items():
+                paths[k] = paths.get(k, 0) + v
+        return {"preds": out, "paths": paths}
+
+    def harness(bench: str) -> dict:
+        mine = [t for t, v in tasks.items() if v[0] == bench]
+        res = lm_eval.simple_evaluate(model=hflm, tasks=mine, num_fewshot=args.shots, log_samples=True,
+                                      task_manager=task_manager, bootstrap_iters=0, verbosity="ERROR")
+        return {"preds": harness_predictions(res, {t: tasks[t] for t in mine})}
+
+    variants = {
+        "xlt prefix-cache": lambda b: xlt(b, prefix_cache=True),
+        "xlt full-pass": lambda b: xlt(b, prefix_cache=False),
+        "xlt per-choice": lambda b: xlt(b, prefix_cache=False, share_passes=False),
+        "harness": harness,
+    }
+    rows: dict[str, dict[str, dict]] = {}
+    for bench in BENCHES:
+        for vname, fn in variants.items():
+            counter.reset()
+            sync()
+            t0 = time.perf_counter()
+            res = fn(bench)
+            sync()
+            rows.setdefault(vname, {})[bench] = {"wall_s": time.perf_counter() - t0, "tokens": counter.tokens,
+                                                 "calls": counter.calls, "forward_s": counter.seconds, **res}
+    ref = {b: rows["harness"][b]["preds"] for b in BENCHES}
+    report = {"shape": {"hidden": hidden, "layers": layers, "vocab": vocab, "head_share": head_share(model.config)},
+              "variants": {}}
+    for vname, per in rows.items():
+        report["variants"][vname] = {}
+        for b in BENCHES:
+            r = per[b]
+            same = sum(int(np.argmax(r["preds"][k])) == int(np.argmax(v)) for k, v in ref[b].items())
+            report["variants"][vname][b] = {
+                "wall_s": round(r["wall_s"], 2), "forward_s": round(r["forward_s"], 2),
+                "forward_tokens": r["tokens"], "forward_calls": r["calls"], "same_as_harness": f"{same}/{len(ref[b])}",
+                "speedup_vs_harness": round(rows["harness"][b]["wall_s"] / r["wall_s"], 2),
+                "forward_speedup_vs_harness": round(rows["harness"][b]["forward_s"] / r["forward_s"], 2),
+                "tokens_vs_harness": round(r["tokens"] / rows["harness"][b]["tokens"], 3),
+                **({"questions_per_path": r["paths"]} if "paths" in r else {}),
+            }
+    return report
+
+
+def print_report(name: str, rep: dict, args) -> None:
+    s = rep["shape"]
+    print(f"\n== {name}: Llama hidden={s['hidden']} layers={s['layers']} vocab={s['vocab']} float32 on {args.device} "
+          f"(LM head {100 * s['head_share']:.0f}% of per-token compute); {2 * args.questions} Belebele + "
+          f"{4 * args.gmmlu_per_subject} Global-MMLU Full questions, {args.shots}-shot, batch {args.batch_size}")
+    for b in BENCHES:
+        print(f"-- {b}")
+        print(f"{'':18}{'fwd tokens':>12}{'fwd s':>9}{'wall s':>9}{'harness/x wall':>16}{'harness/x fwd':>15}{'same':>8}")
+        for vname, per in rep["variants"].items():
+            r = per[b]
+            print(f"{vname:18}{r['forward_tokens']:>12,}{r['forward_s']:>9.2f}{r['wall_s']:>9.2f}"
+                  f"{str(r['speedup_vs_harness']) + 'x':>16}{str(r['forward_speedup_vs_harness']) + 'x':>15}"
+                  f"{r['same_as_harness']:>8}")
+        print(f"  prefix-cache paths: {rep['variants']['xlt prefix-cache'][b]['questions_per_path']}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default="toy,realistic", help=f"comma-separated, of {sorted(SHAPES)}")
+    ap.add_argument("--questions", type=int, default=24, help="Belebele questions per language (2 languages)")
+    ap.add_argument("--gmmlu-per-subject", type=int, default=6, help="Global-MMLU test questions per subject (x4)")
+    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--shots", type=int, default=5)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file")
+    args = ap.parse_args()
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        sys.exit(f"xlt: error: --shapes: unknown {unknown}; choose from {sorted(SHAPES)}")
+
+    from tests.fixtures.llm import corpus, write_belebele, write_global_mmlu
 
     root = Path(tempfile.mkdtemp(prefix="xlt_llm_bench_"))
     bele = write_belebele(root / "belebele", n=args.questions)
     gmmlu = write_global_mmlu(root / "gmmlu", test_per_subject=args.gmmlu_per_subject)
-    heads = max(2, args.hidden // 64)
-    model_dir = build_tiny_lm(root / "model", corpus([bele, gmmlu]), hidden=args.hidden, layers=args.layers,
-                              model_vocab=args.vocab, heads=heads, init_std=0.02)
-    dtype = getattr(torch, args.dtype)
-    tok = AutoTokenizer.from_pretrained(model_dir)
-    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=dtype).to(args.device).eval()
-    counter = ForwardCounter(model, args.device)
-    benchmarks = {"belebele": {"kind": "belebele", "path": str(bele)},
-                  "global_mmlu": {"kind": "global_mmlu", "path": str(gmmlu)}}
-    jobs = [("belebele", "eng_Latn"), ("belebele", "fra_Latn"), ("global_mmlu", "en")]
-    cfg = llm_root_config(benchmarks, {"model": str(model_dir), "num_fewshot": args.shots,
-                                       "batch_size": args.batch_size, "device": args.device, "dtype": args.dtype})
-
-    def run_xlt(share: bool) -> tuple[float, dict]:
-        scorer = LLMScorer(cfg, model=model, tokenizer=tok, device=torch.device(args.device), progress=False,
-                           share_passes=share)
-        t0 = time.perf_counter()
-        out = {}
-        for bench, lang in jobs:
-            bcfg = cfg.eval.benchmarks[bench]
-            items = get_benchmark(bcfg.kind).load(bcfg, lang)
-            scores = scorer.score(items, benchmark=bench, language=lang)
-            out.update({(bench, lang, q): s for q, s in zip(items["id"], scores, strict=True)})
-        return time.perf_counter() - t0, out
-
-    def run_harness() -> tuple[float, dict]:
-        tasks = write_harness_tasks(root / "tasks", bele, gmmlu, langs=("en",))
-        tasks = {t: v for t, v in tasks.items() if v[0] != "global_mmlu_lite"}
-        lm = HFLM(pretrained=model, tokenizer=tok, batch_size=args.batch_size, device=args.device)
-        t0 = time.perf_counter()
-        res = lm_eval.simple_evaluate(model=lm, tasks=list(tasks), num_fewshot=args.shots, log_samples=True,
-                                      task_manager=TaskManager(include_path=str(root / "tasks")), verbosity="ERROR")
-        return time.perf_counter() - t0, harness_predictions(res, tasks)
-
-    rows = {}
-    for name, fn in (("xlt", lambda: run_xlt(True)), ("xlt per-choice", lambda: run_xlt(False)),
-                     ("harness", run_harness)):
-        counter.reset()
-        wall, preds = fn()
-        rows[name] = {"wall": wall, "fwd_s": counter.seconds, "tokens": counter.tokens, "passes": counter.calls,
-                      "preds": preds}
-
-    same = sum(int(np.argmax(rows["xlt"]["preds"][k])) == int(np.argmax(v)) for k, v in rows["harness"]["preds"].items())
-    n = len(rows["harness"]["preds"])
-    print(f"\nmodel: Llama hidden={args.hidden} layers={args.layers} vocab={args.vocab} {args.dtype} on {args.device}; "
-          f"{n} questions ({2 * args.questions} Belebele, {4 * args.gmmlu_per_subject} Global-MMLU), {args.shots}-shot, "
-          f"batch {args.batch_size}")
-    print(f"{'':16}{'forward tokens':>16}{'forward calls':>15}{'forward s':>11}{'wall s':>9}")
-    for name, r in rows.items():
-        print(f"{name:16}{r['tokens']:>16,}{r['passes']:>15}{r['fwd_s']:>11.2f}{r['wall']:>9.2f}")
-    x, pc, h = rows["xlt"], rows["xlt per-choice"], rows["harness"]
-    print(f"\nforward tokens  xlt / per-choice = {x['tokens'] / pc['tokens']:.3f}   (target <= 0.3)")
-    print(f"forward tokens  xlt / harness    = {x['tokens'] / h['tokens']:.3f}")
-    print(f"wall time       xlt / harness    = {x['wall'] / h['wall']:.3f}   (harness / xlt = {h['wall'] / x['wall']:.2f}x)")
-    print(f"forward time    xlt / harness    = {x['fwd_s'] / h['fwd_s']:.3f}")
-    print(f"wall time       xlt / per-choice = {x['wall'] / pc['wall']:.3f}")
-    print(f"same prediction as the harness on {same}/{n} questions")
+    texts = corpus([bele, gmmlu])
+    out = {}
+    for name in shapes:
+        out[name] = run_shape(name, args, bele, gmmlu, texts, root)
+        print_report(name, out[name], args)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2, allow_nan=False) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,13 @@ class LLMConfig:
     fewshot_seed: int = 1234
     # "auto": bfloat16 on CUDA, float32 on CPU; or float32 / bfloat16 / float16.
     dtype: str = opt("auto", choices=("auto", "float32", "bfloat16", "float16"))
+    # Numerics of the option scores. "harness" (default): log-softmax in the model's dtype, as
+    # lm-evaluation-harness does (comparable with published harness numbers; in bf16 near-ties can flip);
+    # "float32": log-softmax of float32 logits (more precise; may differ from the harness on bf16 ties).
+    score_dtype: str = opt("harness", choices=("harness", "float32"))
+    # Encode each distinct few-shot prefix once and score only each question's suffix against its KV
+    # cache (used only where the prefix tokens equal the start of the question's own tokenization).
+    prefix_cache: bool = True
     # "auto" (CUDA if available) or a torch device string.
     device: str = neutral("auto")
     # Sequences per forward pass to start with; halved automatically on out-of-memory.
@@ -49,6 +56,9 @@ class LLMConfig:
     add_bos_token: bool | None = None
     # Wrap the prompt in the tokenizer's chat template (instruction-tuned models).
     chat_template: bool = False
+    # With chat_template: few-shot examples as separate user/assistant turns (the harness's default with
+    # --apply_chat_template) or, if false, all in one user message (--fewshot_as_multiturn false).
+    fewshot_as_multiturn: bool = True
     system_prompt: str | None = None
     # Generation mode: instruction text (None: the Belebele paper's) and new-token budget.
     instruction: str | None = None

@@ -124,3 +124,64 @@ def test_max_length_resolution_follows_the_harness(loaded_lm):
     assert resolve_max_length(model.config, tok) == model.config.max_position_embeddings
     assert resolve_max_length(model.config, tok, 100) == 100
     assert resolve_max_length(object(), tok) == 2048  # the tiny tokenizer has no model_max_length
+
+
+def test_no_second_bos_when_the_text_starts_with_it_even_with_add_bos_token(loaded_lm):
+    """A chat template that writes BOS itself: the harness's ``tok_encode`` adds none, whatever
+    ``add_bos_token`` says; neither does xlt."""
+    lm_eval_hf = pytest.importorskip("lm_eval.models.huggingface")
+    model, tok = loaded_lm
+    texts = ["<s><|user|>Ka lo?\n<|assistant|>", "Ka lo?"]
+    for add_bos in (True, None, False):
+        hflm = lm_eval_hf.HFLM(pretrained=model, tokenizer=tok, batch_size=1, add_bos_token=add_bos)
+        assert encode_texts(tok, texts, add_bos) == [hflm.tok_encode(t) for t in texts]
+    ids = encode_texts(tok, texts[:1], True)[0]
+    assert ids[0] == tok.bos_token_id and ids.count(tok.bos_token_id) == 1
+
+
+SHARED = "P: ka lo mi.\nQ: Ne su?\nA: ta\nB: ri\nAnswer: A\n\nP: vo pe.\nQ: Da ka?\nA: lo\nB: mi\nAnswer: B\n\n"
+QUESTIONS = ["P: su ta.\nQ: Ri vo?\nA: pe\nB: da\nAnswer:", "P: kalo.\nQ: Mine?\nA: su\nB: ta\nAnswer:",
+             "P: rivo pe.\nQ: Da?\nA: ka\nB: lo\nAnswer:", "P: mi.\nQ: Ne?\nA: su\nB: ta\nAnswer:"]
+
+
+def test_shared_prefix_cache_gives_the_full_pass_scores_with_fewer_tokens(loaded_lm):
+    from xlt.scoring.llm.prefix_cache import plan_prefixes, prefix_texts
+
+    model, tok = loaded_lm
+    contexts = [SHARED + q for q in QUESTIONS] + ["Lomi?\nAnswer:"]
+    prefixes = prefix_texts(contexts, QUESTIONS + ["Lomi?\nAnswer:"])
+    assert prefixes == [SHARED] * 4 + [""]
+    prefixes[3] = "X" + SHARED[1:]  # not the start of question 3's context: must not use the cache
+    encoded = encode_pairs(tok, contexts, [LETTERS] * 5)
+    seqs = build_sequences(encoded, 2048)
+    plan = plan_prefixes(tok, seqs, encoded, prefixes, max_length=2048, add_bos_token=None)
+    assert plan.paths == {"prefix_cache": 3, "full_no_prefix": 1, "full_unshared": 0, "full_boundary": 1,
+                          "full_truncated": 0}
+    assert plan.distinct_prefixes == 1 and plan.seq_prefix[3] is None and plan.seq_prefix[0] is not None
+    cached = LoglikelihoodEngine(model, device="cpu", batch_size=2, progress=False)
+    full = LoglikelihoodEngine(model, device="cpu", batch_size=2, progress=False)
+    assert cached.supports_prefix_cache()
+    got, ref = cached.scores(seqs, 5, 4, plan.seq_prefix), full.scores(seqs, 5, 4)
+    np.testing.assert_allclose(got, ref, atol=1e-5)  # measured: < 2e-6
+    assert cached.stats.prefix_passes == 1 and cached.stats.tokens < full.stats.tokens
+    # Left truncation: the model input no longer starts with the prefix, so every question falls back.
+    short = build_sequences(encoded, 30)
+    plan = plan_prefixes(tok, short, encoded, prefixes, max_length=30, add_bos_token=None)
+    assert plan.paths["full_truncated"] == 4 and all(p is None for p in plan.seq_prefix)
+
+
+def test_harness_score_dtype_takes_the_log_softmax_in_the_model_dtype(loaded_lm):
+    import copy
+
+    model, tok = loaded_lm
+    bf16 = copy.deepcopy(model).to(torch.bfloat16)
+    seqs = build_sequences(encode_pairs(tok, CONTEXTS, [LETTERS] * 3), 2048)
+    harness = LoglikelihoodEngine(bf16, device="cpu", progress=False).scores(seqs, 3, 4)
+    precise = LoglikelihoodEngine(bf16, device="cpu", progress=False, score_dtype="float32").scores(seqs, 3, 4)
+    # bf16 log-probabilities are multiples of bf16 steps; float32 ones are not.
+    assert all(float(torch.tensor(v).to(torch.bfloat16)) == v for v in harness.ravel())
+    assert any(float(torch.tensor(v).to(torch.bfloat16)) != v for v in precise.ravel())
+    # Within one bf16 step of each other (bf16 keeps 8 significant bits; measured: 0.24% relative).
+    np.testing.assert_allclose(harness, precise, rtol=2 ** -7, atol=0)
+    with pytest.raises(ValueError, match="score_dtype"):
+        LoglikelihoodEngine(model, device="cpu", score_dtype="float16")

@@ -53,7 +53,15 @@ def test_chat_template_wraps_the_prompt_and_drops_the_space_before_the_letter(ma
                          tokenizer=tok, progress=False)
         ctx = chat.contexts(items, benchmark="belebele", language="eng_Latn")
         inner = plain.contexts(items, benchmark="belebele", language="eng_Latn")
-        assert ctx[0] == f"<|system|>Be brief.\n<|user|>{inner[0]}\n<|assistant|>"
+        # The harness's default with a chat template: each example a user turn and an assistant turn.
+        example, question = inner[0].split("\n\n")
+        shot, letter = example.rsplit(" ", 1)
+        assert ctx[0] == (f"<|system|>Be brief.\n<|user|>{shot}\n<|assistant|>{letter}\n"
+                          f"<|user|>{question}\n<|assistant|>")
+        single = LLMScorer(make_cfg(num_fewshot=1, chat_template=True, system_prompt="Be brief.",
+                                    fewshot_as_multiturn=False), model=model, tokenizer=tok, progress=False)
+        assert single.contexts(items, benchmark="belebele", language="eng_Latn")[0] == (
+            f"<|system|>Be brief.\n<|user|>{inner[0]}\n<|assistant|>")
         scores = chat.score(items, benchmark="belebele", language="eng_Latn")
         assert scores.shape == (3, 4) and np.isfinite(scores).all()
         assert not np.allclose(scores, plain.score(items, benchmark="belebele", language="eng_Latn"))
@@ -131,3 +139,27 @@ def test_translate_test_takes_english_few_shot_examples(make_cfg, loaded_lm, loa
     assert english[0]["question"].strip() not in "\n\n".join(ctx[0].split("\n\n")[:3])
     scorer.score(french.select(range(2)), benchmark="belebele", language="fra_Latn")
     assert scorer.last_meta["fewshot"]["pool_language"] == "eng_Latn"
+
+
+def test_capped_global_mmlu_says_it_is_not_comparable_with_the_harness(make_cfg, loaded_lm, load_items):
+    model, tok = loaded_lm
+    cfg = make_cfg(num_fewshot=1, score_dtype="float32")
+    cfg.eval.benchmarks.global_mmlu.max_questions = 4
+    cfg.eval.benchmarks.belebele.max_questions = 3
+    scorer = LLMScorer(cfg, model=model, tokenizer=tok, progress=False)
+    scorer.score(load_items("global_mmlu", "en").select(range(4)), benchmark="global_mmlu", language="en")
+    meta = scorer.language_meta("global_mmlu", "en")
+    assert meta["comparable_to_harness"] is False
+    assert "capped run not comparable" in meta["not_comparable_because"][0]
+    assert "--limit 4" in meta["not_comparable_because"][0] and "each subject" in meta["not_comparable_because"][0]
+    assert meta["parity"]["score_dtype"] == "float32" and meta["parity"]["log_softmax_dtype"] == "float32"
+    # Belebele is one task per language: the first N questions are exactly the harness's --limit N.
+    scorer.score(load_items("belebele", "eng_Latn").select(range(3)), benchmark="belebele", language="eng_Latn")
+    bele = scorer.language_meta("belebele", "eng_Latn")
+    assert bele["comparable_to_harness"] is True and "--limit 3" in bele["limit"]
+    with pytest.raises(ConfigError, match="eval.llm.score_dtype must be one of"):
+        llm_config({"eval": {"llm": {"model": "m", "score_dtype": "bf16"}}})
+    # A cap above the number of questions cuts nothing: comparable.
+    cfg.eval.benchmarks.global_mmlu.max_questions = 100
+    scorer.score(load_items("global_mmlu", "en"), benchmark="global_mmlu", language="en")
+    assert scorer.language_meta("global_mmlu", "en")["comparable_to_harness"] is True

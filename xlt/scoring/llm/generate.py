@@ -48,12 +48,19 @@ def extract_letter(text: str, options: Sequence[str] | None = None) -> int | Non
     return None
 
 
-def apply_chat(tokenizer, user: str, system: str | None) -> str:
-    """``user`` (and ``system``) rendered with the tokenizer's chat template, ready for the reply."""
+def chat_text(tokenizer, messages: list[dict[str, str]]) -> str:
+    """``messages`` rendered with the tokenizer's chat template, ready for the reply (as the harness's
+    ``HFLM.apply_chat_template``)."""
     if not getattr(tokenizer, "chat_template", None):
         raise ConfigError("eval.llm.chat_template=true, but the tokenizer has no chat template")
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                         continue_final_message=False)
+
+
+def apply_chat(tokenizer, user: str, system: str | None) -> str:
+    """``user`` (and ``system``) rendered with the tokenizer's chat template, ready for the reply."""
     messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": user}]
-    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return chat_text(tokenizer, messages)
 
 
 class GreedyGenerator:

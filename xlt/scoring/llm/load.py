@@ -12,6 +12,7 @@ from xlt.errors import ConfigError
 from xlt.hub import hub_resource, is_local
 
 MODES = ("loglikelihood", "generate")
+SCORE_DTYPES = ("harness", "float32")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -38,6 +39,8 @@ def llm_config(cfg: DictConfig | dict[str, Any] | LLMConfig) -> DictConfig:
         raise ConfigError(f"eval.llm.gmmlu_fewshot must be auto, first_n or random, got '{merged.gmmlu_fewshot}'")
     if merged.dtype != "auto" and merged.dtype not in DTYPES:
         raise ConfigError(f"eval.llm.dtype must be auto or one of {list(DTYPES)}, got '{merged.dtype}'")
+    if merged.score_dtype not in SCORE_DTYPES:
+        raise ConfigError(f"eval.llm.score_dtype must be one of {list(SCORE_DTYPES)}, got '{merged.score_dtype}'")
     if merged.num_fewshot < 0 or merged.batch_size < 1:
         raise ConfigError("eval.llm.num_fewshot must be >= 0 and eval.llm.batch_size >= 1")
     return merged

@@ -11,6 +11,10 @@ Speed-ups over scoring each option separately (and over the harness):
   continuations like the answer letters) share **one** forward pass;
 * only the positions whose log-probabilities are needed go through the LM head (a forward pre-hook
   on the output embeddings gathers them), so no ``[batch, length, vocab]`` tensor is ever built;
+* questions that share a few-shot prefix (Belebele's examples, a Global-MMLU subject's dev rows)
+  reuse its key/value cache: the prefix is encoded once and only each question's suffix is run,
+  batched against the cache expanded over the batch (:mod:`xlt.scoring.llm.prefix_cache` decides
+  where this is exact);
 * sequences are sorted longest first and batched; the batch size halves on out-of-memory.
 """
 
@@ -46,13 +50,14 @@ def resolve_max_length(model_config, tokenizer, configured: int | None = None) -
 
 
 def _encode_kwargs(tokenizer, text: str, add_bos_token: bool | None) -> dict:
-    # HFLM.tok_encode: an explicit add_bos_token wins; otherwise the tokenizer's default, except that a
-    # text which already starts with the BOS string is encoded without special tokens.
-    if add_bos_token is not None:
-        return {"add_special_tokens": add_bos_token}
+    # HFLM.tok_encode: a text which already starts with the BOS string (e.g. a chat template that writes
+    # BOS itself) is encoded without special tokens, even with add_bos_token=True (no double BOS);
+    # otherwise an explicit add_bos_token wins, else the tokenizer's default.
     prefix_id = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     if prefix_id is not None and text.startswith(tokenizer.decode(prefix_id)):
         return {"add_special_tokens": False}
+    if add_bos_token is not None:
+        return {"add_special_tokens": add_bos_token}
     return {}
 
 
@@ -139,12 +144,15 @@ def build_sequences(
 
 @dataclass
 class ForwardStats:
-    """What the forward passes cost: sequences, real and padded tokens, batches, final batch size."""
+    """What the forward passes cost: sequences, real and padded tokens (prefix passes included),
+    batches, prefix passes and their tokens, final batch size."""
 
     sequences: int = 0
     tokens: int = 0
     padded_tokens: int = 0
     batches: int = 0
+    prefix_passes: int = 0
+    prefix_tokens: int = 0
     batch_size: int = 0
     oom_halvings: int = 0
 
@@ -156,28 +164,98 @@ def _is_oom(err: BaseException) -> bool:
     return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
 
 
+def _cache_kwarg(model) -> str:
+    """The forward argument that takes a KV cache: ``cache`` (transformers >= 5.2x) or ``past_key_values``."""
+    import inspect
+
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _output_cache(out):
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else getattr(out, "past_key_values", None)
+
+
+# One prefix's key/value states per layer, each [1, kv_heads, prefix_len, head_dim].
+PrefixKV = list[tuple[torch.Tensor, torch.Tensor]]
+
+
 class LoglikelihoodEngine:
-    """Batched log-likelihood scoring of :class:`ForwardInput` lists on one causal LM."""
+    """Batched log-likelihood scoring of :class:`ForwardInput` lists on one causal LM.
+
+    ``score_dtype="harness"`` takes the log-softmax in the model's dtype (as the harness's ``HFLM``
+    does with its default ``softmax_dtype=None``); ``"float32"`` upcasts the logits first.
+    """
 
     def __init__(self, model, *, device: torch.device | str, batch_size: int = 32, pad_id: int = 0,
-                 progress: bool = True) -> None:
+                 progress: bool = True, score_dtype: str = "harness") -> None:
+        if score_dtype not in ("harness", "float32"):
+            raise ValueError(f"score_dtype must be 'harness' or 'float32', got {score_dtype!r}")
         self.model = model
         self.device = torch.device(device)
         self.batch_size = max(1, int(batch_size))
         self.pad_id = pad_id
         self.progress = progress
+        self.score_dtype = score_dtype
         self.stats = ForwardStats()
+        self._cache_ok: bool | None = None
 
-    def scores(self, seqs: list[ForwardInput], n_questions: int, n_options: int) -> np.ndarray:
-        """Summed continuation log-probabilities, shape ``(n_questions, n_options)`` (float64)."""
+    def scores(self, seqs: list[ForwardInput], n_questions: int, n_options: int,
+               prefixes: Sequence[tuple[int, ...] | None] | None = None) -> np.ndarray:
+        """Summed continuation log-probabilities, shape ``(n_questions, n_options)`` (float64).
+
+        ``prefixes[i]`` (optional): tokens that ``seqs[i]`` starts with and whose KV cache it may reuse;
+        every logit position of the sequence must lie after them (see
+        :func:`xlt.scoring.llm.prefix_cache.plan_prefixes`). Each distinct prefix is encoded once.
+        """
         out = np.full((n_questions, n_options), np.nan)
+        groups: dict[tuple[int, ...], list[ForwardInput]] = {}
+        plain: list[ForwardInput] = []
+        for i, seq in enumerate(seqs):
+            pre = prefixes[i] if prefixes is not None else None
+            if pre:
+                if len(seq.tokens) - len(seq.members[0][2]) < len(pre) or tuple(seq.tokens[: len(pre)]) != pre:
+                    raise ValueError("internal error: a sequence does not extend its prefix past the scored positions")
+                groups.setdefault(pre, []).append(seq)
+            else:
+                plain.append(seq)
+        bar = tqdm(total=len(seqs), desc="LLM log-likelihood", unit="seq", disable=not self.progress)
+        self._run(plain, out, bar, None)
+        for pre, group in groups.items():
+            self._run(group, out, bar, self._encode_prefix(pre))
+        bar.close()
+        self.stats.batch_size = self.batch_size
+        if np.isnan(out).any():
+            raise RuntimeError("internal error: some options were not scored")
+        return out
+
+    def supports_prefix_cache(self) -> bool:
+        """True if the model returns a plain :class:`~transformers.DynamicCache` (full attention on
+        every layer); sliding-window or other cache layouts are not reused."""
+        if self._cache_ok is None:
+            from transformers import DynamicCache
+            from transformers.cache_utils import DynamicLayer
+
+            try:
+                with torch.inference_mode():
+                    out = self.model(input_ids=torch.tensor([[self.pad_id]], device=self.device), use_cache=True,
+                                     logits_to_keep=1)
+            except TypeError:  # a model without ``logits_to_keep``
+                self._cache_ok = False
+                return False
+            cache = _output_cache(out)
+            layers = getattr(cache, "layers", None)
+            self._cache_ok = (isinstance(cache, DynamicCache) and bool(layers)
+                              and all(type(layer) is DynamicLayer for layer in layers))
+        return self._cache_ok
+
+    def _run(self, seqs: list[ForwardInput], out: np.ndarray, bar, past: PrefixKV | None) -> None:
         order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i].tokens))  # longest first: OOM early
         i = 0
-        bar = tqdm(total=len(order), desc="LLM log-likelihood", unit="seq", disable=not self.progress)
         while i < len(order):
             chunk = [seqs[j] for j in order[i : i + self.batch_size]]
             try:
-                lls = self._forward(chunk)
+                lls = self._forward(chunk, past)
             except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
                 if not _is_oom(err) or self.batch_size == 1:
                     raise
@@ -192,16 +270,22 @@ class LoglikelihoodEngine:
                     out[q, j] = row[m]
             i += len(chunk)
             bar.update(len(chunk))
-        bar.close()
-        self.stats.batch_size = self.batch_size
-        if np.isnan(out).any():
-            raise RuntimeError("internal error: some options were not scored")
-        return out
 
     @torch.inference_mode()
-    def _forward(self, chunk: list[ForwardInput]) -> list[list[float]]:
+    def _encode_prefix(self, prefix: tuple[int, ...]) -> PrefixKV:
+        ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
+        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        self.stats.prefix_passes += 1
+        self.stats.prefix_tokens += len(prefix)
+        self.stats.tokens += len(prefix)
+        self.stats.padded_tokens += len(prefix)
+        return [(layer.keys, layer.values) for layer in _output_cache(out).layers]
+
+    @torch.inference_mode()
+    def _forward(self, chunk: list[ForwardInput], past: PrefixKV | None) -> list[list[float]]:
+        skip = past[0][0].shape[-2] if past is not None else 0  # tokens already in the cache
         b = len(chunk)
-        t = max(len(s.tokens) for s in chunk)
+        t = max(len(s.tokens) for s in chunk) - skip
         p = max(len(s.members[0][2]) for s in chunk)
         k = max(len(s.members) for s in chunk)
         ids = torch.full((b, t), self.pad_id, dtype=torch.long)
@@ -209,25 +293,30 @@ class LoglikelihoodEngine:
         targets = torch.zeros((b, p, k), dtype=torch.long)
         mask = torch.zeros((b, p, k), dtype=torch.bool)
         for r, s in enumerate(chunk):
-            n = len(s.tokens)
-            ids[r, :n] = torch.tensor(s.tokens)
+            n = len(s.tokens) - skip
+            ids[r, :n] = torch.tensor(s.tokens[skip:])
             c = len(s.members[0][2])
             pos[r, :c] = torch.arange(n - c, n)
             for m, (_, _, cont) in enumerate(s.members):
                 targets[r, :c, m] = torch.tensor(cont)
                 mask[r, :c, m] = True
-        logits = self._logits_at(ids.to(self.device), pos.to(self.device))  # [b, p, vocab]
-        logp = torch.log_softmax(logits.float(), dim=-1)
+        logits = self._logits_at(ids.to(self.device), pos.to(self.device), past)  # [b, p, vocab]
+        if self.score_dtype == "float32":
+            logits = logits.float()
+        logp = torch.log_softmax(logits, dim=-1)
         picked = logp.gather(2, targets.to(self.device)).masked_fill(~mask.to(self.device), 0.0).sum(1)  # [b, k]
         self.stats.sequences += b
-        self.stats.tokens += sum(len(s.tokens) for s in chunk)
+        self.stats.tokens += sum(len(s.tokens) - skip for s in chunk)
         self.stats.padded_tokens += b * t
         self.stats.batches += 1
         picked = picked.double().cpu().numpy()
         return [picked[r, : len(s.members)].tolist() for r, s in enumerate(chunk)]
 
-    def _logits_at(self, ids: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
-        """Logits at ``pos`` ([b, p]) only: the LM head sees just the gathered hidden states."""
+    def _logits_at(self, ids: torch.Tensor, pos: torch.Tensor, past: PrefixKV | None = None) -> torch.Tensor:
+        """Logits at ``pos`` ([b, p]) only: the LM head sees just the gathered hidden states.
+
+        With ``past``, ``ids`` continue that prefix: its key/value states are expanded over the batch.
+        """
         head = self.model.get_output_embeddings()
         rows = torch.arange(ids.shape[0], device=ids.device)[:, None]
         fired = []
@@ -236,9 +325,16 @@ class LoglikelihoodEngine:
             fired.append(True)
             return (args[0][rows, pos],) + tuple(args[1:])
 
+        kwargs: dict = {"use_cache": False}
+        if past is not None:
+            from transformers import DynamicCache
+
+            b = ids.shape[0]
+            data = [(key.expand(b, -1, -1, -1), value.expand(b, -1, -1, -1)) for key, value in past]
+            kwargs = {"use_cache": True, _cache_kwarg(self.model): DynamicCache(ddp_cache_data=data)}
         handle = head.register_forward_pre_hook(gather) if head is not None else None
         try:
-            logits = self.model(input_ids=ids, use_cache=False).logits
+            logits = self.model(input_ids=ids, **kwargs).logits
         finally:
             if handle is not None:
                 handle.remove()

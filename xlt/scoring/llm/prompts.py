@@ -20,6 +20,9 @@ Few-shot selection, as the harness's samplers do it:
   ``Random(seed).sample(category's dev rows, k)`` drawn question after question, in test order,
   with one generator per category.
 
+With a chat template (``eval.llm.chat_template``) the examples are separate user/assistant turns,
+the harness's default ``fewshot_as_multiturn=True`` (:func:`chat_messages`).
+
 The zero-shot instruction prompt for generation is the Belebele paper's (see :func:`instruction_prompt`).
 """
 
@@ -120,20 +123,46 @@ def _first_n_skipping_self(item_ids: Sequence[str], pool_ids: Sequence[str], k: 
     return out
 
 
-def fewshot_contexts(kind: str, items: Dataset, pool: Dataset | None, shots: list[list[int]]) -> list[str]:
-    """The harness's plain-text k-shot context of every row of ``items`` (without the answer)."""
-    pool_texts: dict[int, str] = {}
+# One question's k-shot prompt: [(example prompt, gold letter)] and the question's own prompt.
+Turns = tuple[list[tuple[str, str]], str]
+
+
+def fewshot_turns(kind: str, items: Dataset, pool: Dataset | None, shots: list[list[int]]) -> list[Turns]:
+    """The examples (prompt, gold letter) and the question prompt of every row of ``items``."""
+    pool_turns: dict[int, tuple[str, str]] = {}
     out = []
     for row, rec in enumerate(items):
-        parts = []
+        examples = []
         for i in shots[row]:
-            if i not in pool_texts:
+            if i not in pool_turns:
                 ex = pool[i]
-                pool_texts[i] = doc_to_text(kind, ex) + TARGET_DELIMITER + LETTERS[ex["label"]] + FEWSHOT_DELIMITER
-            parts.append(pool_texts[i])
-        parts.append(doc_to_text(kind, rec))
-        out.append("".join(parts))
+                pool_turns[i] = (doc_to_text(kind, ex), LETTERS[ex["label"]])
+            examples.append(pool_turns[i])
+        out.append((examples, doc_to_text(kind, rec)))
     return out
+
+
+def plain_context(turns: Turns) -> str:
+    """The harness's plain-text k-shot context (without the answer)."""
+    examples, question = turns
+    return "".join(q + TARGET_DELIMITER + a + FEWSHOT_DELIMITER for q, a in examples) + question
+
+
+def chat_messages(turns: Turns, system: str | None, *, multiturn: bool = True) -> list[dict[str, str]]:
+    """The harness's chat messages (``fewshot_context`` with ``apply_chat_template``): each example a
+    user turn and an assistant turn holding the gold letter (``fewshot_as_multiturn``), or everything
+    in one user message; ``system`` as a system message."""
+    head = [{"role": "system", "content": system}] if system else []
+    if not multiturn:
+        return head + [{"role": "user", "content": plain_context(turns)}]
+    examples, question = turns
+    body = [m for q, a in examples for m in ({"role": "user", "content": q}, {"role": "assistant", "content": a})]
+    return head + body + [{"role": "user", "content": question}]
+
+
+def fewshot_contexts(kind: str, items: Dataset, pool: Dataset | None, shots: list[list[int]]) -> list[str]:
+    """The harness's plain-text k-shot context of every row of ``items`` (without the answer)."""
+    return [plain_context(t) for t in fewshot_turns(kind, items, pool, shots)]
 
 
 def instruction_prompt(rec: Mapping[str, Any], instruction: str) -> str:

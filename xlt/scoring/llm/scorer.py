@@ -11,7 +11,8 @@ Two modes (``eval.llm.mode``):
   wrong) and is counted.
 
 After each :meth:`LLMScorer.score` call, :attr:`LLMScorer.last_meta` describes it (mode, few-shot
-rule, forward cost, unparseable answers); :meth:`LLMScorer.language_meta` gives its summary to the
+rule, forward cost, parity mode, prefix-cache paths, comparability with the harness, unparseable
+answers); :meth:`LLMScorer.language_meta` gives its summary to the
 evaluate stage (stored under ``scorer_meta`` in the language's result file), and with a run directory
 the full record is written to ``run/eval/<benchmark>/llm_meta/<language>.json``.
 """
@@ -31,9 +32,10 @@ from xlt.config.llm import BELEBELE_INSTRUCTION, NO_PASSAGE_INSTRUCTION
 from xlt.data.schema import LETTERS, NUM_OPTIONS
 from xlt.errors import ConfigError
 from xlt.scoring.llm import prompts
-from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, extract_letter
+from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
 from xlt.scoring.llm.load import llm_config, load_causal_lm
 from xlt.scoring.llm.loglik import LoglikelihoodEngine, build_sequences, encode_pairs, resolve_max_length
+from xlt.scoring.llm.prefix_cache import plan_prefixes, prefix_texts
 
 log = logging.getLogger(__name__)
 
@@ -46,11 +48,13 @@ class LLMScorer:
 
     def __init__(self, cfg: DictConfig, run: Any = None, *, model: Any = None, tokenizer: Any = None,
                  device: Any = None, pool_source: PoolSource | None = None, progress: bool = True,
-                 share_passes: bool = True) -> None:
+                 share_passes: bool = True, prefix_cache: bool | None = None) -> None:
         self.cfg = cfg
         self.llm = llm_config(cfg)
         # False scores every option in its own forward pass (the baseline of benchmarks/llm_eval_bench.py).
         self.share_passes = share_passes
+        # None: eval.llm.prefix_cache decides (benchmarks/llm_eval_bench.py compares both).
+        self.prefix_cache = bool(self.llm.prefix_cache) if prefix_cache is None else prefix_cache
         self.run = run
         if model is None or tokenizer is None:
             model, tokenizer, device = load_causal_lm(self.llm)
@@ -59,7 +63,7 @@ class LLMScorer:
         self.max_length = resolve_max_length(model.config, tokenizer, self.llm.max_length)
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.engine = LoglikelihoodEngine(model, device=self.device, batch_size=self.llm.batch_size,
-                                          pad_id=pad_id, progress=progress)
+                                          pad_id=pad_id, progress=progress, score_dtype=self.llm.score_dtype)
         self.generator = GreedyGenerator(model, tokenizer, device=self.device, batch_size=self.llm.batch_size,
                                          max_new_tokens=self.llm.max_new_tokens,
                                          add_bos_token=self.llm.add_bos_token, progress=progress)
@@ -95,32 +99,75 @@ class LLMScorer:
         kind = self._kind(benchmark)
         if self.llm.mode == "generate":
             return [self._wrap(prompts.instruction_prompt(r, self._instruction(kind))) for r in items]
-        return [self._wrap(c) for c in self._fewshot_contexts(items, benchmark, kind, language)[0]]
+        return [self._render(t) for t in self._fewshot_turns(items, benchmark, kind, language)[0]]
 
     # -- log-likelihood ---------------------------------------------------------------------------
     def _score_loglikelihood(self, items: Dataset, benchmark: str, kind: str,
                              language: str) -> tuple[np.ndarray, dict[str, Any]]:
-        ctx, fewshot = self._fewshot_contexts(items, benchmark, kind, language)
-        ctx = [self._wrap(c) for c in ctx]
+        turns, fewshot = self._fewshot_turns(items, benchmark, kind, language)
+        ctx = [self._render(t) for t in turns]
         delim = "" if self.llm.chat_template else prompts.TARGET_DELIMITER
         conts = [[delim + letter for letter in LETTERS[:NUM_OPTIONS]]] * len(items)
         encoded = encode_pairs(self.tokenizer, ctx, conts, self.llm.add_bos_token)
         seqs = build_sequences(encoded, self.max_length, share=self.share_passes)
+        use_cache = self.prefix_cache and self.engine.supports_prefix_cache()
+        plan = plan_prefixes(self.tokenizer, seqs, encoded, prefix_texts(ctx, [q for _, q in turns]),
+                             max_length=self.max_length, add_bos_token=self.llm.add_bos_token, enabled=use_cache)
         before = self.engine.stats.as_dict()
-        scores = self.engine.scores(seqs, len(items), NUM_OPTIONS)
+        scores = self.engine.scores(seqs, len(items), NUM_OPTIONS, plan.seq_prefix)
         after = self.engine.stats.as_dict()
-        cost = {k: after[k] - before[k] for k in ("sequences", "tokens", "padded_tokens", "batches")}
+        cost = {k: after[k] - before[k] for k in ("sequences", "tokens", "padded_tokens", "batches",
+                                                  "prefix_passes", "prefix_tokens")}
         cost["batch_size"] = after["batch_size"]
         truncated = sum(len(c) + max(map(len, conts)) > self.max_length + 1 for c, conts in encoded)
+        cache_meta = {"enabled": self.prefix_cache, "supported": use_cache or not self.prefix_cache,
+                      "distinct_prefixes": plan.distinct_prefixes, "questions_per_path": plan.paths}
         return scores, {"fewshot": fewshot, "forward": cost, "max_length": self.max_length,
-                        "single_pass_questions": _single_pass(seqs, len(items)), "truncated_contexts": int(truncated)}
+                        "single_pass_questions": _single_pass(seqs, len(items)), "truncated_contexts": int(truncated),
+                        "parity": self._parity(), "prefix_cache": cache_meta,
+                        **self._comparability(benchmark, kind, len(items))}
 
-    def _fewshot_contexts(self, items: Dataset, benchmark: str, kind: str,
-                          language: str) -> tuple[list[str], dict[str, Any]]:
+    def _parity(self) -> dict[str, Any]:
+        """How the scores relate to lm-evaluation-harness's numerics (stored with every result)."""
+        model_dtype = str(getattr(self.model, "dtype", "")).replace("torch.", "") or None
+        chat = bool(self.llm.chat_template)
+        return {
+            "score_dtype": self.llm.score_dtype,
+            "log_softmax_dtype": model_dtype if self.llm.score_dtype == "harness" else "float32",
+            "model_dtype": model_dtype,
+            "chat_template": chat,
+            "fewshot_as_multiturn": bool(self.llm.fewshot_as_multiturn) if chat else None,
+            "bos": "tokenizer default; none added to a prompt that already starts with BOS (as the harness)"
+            if self.llm.add_bos_token is None else f"add_bos_token={self.llm.add_bos_token}; none added to a "
+            "prompt that already starts with BOS (as the harness)",
+        }
+
+    def _comparability(self, benchmark: str, kind: str, n_items: int) -> dict[str, Any]:
+        """Whether this run's numbers are comparable with an lm-evaluation-harness run, and why not."""
+        bcfg = self._bcfg(benchmark)
+        cap = bcfg.get("max_questions") if bcfg is not None else None
+        reasons = []
+        if bcfg is not None and bool(bcfg.get("translate_test")):
+            reasons.append("translate-test: the items were machine-translated into English first; the harness "
+                           "has no such task")
+        # Fewer items than the cap: the cap cut nothing, the run is the full language.
+        if cap is not None and n_items >= int(cap) and _base_kind(kind) == "global_mmlu":
+            reasons.append(f"capped run not comparable: max_questions={cap} kept the first {cap} questions of the "
+                           f"language file ({n_items} scored), while lm-evaluation-harness's --limit {cap} keeps "
+                           f"the first {cap} questions of each subject (Full) or category (Lite) task")
+        out: dict[str, Any] = {"comparable_to_harness": not reasons}
+        if reasons:
+            out["not_comparable_because"] = reasons
+        elif cap is not None:
+            out["limit"] = f"max_questions={cap} = the harness's --limit {cap} (first {cap} questions of the task)"
+        return out
+
+    def _fewshot_turns(self, items: Dataset, benchmark: str, kind: str,
+                       language: str) -> tuple[list[prompts.Turns], dict[str, Any]]:
         k = int(self.llm.num_fewshot)
         base = _base_kind(kind)
         if k == 0:
-            return prompts.fewshot_contexts(base, items, None, [[]] * len(items)), {"k": 0}
+            return prompts.fewshot_turns(base, items, None, [[]] * len(items)), {"k": 0}
         # Translate-test: the items were machine-translated into English, so the examples are English
         # too (the English split; ids are parallel across languages, so the question itself is skipped).
         bcfg = self._bcfg(benchmark)
@@ -139,7 +186,7 @@ class LLMScorer:
         info = {"k": k, "split": split, "sampler": sampler, "seed": self.llm.fewshot_seed if sampler == "random" else None}
         if translated:
             info["pool_language"] = pool_language
-        return prompts.fewshot_contexts(base, items, pool, shots), info
+        return prompts.fewshot_turns(base, items, pool, shots), info
 
     def _gmmlu_sampler(self, benchmark: str, kind: str) -> str:
         if self.llm.gmmlu_fewshot != "auto":
@@ -175,6 +222,13 @@ class LLMScorer:
     # -- helpers ----------------------------------------------------------------------------------
     def _wrap(self, text: str) -> str:
         return apply_chat(self.tokenizer, text, self.llm.system_prompt) if self.llm.chat_template else text
+
+    def _render(self, turns: prompts.Turns) -> str:
+        """A k-shot context: plain text, or the harness's chat messages through the chat template."""
+        if not self.llm.chat_template:
+            return prompts.plain_context(turns)
+        return chat_text(self.tokenizer, prompts.chat_messages(turns, self.llm.system_prompt,
+                                                               multiturn=bool(self.llm.fewshot_as_multiturn)))
 
     def _bcfg(self, benchmark: str) -> DictConfig | None:
         benchmarks = OmegaConf.select(self.cfg, "eval.benchmarks") if isinstance(self.cfg, DictConfig) else None
