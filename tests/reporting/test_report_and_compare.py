@@ -129,3 +129,19 @@ def test_compare_cli(data, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "xlt.report", "--compare", str(a.path), str(tmp_path / "nope"),
                           "--out", str(tmp_path / "cmp2")], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "config.yaml" in bad.stderr
+
+
+def test_seed_groups_ignore_keys_that_change_no_result(data, tmp_path):
+    """Runs differing in seed and in neutral keys (logger, run_root, shard settings) are one system;
+    a result-changing key (the training learning rate) splits them."""
+    a, b, c = (evaluate(data, tmp_path / "s" / name, config_seed=seed, scorer="gold")
+               for name, seed in (("a", 1), ("b", 2), ("c", 3)))
+    for run, extra in ((b, {"logger": {"kind": "wandb", "project": "p"}, "run_root": "/elsewhere",
+                            "eval": {"num_shards": 4, "shard_index": 3}, "translate": {"cache_dir": "/c"}}),
+                       (c, {"training": {"learning_rate": 1.0}})):
+        recorded = OmegaConf.merge(OmegaConf.load(run.path / "config.yaml"), extra)
+        (run.path / "config.yaml").write_text(OmegaConf.to_yaml(recorded))
+    out = compare_runs([a.path, b.path, c.path], tmp_path / "cmp", samples=50)
+    systems = {s["system"]: s for s in out["benchmarks"]["belebele"]["seeds"]}
+    assert systems["s/a (+1 seeds)"]["seeds"] == "1,2"
+    assert systems["s/c"]["runs"] == 1

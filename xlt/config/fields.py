@@ -25,13 +25,13 @@ INHERIT = "__inherit__"
 
 
 def opt(default: Any = dataclasses.MISSING, *, default_factory: Callable[[], Any] | None = None,
-        choices: Sequence[str] | None = None, ge: float | None = None, gt: float | None = None,
+        choices: Sequence[str] | Callable[[], Sequence[str]] | None = None, ge: float | None = None, gt: float | None = None,
         le: float | None = None, affects: str | None = INHERIT, names_run: bool | None = None,
         split: bool = False) -> Any:
     """A dataclass field with validation and key-table metadata (see the module docstring)."""
     meta: dict[str, Any] = {"affects": affects, "split": split}
-    if choices is not None:
-        meta["choices"] = tuple(choices)
+    if choices is not None:  # a sequence, or a function returning a registry's names (read when checked)
+        meta["choices"] = choices if callable(choices) else tuple(choices)
     for name, bound in (("ge", ge), ("gt", gt), ("le", le)):
         if bound is not None:
             meta[name] = bound
@@ -47,9 +47,14 @@ def neutral(default: Any = dataclasses.MISSING, **kw: Any) -> Any:
     return opt(default, affects=None, **kw)
 
 
+def choices_of(meta: dict[str, Any]) -> tuple[str, ...] | None:
+    c = meta.get("choices")
+    return tuple(c()) if callable(c) else c
+
+
 def _describe(meta: dict[str, Any]) -> str:
     if "choices" in meta:
-        return "one of " + ", ".join(str(c) for c in meta["choices"])
+        return "one of " + ", ".join(str(c) for c in choices_of(meta))
     parts = []
     if "gt" in meta:
         parts.append(f"> {meta['gt']}")
@@ -64,7 +69,7 @@ def check_value(key: str, value: Any, meta: dict[str, Any]) -> str | None:
     """An error message if ``value`` breaks ``meta``'s rule, else None."""
     if value is None:
         return None
-    if "choices" in meta and value not in meta["choices"]:
+    if "choices" in meta and value not in choices_of(meta):
         return f"{key}={value!r} is not allowed; use {_describe(meta)}"
     bounds = [b for b in ("ge", "gt", "le") if b in meta]
     if bounds and (isinstance(value, bool) or not isinstance(value, (int, float))):
