@@ -126,17 +126,12 @@ def benchmark_languages(kind: str, bcfg: Any) -> tuple[str, ...]:
     "All" comes from xlt's language table (Belebele: 122 variants; Global-MMLU: 42 languages); for
     other kinds (Global-MMLU-Lite, whose list grows) it is empty, meaning "every config on the Hub".
     """
-    from xlt import languages as langtab
     from xlt.data.benchmarks import get_benchmark
 
     bench = get_benchmark(kind)
     if bcfg.languages:
         return tuple(dict.fromkeys(bench.canonical(str(c)) for c in bcfg.languages))
-    if kind == "belebele":
-        return tuple(langtab.belebele_codes())
-    if kind == "global_mmlu":
-        return tuple(langtab.gmmlu_codes())
-    return ()
+    return bench.known_languages()
 
 
 def eval_resources(cfg: Any) -> list[Resource]:
@@ -149,8 +144,9 @@ def eval_resources(cfg: Any) -> list[Resource]:
         if not b.enabled or b.path:
             continue
         splits = [b.split]
-        if e.scorer == "llm" and e.llm.num_fewshot and b.kind.startswith("global_mmlu"):
-            splits.append("dev")  # few-shot examples come from the dev split
+        fewshot = get_benchmark(b.kind).fewshot_split
+        if e.scorer == "llm" and e.llm.num_fewshot and fewshot:
+            splits.append(fewshot)  # few-shot examples come from their own split
         hub_id = b.hub_id or get_benchmark(b.kind).default_hub_id
         out.append(Resource("dataset", hub_id, b.revision, benchmark_languages(b.kind, b), tuple(dict.fromkeys(splits)),
                             used_by=(f"eval.benchmarks.{name}",)))

@@ -63,6 +63,17 @@ def run_name(overrides: list[str]) -> str:
     return f"{recipe}/{tail}"
 
 
+def shard(items: list, index: int, num: int) -> list:
+    """Shard ``index`` (0-based) of ``num``: every ``num``-th item starting at ``index``, in the given order.
+
+    The one rule both sharded stages use (translation units, evaluation jobs); the config checks
+    ``0 <= index < num`` before any stage runs.
+    """
+    if num < 1 or not 0 <= index < num:
+        raise ValueError(f"shard {index} of {num}: need 0 <= index < num")
+    return items[index::num]
+
+
 def is_main_process() -> bool:
     """True on rank 0 of a multi-process launch (and in a plain single process): the one that writes."""
     return int(os.environ.get("RANK", "0")) == 0

@@ -119,7 +119,7 @@ def test_shard_split_is_deterministic_partition():
     parts = [shard_jobs(list(reversed(jobs)), i, 3) for i in range(3)]
     assert sorted(j for p in parts for j in p) == sorted(jobs)
     assert parts[0] == [jobs[0], jobs[3], jobs[6]]
-    with pytest.raises(ConfigError):
+    with pytest.raises(ValueError, match="shard 3 of 3"):
         shard_jobs(jobs, 3, 3)
 
 

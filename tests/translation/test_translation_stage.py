@@ -151,7 +151,7 @@ def test_units_cover_every_row_once():
     ]
     shards = [stage.shard_units(units, i, 3) for i in range(3)]
     assert sorted(u for s in shards for u in s) == sorted(units)
-    with pytest.raises(ConfigError, match="shard_index"):
+    with pytest.raises(ValueError, match="shard 3 of 3"):
         stage.shard_units(units, 3, 3)
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from xlt import languages as langtab
+from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
 from xlt.run import RunDir
 from xlt.scoring.metrics import belebele_summary, gmmlu_summary
@@ -38,7 +39,7 @@ class BenchmarkResults:
 
     @property
     def is_gmmlu(self) -> bool:
-        return self.kind.startswith("global_mmlu")
+        return get_benchmark(self.kind).has_subsets
 
 
 def language_columns(code: str, groups: dict[str, str] | None) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def collect(cfg: Any, run: RunDir) -> dict[str, BenchmarkResults]:
 def results_from_files(name: str, kind: str, results: list[dict[str, Any]],
                        groups: dict[str, str] | None = None) -> BenchmarkResults:
     df = per_language_frame(results, groups)
-    if kind.startswith("global_mmlu"):
+    if get_benchmark(kind).has_subsets:
         summary = gmmlu_summary(df)
         summary["mean"] = summary["full"]
     else:

@@ -22,7 +22,7 @@ from omegaconf import OmegaConf
 
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
-from xlt.run import RunDir, atomic_write_json
+from xlt.run import RunDir, atomic_write_json, shard
 
 
 @dataclass(frozen=True, order=True)
@@ -83,10 +83,8 @@ def planned_jobs(cfg: Any, run: RunDir) -> list[Job]:
 
 
 def shard_jobs(jobs: list[Job], index: int, num: int) -> list[Job]:
-    """Jobs of shard ``index`` (0-based) of ``num``."""
-    if num < 1 or not 0 <= index < num:
-        raise ConfigError(f"eval.shard_index={index} / eval.num_shards={num}: need 0 <= shard_index < num_shards")
-    return sorted(jobs)[index::num]
+    """Jobs of shard ``index`` (0-based) of ``num`` (:func:`xlt.run.shard` over the sorted jobs)."""
+    return shard(sorted(jobs), index, num)
 
 
 def job_settings(cfg: Any, job: Job) -> dict[str, Any]:

@@ -42,10 +42,6 @@ from xlt.scoring.scorers import build_scorer, check_scores
 log = logging.getLogger("xlt.evaluate")
 
 
-def is_gmmlu(kind: str) -> bool:
-    return kind.startswith("global_mmlu")
-
-
 def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: Any = None,
                  provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """Score one language of one benchmark and write its predictions and result files.
@@ -87,7 +83,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "settings": job_settings(cfg, job),
         **accuracy_with_ci(correct, samples, seed),
     }
-    if is_gmmlu(job.kind):
+    if get_benchmark(job.kind).has_subsets:
         meta = items.select_columns(["is_annotated", "cultural_sensitivity_label", "subject_category"]).to_pandas()
         result["subsets"] = {name: accuracy_with_ci(correct[mask], samples, seed)
                              for name, mask in gmmlu_subsets(meta).items()}

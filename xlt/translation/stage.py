@@ -30,7 +30,7 @@ from filelock import FileLock
 
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
-from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
+from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text, shard
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engine import QualityRules, translate_dataset
 from xlt.translation.quality import QualityStats
@@ -115,11 +115,7 @@ def plan_units(sizes: dict[str, int], languages: list[str], rows_per_unit: int) 
 
 
 def shard_units(units: list[Unit], shard_index: int, num_shards: int) -> list[Unit]:
-    if num_shards < 1 or not 0 <= shard_index < num_shards:
-        raise ConfigError(
-            f"translate.shard_index must be in 0..num_shards-1; got shard_index={shard_index}, num_shards={num_shards}"
-        )
-    return units[shard_index::num_shards]
+    return shard(units, shard_index, num_shards)
 
 
 def is_part_done(run: RunDir, unit: Unit) -> bool:

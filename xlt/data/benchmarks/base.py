@@ -27,6 +27,17 @@ class Benchmark(ABC):
 
     kind: str = ""
     default_hub_id: str = ""
+    # What the rest of xlt needs to know about a benchmark, in one place (as a task definition in
+    # lm-evaluation-harness): the prompt/few-shot family its variants share, whether items carry the
+    # metadata of MA/CS/CA and category subsets, and the split LLM few-shot examples come from (None:
+    # the evaluated split itself, other items of the same language).
+    family: str = ""
+    has_subsets: bool = False
+    fewshot_split: str | None = None
+
+    def known_languages(self) -> tuple[str, ...]:
+        """Every language of the benchmark per xlt's language table (empty: ask the source)."""
+        return ()
 
     def hub_id(self, bcfg: Any) -> str:
         return bcfg.hub_id or self.default_hub_id

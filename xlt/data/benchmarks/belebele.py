@@ -64,6 +64,10 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
 class Belebele(Benchmark):
     kind = "belebele"
     default_hub_id = "facebook/belebele"
+    family = "belebele"
+
+    def known_languages(self) -> tuple[str, ...]:
+        return tuple(langtab.belebele_codes())
 
     def canonical(self, code: str) -> str:
         lang = langtab.lookup(code)

@@ -139,10 +139,21 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
 class GlobalMMLU(Benchmark):
     kind = "global_mmlu"
     default_hub_id = "CohereLabs/Global-MMLU"
+    family = "global_mmlu"
+    has_subsets = True
+    fewshot_split = "dev"
 
     def __init__(self, kind: str = "global_mmlu", default_hub_id: str = "CohereLabs/Global-MMLU"):
         self.kind = kind
         self.default_hub_id = default_hub_id
+
+    @property
+    def lite(self) -> bool:
+        return self.kind == "global_mmlu_lite"
+
+    def known_languages(self) -> tuple[str, ...]:
+        # Lite's language list grows upstream: ask the source.
+        return () if self.lite else tuple(langtab.gmmlu_codes())
 
     def canonical(self, code: str) -> str:
         lang = langtab.lookup(code)
@@ -164,7 +175,7 @@ class GlobalMMLU(Benchmark):
         if offline():
             # Offline, datasets answers the config list from its cache as ["default"]: use the language
             # table (42 languages; the 15 of the original Lite release for Lite).
-            return sorted(langtab.gmmlu_codes(lite=self.kind == "global_mmlu_lite"))
+            return sorted(langtab.gmmlu_codes(lite=self.lite))
         with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
             return sorted(get_dataset_config_names(hub_id, revision=bcfg.revision))
 

@@ -256,7 +256,10 @@ class LLMScorer:
 
 
 def _base_kind(kind: str) -> str:
-    return "global_mmlu" if kind.startswith("global_mmlu") else kind
+    """The prompt/few-shot family of a benchmark kind (Global-MMLU Lite shares Global-MMLU's)."""
+    from xlt.data.benchmarks import get_benchmark
+
+    return get_benchmark(kind).family
 
 
 def _single_pass(seqs: list, n_questions: int) -> int:
