@@ -102,3 +102,50 @@ def test_stage_values_split_the_config_by_stage():
     assert not any(k.startswith(("logger", "run_root", "eval.shard")) for k in {**build, **train})
     values = result_values(cfg, drop=("seed",))
     assert "seed" not in values and "logger.kind" not in values and "eval.num_shards" not in values
+
+
+def test_the_config_layer_names_exactly_the_registries():
+    """The config declares what may be selected; each name is one registry entry."""
+    from xlt.config.data import SOURCE_NAMES
+    from xlt.config.eval import BENCHMARK_KINDS, SCORERS
+    from xlt.data.benchmarks import BENCHMARKS
+    from xlt.data.sources import SOURCES
+    from xlt.scoring.scorers import SCORERS as SCORER_REGISTRY
+
+    assert sorted(SOURCE_NAMES) == sorted(SOURCES)
+    assert sorted(BENCHMARK_KINDS) == sorted(BENCHMARKS)
+    assert sorted(SCORERS) == sorted(SCORER_REGISTRY)
+
+
+def test_no_import_cycles():
+    """No module of xlt imports (even lazily, inside a function) a module that imports it back."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent / "xlt"
+    mods = {}
+    for p in root.rglob("*.py"):
+        parts = p.relative_to(root.parent).with_suffix("").parts
+        mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, p in mods.items():
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xlt"):
+                graph[m] |= {t for t in [node.module, *(f"{node.module}.{a.name}" for a in node.names)] if t in mods}
+            elif isinstance(node, ast.Import):
+                graph[m] |= {a.name for a in node.names if a.name in mods}
+
+    # A package and its own submodules import each other by design (xlt.config -> xlt.config.data and
+    # xlt.config.keys -> xlt.config): those edges are not cycles between modules.
+    for m in graph:
+        graph[m] = {d for d in graph[m] if not (d.startswith(m + ".") or m.startswith(d + "."))}
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for n in graph[todo.pop()] - seen:
+                seen.add(n)
+                todo.append(n)
+        return seen
+
+    assert sorted(m for m in mods if m in reaches(m)) == []

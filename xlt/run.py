@@ -19,48 +19,15 @@ Layout::
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-_MAX_NAME = 120
-
-
-def _names_run(key: str) -> bool:
-    """Whether an override of ``key`` goes into the run directory's name (the key table decides)."""
-    from xlt.config.keys import names_run
-
-    return names_run(key.lstrip("+~"))
-
-
-def run_name(overrides: list[str]) -> str:
-    """Relative run directory for a list of command-line overrides, e.g. ``demo/seed=2``.
-
-    The recipe (``+recipe=NAME``) names the first level; the overrides that change what is trained
-    (data, translation, model, training, seed) or which model is scored (``eval.model``, ``eval.scorer``,
-    ``eval.llm``), sorted, name the second (``default`` when there are none); see
-    :mod:`xlt.config.keys`. Long names are shortened with a hash.
-    """
-    recipe = "norecipe"
-    rest = []
-    for ov in overrides:
-        key, _, value = ov.partition("=")
-        if key.lstrip("+") == "recipe":
-            recipe = value
-        elif _names_run(key):
-            rest.append(f"{key.lstrip('+')}={value}")
-    tail = ",".join(sorted(rest)) or "default"
-    tail = re.sub(r"[^A-Za-z0-9_.,=+\-]", "_", tail)
-    if len(tail) > _MAX_NAME:
-        digest = hashlib.sha1(tail.encode()).hexdigest()[:10]
-        tail = f"{tail[: _MAX_NAME - 11]}-{digest}"
-    return f"{recipe}/{tail}"
+from xlt.config.keys import run_name  # noqa: F401  (re-exported: the run directory's name)
 
 
 def shard(items: list, index: int, num: int) -> list:

@@ -56,8 +56,8 @@ class XltConfig:
 def register() -> None:
     """Register the root schema (as ``xlt_schema``) so ``conf/config.yaml`` can extend it, and the
     resolvers the config files use (``xlt_assets``, ``xlt_run_root``, ``xlt_run_name``)."""
+    from xlt.config.keys import run_name
     from xlt.config.overrides import checked_run_root
-    from xlt.run import run_name
 
     resolvers = {
         "xlt_run_name": lambda overrides: run_name(list(overrides)),

@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 
 from xlt.config.fields import opt
 
+# The sources a data config may name: one entry each of the registry in xlt/data/sources (checked by
+# tests/test_config_validation.py; the config layer imports nothing above it).
+SOURCE_NAMES = ("race", "sciq", "multirc", "mctest", "mcscript", "reclor")
+
 
 @dataclass
 class SourceConfig:

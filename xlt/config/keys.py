@@ -14,6 +14,8 @@ It answers four questions, for run naming, stage input hashes, the prefetch comm
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import re
 import typing
 from dataclasses import dataclass
 from typing import Any
@@ -132,3 +134,30 @@ def result_values(cfg: DictConfig | dict[str, Any], drop: tuple[str, ...] = ()) 
     """The leaves that change some result (minus the keys in ``drop``, e.g. ``seed``)."""
     return {k: v for k, (info, v) in leaves(cfg).items()
             if info.affects is not None and not info.split and k not in drop}
+
+
+_MAX_NAME = 120
+
+
+def run_name(overrides: list[str]) -> str:
+    """Relative run directory for a list of command-line overrides, e.g. ``demo/seed=2``.
+
+    The recipe (``+recipe=NAME``) names the first level; the overrides that change what is trained
+    (data, translation, model, training, seed) or which model is scored (``eval.model``, ``eval.scorer``,
+    ``eval.llm``), sorted, name the second (``default`` when there are none); see
+    the module docstring. Long names are shortened with a hash.
+    """
+    recipe = "norecipe"
+    rest = []
+    for ov in overrides:
+        key, _, value = ov.partition("=")
+        if key.lstrip("+") == "recipe":
+            recipe = value
+        elif names_run(key):
+            rest.append(f"{key.lstrip('+')}={value}")
+    tail = ",".join(sorted(rest)) or "default"
+    tail = re.sub(r"[^A-Za-z0-9_.,=+\-]", "_", tail)
+    if len(tail) > _MAX_NAME:
+        digest = hashlib.sha1(tail.encode()).hexdigest()[:10]
+        tail = f"{tail[: _MAX_NAME - 11]}-{digest}"
+    return f"{recipe}/{tail}"

@@ -30,7 +30,7 @@ def _known_keys() -> list[str]:
 
 def check_overrides(overrides: list[str]) -> None:
     """Reject secrets, unknown keys and unknown source names among ``key=value`` overrides."""
-    from xlt.data.sources import SOURCES
+    from xlt.config.data import SOURCE_NAMES as SOURCES
 
     for ov in overrides:
         key = ov.split("=", 1)[0].lstrip("+~")
@@ -48,6 +48,13 @@ def check_overrides(overrides: list[str]) -> None:
         parts = key.split(".")
         if parts[:2] == ["data", "sources"] and len(parts) > 2 and parts[2] not in SOURCES:
             raise ConfigError(f"data.sources.{parts[2]}: unknown source; known sources: {sorted(SOURCES)}")
+        if ov.startswith("+") and parts[:2] in (["data", "sources"], ["eval", "benchmarks"]) and len(parts) > 2:
+            group = "data=six_sources" if parts[0] == "data" else "eval=full"
+            raise ConfigError(
+                f"'{ov}': a new entry of {parts[0]}.{parts[1]} cannot be added from the command line (Hydra cannot "
+                f"build a {parts[1][:-1]} section from an override). Pick a config group that has it (e.g. {group}) "
+                f"and set {'.'.join(parts[:3])}.enabled=true, or add the entry to a recipe file"
+            )
 
 
 def check_run_root(root: str) -> None:

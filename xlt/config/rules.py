@@ -45,7 +45,7 @@ def _training(cfg: Any, stages: Sequence[str] | None) -> list[str]:
         out.append(f"training.save_steps ({t.save_steps}) must equal training.eval_steps ({t.eval_steps}) or be null: "
                    "the best dev checkpoint must be a saved one")
     if t.deepspeed is not None:
-        from xlt.training.args import resolve_deepspeed
+        from xlt.config.training import resolve_deepspeed
 
         try:
             resolve_deepspeed(t.deepspeed)
@@ -55,11 +55,11 @@ def _training(cfg: Any, stages: Sequence[str] | None) -> list[str]:
 
 
 def _sources(cfg: Any, stages: Sequence[str] | None) -> list[str]:
-    from xlt.data.sources import SOURCES
+    from xlt.config.data import SOURCE_NAMES
 
-    unknown = sorted(set(cfg.data.sources) - set(SOURCES))
+    unknown = sorted(set(cfg.data.sources) - set(SOURCE_NAMES))
     if unknown:
-        return [f"data.sources: unknown source(s) {unknown}; known sources: {sorted(SOURCES)}"]
+        return [f"data.sources: unknown source(s) {unknown}; known sources: {sorted(SOURCE_NAMES)}"]
     if stages and "build_data" in stages and not any(s.enabled for s in cfg.data.sources.values()):
         return ["data.sources lists no enabled source; pick a data config, e.g. data=six_sources"]
     return []

@@ -5,10 +5,14 @@ Values map onto ``transformers.TrainingArguments`` in :mod:`xlt.training.args`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from xlt.config.fields import neutral, opt
+from xlt.errors import ConfigError
 
+DEEPSPEED_DIR = Path(__file__).resolve().parent.parent.parent / "conf" / "deepspeed"
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
                  "inverse_sqrt", "reduce_lr_on_plateau", "cosine_with_min_lr", "warmup_stable_decay")
@@ -59,3 +63,25 @@ class TrainingConfig:
     # Train/evaluate on at most this many rows of each split (debugging); None: all.
     max_train_rows: int | None = opt(None, ge=1)
     max_dev_rows: int | None = opt(None, ge=1)
+
+
+def resolve_deepspeed(value: str | None, conf_dir: Path = DEEPSPEED_DIR) -> str | None:
+    """Path of the DeepSpeed JSON named by ``training.deepspeed``: a name in conf/deepspeed or a path.
+
+    The file is parsed here, so a typo or broken JSON fails before any model is loaded.
+    """
+    if not value:
+        return None
+    candidates = [Path(value).expanduser()]
+    if "/" not in value:
+        name = value if value.endswith(".json") else f"{value}.json"
+        candidates.append(conf_dir / name)
+    for path in candidates:
+        if path.is_file():
+            try:
+                json.loads(path.read_text())
+            except json.JSONDecodeError as err:
+                raise ConfigError(f"training.deepspeed: {path} is not valid JSON (line {err.lineno}): {err.msg}") from None
+            return str(path.resolve())
+    names = sorted(p.stem for p in conf_dir.glob("*.json"))
+    raise ConfigError(f"training.deepspeed={value!r}: no such file; use a path or one of {names}")

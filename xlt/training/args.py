@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from xlt.config.training import DEEPSPEED_DIR, resolve_deepspeed  # noqa: F401  (re-exported)
 from xlt.errors import ConfigError
 from xlt.run import RunDir
 
-DEEPSPEED_DIR = Path(__file__).resolve().parent.parent.parent / "conf" / "deepspeed"
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 
 
@@ -22,28 +20,6 @@ def resolve_precision(precision: str) -> str:
     if precision == "auto":
         return "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
     return precision
-
-
-def resolve_deepspeed(value: str | None, conf_dir: Path = DEEPSPEED_DIR) -> str | None:
-    """Path of the DeepSpeed JSON named by ``training.deepspeed``: a name in conf/deepspeed or a path.
-
-    The file is parsed here, so a typo or broken JSON fails before any model is loaded.
-    """
-    if not value:
-        return None
-    candidates = [Path(value).expanduser()]
-    if "/" not in value:
-        name = value if value.endswith(".json") else f"{value}.json"
-        candidates.append(conf_dir / name)
-    for path in candidates:
-        if path.is_file():
-            try:
-                json.loads(path.read_text())
-            except json.JSONDecodeError as err:
-                raise ConfigError(f"training.deepspeed: {path} is not valid JSON (line {err.lineno}): {err.msg}") from None
-            return str(path.resolve())
-    names = sorted(p.stem for p in conf_dir.glob("*.json"))
-    raise ConfigError(f"training.deepspeed={value!r}: no such file; use a path or one of {names}")
 
 
 def check_training_config(tcfg: Any) -> None:
