@@ -176,7 +176,7 @@ def test_requeued_array_element_resumes_without_redoing_work(tmp_path):
     proc = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert run.marker("build_data").stat().st_mtime_ns == data_marker  # not rebuilt
-    assert "already done" in proc.stderr + proc.stdout
+    assert "up to date" in proc.stderr + proc.stdout
     train = run.done_info("train")
     assert train["resumed_from"] and int(train["resumed_from"].rsplit("-", 1)[1]) >= ckpts[-1] > 0
     assert train["global_step"] == 200 and run.model.exists()
