@@ -91,7 +91,7 @@ class Belebele(Benchmark):
                 configs = get_dataset_split_names(hub_id, "default", revision=bcfg.revision)
         return sorted(configs)
 
-    def load(self, bcfg: Any, language: str, split: str = "test") -> Dataset:
+    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:
@@ -112,6 +112,4 @@ class Belebele(Benchmark):
             where = f"{hub_id}[{code}]"
         ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
                            desc=f"belebele {code}")
-        if bcfg.max_questions is not None:
-            ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
-        return ds
+        return ds, where

@@ -139,6 +139,7 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
 class GlobalMMLU(Benchmark):
     kind = "global_mmlu"
     default_hub_id = "CohereLabs/Global-MMLU"
+    has_passage = False
 
     def __init__(self, kind: str = "global_mmlu", default_hub_id: str = "CohereLabs/Global-MMLU"):
         self.kind = kind
@@ -168,7 +169,7 @@ class GlobalMMLU(Benchmark):
         with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
             return sorted(get_dataset_config_names(hub_id, revision=bcfg.revision))
 
-    def load(self, bcfg: Any, language: str, split: str = "test") -> Dataset:
+    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:
@@ -187,6 +188,4 @@ class GlobalMMLU(Benchmark):
             where = f"{hub_id}[{code}/{split}]"
         ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
                            desc=f"global_mmlu {code}")
-        if bcfg.max_questions is not None:
-            ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
-        return ds
+        return ds, where
