@@ -120,7 +120,9 @@ class MCScript(Source):
                     stats.drop(split, "not_two_answers")
                 elif sum(c for _, c in answers) != 1:
                     stats.drop(split, "not_exactly_one_correct")
-                elif answers[0][0] == answers[1][0] or not all(t.strip() for t, _ in answers):
+                elif not all(t.strip() for t, _ in answers):
+                    stats.drop(split, "empty_option")
+                elif answers[0][0] == answers[1][0]:
                     stats.drop(split, "duplicate_options")
                 else:
                     good.append(row)
