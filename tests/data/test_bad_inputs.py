@@ -556,3 +556,30 @@ def test_cli_odd_rows_build_and_are_counted(tmp_path):
     assert race_train["kept"] == 1
 
 
+
+
+@pytest.mark.parametrize(
+    ("raw", "pattern"),
+    [
+        (BELE_GOOD + b'{"flores_passage": "x', r"eng_Latn\.jsonl:line 5: invalid or truncated JSON"),
+        (BELE_GOOD.replace(b"Question 2", b"Qu\xe9stion 2"), r"eng_Latn\.jsonl:line 3: undecodable bytes"),
+        (b"", r"eng_Latn\.jsonl: no rows"),
+        (jsonl_bytes({"flores_passage": "P", "question": 3}), r"eng_Latn\.jsonl:line 1: field 'question' must be a string"),
+    ],
+    ids=["truncated", "latin1", "empty", "question_int"],
+)
+def test_decontamination_reads_belebele_with_the_same_policy(tmp_path, raw, pattern):
+    from xlt.data.decontaminate import belebele_texts
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "eng_Latn.jsonl").write_bytes(raw)
+    with pytest.raises(DataError, match=pattern):
+        belebele_texts(tmp_path, ["eng_Latn"])
+
+
+def test_decontamination_accepts_a_bom(tmp_path):
+    from xlt.data.decontaminate import belebele_texts
+
+    (tmp_path / "eng_Latn.jsonl").write_bytes(b"\xef\xbb\xbf" + BELE_GOOD)
+    texts = belebele_texts(tmp_path, None)
+    assert len(texts) == 8 and not any(t.startswith("\ufeff") for t in texts)  # 4 passages, 4 questions
