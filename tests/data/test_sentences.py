@@ -88,3 +88,18 @@ def test_mctest_kept_dropped_decisions(upstream, tmp_path, story, kept):
         assert "\\newline" not in out["train"][0]["passage"]  # unescaped after counting
     if story.endswith("went."):
         assert len(split_sentences(story)) == 26  # the regex splitter would have dropped it
+
+
+def test_max_sentences_bounds_both_splitters():
+    """The cheap bound that lets the filter skip splitting must never be below either splitter's count."""
+    import random
+
+    from xlt.data.sentences import max_sentences
+
+    rnd = random.Random(0)
+    pieces = ["a", "B", " ", ".", "?", "!", '"', ")", "\n", "\u2026", ":", "(", "'", "e.g.", "Mr.", "1", "..", "\u201d"]
+    texts = ["".join(rnd.choice(pieces) for _ in range(rnd.randint(1, 60))) for _ in range(2000)]
+    texts += ['He said "no." Then... And? Yes! 3.5 e.g. x', "Tom ran.\\newline\\newlineAnn sat.", "End?)\" Next."]
+    for text in texts:
+        bound = max_sentences(text)
+        assert count_sentences(text) <= bound and len(split_sentences(text)) <= bound, text

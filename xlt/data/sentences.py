@@ -104,6 +104,16 @@ def sentences(text: str) -> list[str]:
     return tok.tokenize(text) if tok is not None else split_sentences(text)
 
 
+_CANDIDATE = re.compile(r"[.?!\u2026](?![^\W_])")
+
+
+def max_sentences(text: str) -> int:
+    """A cheap upper bound of :func:`count_sentences` (either splitter): 1 + the number of ``.?!…`` not
+    followed by a letter or digit. Every boundary either splitter makes ends at such a character, so a
+    passage whose bound is within the filter's limit needs no splitting at all."""
+    return len(_CANDIDATE.findall(text)) + 1
+
+
 def count_sentences(text: str) -> int:
     """Number of sentences in ``text`` (see :func:`sentences`)."""
     return len(sentences(text))

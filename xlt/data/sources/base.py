@@ -25,7 +25,7 @@ from xlt.config.data import SourceConfig
 from xlt.data.anomalies import MAX_PASSAGE_CHARS, clean_text, row_problem
 from xlt.data.anomalies import option_problem as option_problem
 from xlt.data.schema import LETTERS, NUM_OPTIONS, check_record
-from xlt.data.sentences import count_sentences
+from xlt.data.sentences import count_sentences, max_sentences
 from xlt.data.sources.files import Row, iter_local_split
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource
@@ -100,6 +100,8 @@ class BuildContext:
         """``field_too_long`` (absurd, not split), ``passage_too_long`` (> max sentences) or None."""
         if len(text) > MAX_PASSAGE_CHARS:
             return "field_too_long"
+        if max_sentences(text) <= self.max_passage_sentences:  # exact: no splitter can find more
+            return None
         return "passage_too_long" if self.sentences(text) > self.max_passage_sentences else None
 
     def rng(self, source: str, *key: object) -> random.Random:
