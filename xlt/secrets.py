@@ -11,8 +11,6 @@ _SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|passwd|auth)", re.
 # Hugging Face tokens; W&B keys are 40 hex characters like git revisions, so they are caught by key name.
 _SECRET_VALUE = re.compile(r"^hf_[A-Za-z0-9]{20,}$")
 REDACTED = "***"
-# The last key of an override that holds a secret: hf_token, api_key, wandb_api_key, password, secret...
-_SECRET_OVERRIDE_KEY = re.compile(r"(^|[_-])(token|api[_-]?key|secret|password|passwd)$", re.IGNORECASE)
 
 
 def redact(obj: Any) -> Any:
@@ -28,6 +26,10 @@ def redact(obj: Any) -> Any:
 
 def redact_config(cfg: DictConfig) -> DictConfig:
     return OmegaConf.create(redact(OmegaConf.to_container(cfg, resolve=True)))
+
+
+# The last key of an override that holds a secret: hf_token, api_key, wandb_api_key, password, secret...
+_SECRET_OVERRIDE_KEY = re.compile(r"(^|[_-])(token|api[_-]?key|secret|password|passwd)$", re.IGNORECASE)
 
 
 def secret_override(override: str) -> str | None:
