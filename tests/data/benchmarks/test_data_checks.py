@@ -63,3 +63,13 @@ def test_tsv_reads_back_exactly_with_the_documented_call(tmp_path):
     expected = to_reference_frame(rows).astype(str)
     assert back.equals(expected)
     assert back.loc[0, "answer1"] == "None" and back.loc[0, "passage_id"] == "007"
+
+
+def test_report_line_names_languages_with_odd_items():
+    import pandas as pd
+
+    from xlt.reporting.stage import data_checks_line
+
+    df = pd.DataFrame({"language": ["fra_Latn", "deu_Latn"], "odd_items": [3, 0], "ties": [2, 1]})
+    assert data_checks_line(df) == ("\nData checks: 3 odd item(s) in the benchmark files (fra_Latn 3); 3 prediction(s) "
+                                    "were argmax ties (see each result's `data_checks` and `ties`).\n")
