@@ -211,7 +211,7 @@ def test_decontamination_report_and_remove(sources, tmp_path):
 
 
 def test_config_errors(sources, tmp_path):
-    with pytest.raises(ConfigError, match=r"unknown (data )?source"):
+    with pytest.raises(ConfigError, match="unknown (data )?source"):
         build(make_cfg({**sources, "squad": {"path": "x"}}, tmp_path).data)
     with pytest.raises(ConfigError, match="no enabled source"):
         build(make_cfg({"race": {"path": "x", "enabled": False}}, tmp_path).data)

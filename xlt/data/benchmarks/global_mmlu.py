@@ -137,9 +137,9 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
 
 
 class GlobalMMLU(Benchmark):
+    has_passage = False  # items have no passage: an empty one is not counted as odd
     kind = "global_mmlu"
     default_hub_id = "CohereLabs/Global-MMLU"
-    has_passage = False
 
     def __init__(self, kind: str = "global_mmlu", default_hub_id: str = "CohereLabs/Global-MMLU"):
         self.kind = kind
