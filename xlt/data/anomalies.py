@@ -35,7 +35,8 @@ a **row is odd**                       never abort, never keep silently: repair 
 =====================================  ==========================================================
 
 Benchmarks are never silently changed: odd items are kept and counted (``data_checks``: duplicate ids,
-duplicate options, empty options, empty passages, empty questions); only items that cannot be scored
+duplicate options, empty options, empty passages, empty questions; a ``null`` text reads as empty); a
+``null`` id or gold answer is an error naming the row; only items that cannot be scored
 at all (fewer than two distinct non-empty options) are left out and counted (``unscorable``); a language
 file with no scorable item is an error.
 """

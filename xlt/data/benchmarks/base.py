@@ -144,11 +144,17 @@ def load_local_file(path: Path) -> Dataset:
     if path.suffix != ".parquet":
         from xlt.data.sources.files import iter_jsonl
 
-        rows = [row.data for row in iter_jsonl(path)]
+        read = list(iter_jsonl(path))
+        rows = [row.data for row in read]
         columns: dict[str, list[Any]] = {}
         for row in rows:
             for key in row:
                 columns.setdefault(key, [])
+        for row in read:  # a field absent from one line (not null: absent) is a wrong file
+            if len(row.data) < len(columns):
+                missing = next(k for k in columns if k not in row.data)
+                raise DataError(f"{row.where}: missing field '{missing}' (other lines have it); "
+                                "write null for a missing value")
         for key in columns:
             columns[key] = [row.get(key) for row in rows]
             try:
@@ -177,6 +183,11 @@ def require_columns(ds: Dataset, required: Sequence[str], where: str) -> None:
     missing = [c for c in required if c not in ds.column_names]
     if missing:
         raise DataError(f"{where}: missing field(s) {missing} (row 1 onwards); found {ds.column_names}")
+
+
+def text(value: Any) -> str:
+    """A text field of an item; a null (missing) text reads as "" (counted by :func:`data_checks`)."""
+    return "" if value is None else str(value)
 
 
 def check_not_null(batch: dict[str, list], fields: Sequence[str], where: str, start: int) -> None:

@@ -22,7 +22,7 @@ from datasets import Dataset, Features, Value, get_dataset_config_names, load_da
 from datasets import Sequence as HFSequence
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Benchmark, check_not_null, convert_split, load_local_file
+from xlt.data.benchmarks.base import Benchmark, check_not_null, convert_split, load_local_file, text
 from xlt.data.schema import EVAL_FEATURES, LETTERS
 from xlt.errors import DataError
 from xlt.hub import hub_resource, offline
@@ -30,6 +30,9 @@ from xlt.hub import hub_resource, offline
 LIST_COLUMNS = ("required_knowledge", "time_sensitive", "reference", "culture", "region", "country")
 FIELDS = ("sample_id", "question", "option_a", "option_b", "option_c", "option_d", "answer",
           "cultural_sensitivity_label", "is_annotated")
+# Fields without which an item cannot be identified, scored or put in a subset: a null is an error naming
+# the row. A null question or option is an odd item: read as "" and counted by the data checks.
+KEY_FIELDS = ("sample_id", "answer", "cultural_sensitivity_label", "is_annotated")
 CS_LABELS = ("CS", "CA", "-")
 
 FEATURES = Features(
@@ -101,7 +104,7 @@ def parse_bool(value: Any, where: str) -> bool:
 def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, where: str) -> dict[str, list]:
     """Upstream Global-MMLU rows -> evaluation records (batched ``Dataset.map`` function)."""
     start = indices[0] if indices else 0
-    check_not_null(batch, FIELDS, where, start)
+    check_not_null(batch, KEY_FIELDS, where, start)
     out: dict[str, list] = {k: [] for k in FEATURES}
     for i, idx in enumerate(indices):
         row_where = f"{where}: row {idx + 1}"
@@ -121,8 +124,8 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
         out["id"].append(sid)
         out["language"].append(language)
         out["passage"].append("")
-        out["question"].append(str(batch["question"][i]))
-        out["options"].append([str(batch[f"option_{c}"][i]) for c in "abcd"])
+        out["question"].append(text(batch["question"][i]))
+        out["options"].append([text(batch[f"option_{c}"][i]) for c in "abcd"])
         out["label"].append(parse_letter(batch["answer"][i], row_where))
         out["sample_id"].append(sid)
         out["subject"].append(str(subject))
