@@ -588,3 +588,13 @@ def test_decontamination_accepts_a_bom(tmp_path):
     (tmp_path / "eng_Latn.jsonl").write_bytes(b"\xef\xbb\xbf" + BELE_GOOD)
     texts = belebele_texts(tmp_path, None)
     assert len(texts) == 8 and not any(t.startswith("\ufeff") for t in texts)  # 4 passages, 4 questions
+
+
+def test_cli_eval_model_not_a_model_folder(tmp_path):
+    (tmp_path / "notamodel").mkdir()
+    (tmp_path / "notamodel" / "notes.txt").write_text("hi")
+    proc = xlt("xlt.evaluate", "+recipe=demo", f"run_root={tmp_path / 'runs'}", f"eval.model={tmp_path / 'notamodel'}",
+               timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert "xlt: error: eval.model=" in proc.stderr and "not a model folder" in proc.stderr
