@@ -42,3 +42,43 @@ def redact_overrides(overrides: list[str]) -> list[str]:
 
 def redact_config(cfg: DictConfig) -> DictConfig:
     return OmegaConf.create(redact(OmegaConf.to_container(cfg, resolve=True)))
+
+
+# The last key of an override that holds a secret: hf_token, api_key, wandb_api_key, password, secret...
+_SECRET_OVERRIDE_KEY = re.compile(r"(^|[_-])(token|api[_-]?key|secret|password|passwd)$", re.IGNORECASE)
+
+
+def secret_override(override: str) -> str | None:
+    """The key of a command-line override that carries a secret (by key name or value), else None.
+
+    ``+model.hf_token=hf_xxx``, ``logger.api_key=...``, ``++x.password=...`` and any value that looks like a
+    Hugging Face token are secrets; ``~key`` deletions and keys with an empty value are not.
+    """
+    text = override.strip()
+    if text.startswith("~") or "=" not in text:
+        return None
+    key, _, value = text.lstrip("+").partition("=")
+    value = value.strip().strip("'\"")
+    if not value or value.lower() in ("null", "none"):
+        return None
+    last = key.strip().rsplit(".", 1)[-1]
+    flag = value.lower() in ("true", "false") or value.lstrip("-").isdigit()  # add_bos_token=true is no secret
+    if (_SECRET_OVERRIDE_KEY.search(last) and not flag) or _SECRET_VALUE.match(value):
+        return key.strip()
+    return None
+
+
+def reject_secret_overrides(overrides: list[str]) -> None:
+    """Raise :class:`ConfigError` if an override passes a secret: it would be stored in the run directory's
+    name and in Hydra's saved ``overrides.yaml``. Secrets belong in the environment (``HF_TOKEN``,
+    ``WANDB_API_KEY``) or the tools' own login (``huggingface-cli login``, ``wandb login``)."""
+    from xlt.errors import ConfigError
+
+    for override in overrides:
+        key = secret_override(str(override))
+        if key is not None:
+            raise ConfigError(
+                f"override '{key}=***' passes a secret on the command line, where it would be saved in the run "
+                "directory name and .hydra/overrides.yaml; set it in the environment instead (HF_TOKEN, "
+                "WANDB_API_KEY) or log in once (huggingface-cli login, wandb login)"
+            )

@@ -94,12 +94,16 @@ def test_build_counts_and_report(sources, tmp_path):
     assert list(dict.fromkeys(dsd["train"]["dataset"])) == ["RACE", "sciQ", "MultiRC", "MCTest_500", "MCScript2.0", "ReClor"]
     assert list(dict.fromkeys(dsd["dev"]["dataset"])) == ["RACE", "sciQ", "MultiRC", "MCTest_500", "ReClor"]
     s = report["sources"]
-    assert s["race"]["splits"]["train"] == {"read": 3, "candidates": 3, "kept": 2, "dropped": {"cloze_question": 1}}
+    assert s["race"]["splits"]["train"] == {"read": 3, "candidates": 3, "kept": 2, "dropped": {"cloze_question": 1},
+                                            "repaired": {}, "longest_passage_chars": 118}
     assert s["sciq"]["splits"]["train"]["dropped"] == {"empty_support": 1}
     assert s["multirc"]["splits"]["train"] == {
-        "read": 8, "candidates": 2, "kept": 1, "dropped": {"not_exactly_one_correct": 1}
+        "read": 8, "candidates": 2, "kept": 1, "dropped": {"not_exactly_one_correct": 1}, "repaired": {},
+        "longest_passage_chars": 22,
     }
-    assert s["mcscript"]["splits"] == {"train": {"read": 2, "candidates": 2, "kept": 2, "dropped": {}}}
+    assert s["mcscript"]["splits"] == {"train": {"read": 2, "candidates": 2, "kept": 2, "dropped": {}, "repaired": {},
+                                                 "longest_passage_chars": 26}}
+    assert report["sentence_splitter"].startswith("nltk-punkt")
     assert report["totals"] == {"train": {"built": 10, "paper": 67500}, "dev": {"built": 5, "paper": 3700}}
     assert sum(report["labels"]["train"].values()) == 10 and sum(report["labels"]["dev"].values()) == 5
     assert report["labels"]["dev"]["D"] >= 1  # ReClor dev label "3"
@@ -134,7 +138,7 @@ def test_make_report_hand_computed():
     assert report["lengths"]["RACE"]["option_words"]["max"] == 2
     assert report["sources"]["race"]["splits"]["train"]["dropped"] == {"cloze_question": 1}
     md = report_markdown(report)
-    assert "| RACE | train | 4 | 4 | 3 | cloze_question 1 |" in md
+    assert "| RACE | train | 4 | 4 | 3 | cloze_question 1 | - |" in md
     assert "| train | 2 | 0 | 0 | 1 |" in md
 
 

@@ -80,3 +80,24 @@ def test_tokenization_cache_key_follows_data_tokenizer_and_length(tok, tmp_path)
     c = tokenize_mc(ds, tok, 32)
     assert a._fingerprint == b._fingerprint != c._fingerprint
     assert tokenizer_fingerprint(tok) == tokenizer_fingerprint(load_tokenizer(ModelConfig()))
+
+
+def test_over_long_texts_are_cut_before_tokenization_without_changing_ids(tok):
+    from xlt.modeling.features import max_chars
+
+    prose = " ".join(["Anna went to the market with her little brother."] * 40)  # ~2k characters
+    huge = prose + " " + "x" * 2_000_000  # a pathological 2 MB passage
+    batch = {"passage": [prose, huge], "question": ["Where?", "Where?"],
+             "options": [["a", "b", "c", "d"]] * 2, "label": [0, 1]}
+    out = encode_batch(batch, tok, max_length=32)
+    assert out["input_ids"][0] == out["input_ids"][1]  # the cut is far beyond what 32 tokens hold
+    assert max_chars(32) == 32 * 32 < len(prose)
+    seen = []
+
+    class Spy:
+        def __call__(self, first, second, **kwargs):
+            seen.append(max(len(t) for t in first + second))
+            return tok(first, second, **kwargs)
+
+    encode_batch(batch, Spy(), max_length=32)
+    assert seen == [max_chars(32)]  # the tokenizer never sees more than the cut

@@ -23,6 +23,7 @@ from xlt.config.data import DataConfig, SourceConfig
 from xlt.data.decontaminate import belebele_texts, find_overlaps
 from xlt.data.export import write_tsv
 from xlt.data.schema import LETTERS, TRAIN_FEATURES
+from xlt.data.sentences import splitter_name
 from xlt.data.sources import SOURCES, BuildContext, SourceStats
 from xlt.errors import ConfigError
 from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
@@ -121,9 +122,11 @@ def _length_stats(values: Sequence[int]) -> dict[str, float]:
 
 
 def _lengths(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    passages = {(r["dataset"], r["split"], r["passage_id"]): r["passage"] for r in rows}
+    """Word counts over every row; a passage counts once per (dataset, split, passage_id, text)."""
+    passages = {(r["dataset"], r["split"], r["passage_id"], r["passage"]) for r in rows}
     return {
-        "passage_words": _length_stats([len(p.split()) for p in passages.values()]),
+        "passage_words": _length_stats([len(p[3].split()) for p in passages]),
+        "passage_chars": _length_stats([len(p[3]) for p in passages]),
         "question_words": _length_stats([len(r["question"].split()) for r in rows]),
         "option_words": _length_stats([len(o.split()) for r in rows for o in r["options"]]),
     }
@@ -152,6 +155,7 @@ def make_report(result: BuildResult, data_cfg: DataConfig | DictConfig) -> dict[
     return {
         "seed": int(data_cfg.seed),
         "max_passage_sentences": int(data_cfg.max_passage_sentences),
+        "sentence_splitter": splitter_name(),
         "sources": {st.name: st.to_dict() for st in result.stats},
         "totals": totals,
         "labels": labels,
@@ -168,17 +172,21 @@ def report_tables(report: dict[str, Any]) -> list[tuple[str, list[str], list[lis
     for src in report["sources"].values():
         for split, s in src["splits"].items():
             dropped = ", ".join(f"{k} {v}" for k, v in s["dropped"].items()) or "-"
-            counts.append([src["dataset"], split, str(s["read"]), str(s["candidates"]), str(s["kept"]), dropped])
+            repaired = ", ".join(f"{k} {v}" for k, v in s.get("repaired", {}).items()) or "-"
+            counts.append([src["dataset"], split, str(s["read"]), str(s["candidates"]), str(s["kept"]), dropped,
+                           repaired])
     for split, t in report["totals"].items():
-        counts.append(["**total**", split, "", "", str(t["built"]), f"paper: ~{t['paper']:,}"])
+        counts.append(["**total**", split, "", "", str(t["built"]), f"paper: ~{t['paper']:,}", ""])
     labels = [[split, *(str(v) for v in dist.values())] for split, dist in report["labels"].items()]
     lengths = []
     for ds, ls in report["lengths"].items():
         lengths.append([ds, *(f"{v['mean']} / {v['median']:g} / {v['max']}" for v in ls.values())])
     tables = [
-        ("Rows per source and split", ["dataset", "split", "rows read", "questions", "kept", "dropped (reason n)"], counts),
+        ("Rows per source and split", ["dataset", "split", "rows read", "questions", "kept", "dropped (reason n)",
+                                       "repaired (rule n)"], counts),
         ("Label distribution (correct option)", ["split", *LETTERS], labels),
-        ("Lengths in words (mean / median / max)", ["dataset", "passage", "question", "option"], lengths),
+        ("Lengths in words, passage also in characters (mean / median / max)",
+         ["dataset", "passage", "passage chars", "question", "option"], lengths),
     ]
     dec = report["decontamination"]
     if dec.get("splits"):
@@ -192,7 +200,8 @@ def report_tables(report: dict[str, Any]) -> list[tuple[str, list[str], list[lis
 def report_markdown(report: dict[str, Any]) -> str:
     lines = ["# Training set build report", "",
              f"Seed {report['seed']}; passages of more than {report['max_passage_sentences']} sentences dropped "
-             "(all sources but ReClor).", ""]
+             f"(all sources but ReClor); sentence splitter: {report.get('sentence_splitter', '?')}. "
+             "Odd rows are repaired or dropped and counted (see the README's anomaly policy).", ""]
     for title, header, rows in report_tables(report):
         lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]

@@ -6,13 +6,13 @@ punctuation ignored) with any evaluation text. Flagged rows are reported, and re
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from xlt.data.sources.files import iter_jsonl
 from xlt.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -66,19 +66,12 @@ def belebele_texts(path: str | Path, languages: Sequence[str] | None = None) -> 
     texts: list[str] = []
     seen: set[str] = set()
     for f in files:
-        with open(f, encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise DataError(f"{f}:line {lineno}: invalid or truncated JSON ({err.msg})") from None
-                for key in ("flores_passage", "question"):
-                    value = obj.get(key)
-                    if not isinstance(value, str):
-                        raise DataError(f"{f}:line {lineno}: field '{key}' must be a string, got {value!r:.60}")
-                    if value not in seen:
-                        seen.add(value)
-                        texts.append(value)
+        for row in iter_jsonl(f):  # the shared reader: bad bytes, truncated lines, empty files name the line
+            for key in ("flores_passage", "question"):
+                value = row.data.get(key)
+                if not isinstance(value, str):
+                    raise DataError(f"{row.where}: field '{key}' must be a string, got {value!r:.60}")
+                if value not in seen:
+                    seen.add(value)
+                    texts.append(value)
     return texts

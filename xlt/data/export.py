@@ -54,9 +54,16 @@ def to_reference_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 def write_tsv(rows: Iterable[dict[str, Any]], path: str | os.PathLike[str]) -> int:
     """Write ``rows`` as the reference TSV at ``path`` (atomically); return the number of rows.
 
-    Fields with tabs, newlines or quotes are quoted (CSV rules), so ``pandas.read_csv(path, sep="\\t")``
-    reads the file back exactly.
+    Fields with tabs, newlines or quotes are quoted (CSV rules). Read it back exactly with :func:`read_tsv`,
+    i.e. ``pandas.read_csv(path, sep="\\t", keep_default_na=False, dtype=str)``: without
+    ``keep_default_na=False`` pandas turns option texts such as ``None``, ``nan`` or ``NA`` into NaN, and
+    without ``dtype=str`` ids such as ``007`` into numbers.
     """
     frame = to_reference_frame(rows)
     atomic_write_text(path, frame.to_csv(sep="\t", index=False, lineterminator="\n"))
     return len(frame)
+
+
+def read_tsv(path: str | os.PathLike[str]) -> pd.DataFrame:
+    """The TSV written by :func:`write_tsv`, every field exactly as written (all columns as strings)."""
+    return pd.read_csv(path, sep="\t", keep_default_na=False, dtype=str)

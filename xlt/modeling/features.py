@@ -1,7 +1,9 @@
 """Multiple-choice features: each question becomes 4 (passage, question + option) pairs.
 
 Only the passage is truncated (``only_first``). Items without a passage (Global-MMLU) become
-(question, option) pairs. Tokenization is batched and cached per (tokenizer, max length, data
+(question, option) pairs. Before tokenization every text is cut to :func:`max_chars` characters
+(``CHARS_PER_TOKEN`` x ``max_length``, far more than ``max_length`` tokens can hold), so one
+pathological row (a 10 MB passage) cannot blow up memory; the token ids do not change. Tokenization is batched and cached per (tokenizer, max length, data
 fingerprint); padding is dynamic (per batch) in :class:`MCCollator`.
 """
 
@@ -17,7 +19,14 @@ from datasets import Dataset
 
 from xlt.data.schema import NUM_OPTIONS
 
-FEATURES_VERSION = "1"
+FEATURES_VERSION = "2"
+# A token of XLM-R's vocabulary is at most ~16 characters of ordinary text: 32 is a generous bound.
+CHARS_PER_TOKEN = 32
+
+
+def max_chars(max_length: int) -> int:
+    """The character cut applied before tokenization for sequences of ``max_length`` tokens."""
+    return CHARS_PER_TOKEN * max(int(max_length), 1)
 
 
 def tokenizer_fingerprint(tokenizer) -> str:
@@ -36,10 +45,12 @@ def tokenizer_fingerprint(tokenizer) -> str:
     return h.hexdigest()[:16]
 
 
-def _pairs(passages: Sequence[str], questions: Sequence[str], options: Sequence[Sequence[str]]):
+def _pairs(passages: Sequence[str], questions: Sequence[str], options: Sequence[Sequence[str]], limit: int):
     first, second = [], []
     for passage, question, opts in zip(passages, questions, options, strict=True):
+        passage, question = passage[:limit], question[:limit]
         for opt in opts:
+            opt = opt[:limit]
             if passage:
                 first.append(passage)
                 second.append(f"{question} {opt}".strip())
@@ -59,7 +70,7 @@ def _encode_pair(tokenizer, first: str, second: str, max_length: int) -> list[in
 
 def encode_batch(batch: dict[str, list[Any]], tokenizer, max_length: int) -> dict[str, list[Any]]:
     """Tokenize a batch of MC items into per-item lists of 4 sequences (no padding)."""
-    first, second = _pairs(batch["passage"], batch["question"], batch["options"])
+    first, second = _pairs(batch["passage"], batch["question"], batch["options"], max_chars(max_length))
     try:
         ids = tokenizer(first, second, truncation="only_first", max_length=max_length, padding=False)["input_ids"]
     except Exception:  # tokenizers refuses `only_first` when a (question + option) alone is too long

@@ -2,20 +2,27 @@
 
 Hub loads go through :func:`xlt.hub.hub_resource`, so a missing network or cache entry becomes a
 clear error saying how to fix it. ``trust_remote_code`` is off unless the model config turns it on.
+Encoder weights are loaded from safetensors (``use_safetensors=True``, like the translator and LLM
+loaders; a model config may set ``use_safetensors: false`` for a checkpoint that only has a pickle).
+``eval.model`` naming something that is not a loadable model folder is a :class:`ConfigError`.
 Tokenizers loaded from the Hub are saved once under ``$XLT_CACHE/tokenizers`` and reloaded from there:
 XLM-V ships a ~900k-piece SentencePiece model whose conversion takes minutes; it happens only once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from xlt.config.model import TINY_MODEL_ID, ModelConfig
-from xlt.hub import hub_resource, is_local
+from xlt.errors import ConfigError
+from xlt.hub import hub_resource, is_local, looks_like_path
 from xlt.modeling.tiny import cache_dir, tiny_config, tiny_tokenizer
 from xlt.run import atomic_dir
 
@@ -54,7 +61,8 @@ def load_model(model: ModelConfig | Any, tokenizer=None, seed: int = 0):
         tokenizer = tokenizer if tokenizer is not None else load_tokenizer(model)
         torch.manual_seed(seed)
         return AutoModelForMultipleChoice.from_config(tiny_config(tokenizer, model.tiny, model.max_length))
-    kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code}
+    kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code,
+                              "use_safetensors": bool(getattr(model, "use_safetensors", True))}
     if is_local(model.name_or_path):
         return AutoModelForMultipleChoice.from_pretrained(model.name_or_path, **kwargs)
     with hub_resource("model", model.name_or_path, model.revision, config_key="model.name_or_path"):
@@ -69,6 +77,7 @@ def load_trained(path: str | Path, trust_remote_code: bool = False, revision: st
     from transformers import AutoModelForMultipleChoice, AutoTokenizer
 
     path = str(path)
+    check_model_folder(path)
     if is_local(path) and (Path(path) / "adapter_config.json").exists():
         from peft import PeftConfig, PeftModel  # peft has no MC auto class: load base + adapter
 
@@ -77,11 +86,45 @@ def load_trained(path: str | Path, trust_remote_code: bool = False, revision: st
         # A base stored inside the adapter folder (the tiny model has no Hub id) is named relative to it.
         if base_ref and (Path(path) / base_ref).is_dir():
             base_ref = str(Path(path) / base_ref)
-        base = AutoModelForMultipleChoice.from_pretrained(base_ref, trust_remote_code=trust_remote_code)
-        return PeftModel.from_pretrained(base, path), AutoTokenizer.from_pretrained(path)
-    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+        with _unloadable(path):
+            base = AutoModelForMultipleChoice.from_pretrained(base_ref, trust_remote_code=trust_remote_code,
+                                                              use_safetensors=True)
+            return PeftModel.from_pretrained(base, path), AutoTokenizer.from_pretrained(path)
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "use_safetensors": True}
     if is_local(path):
-        return AutoModelForMultipleChoice.from_pretrained(path, **kwargs), AutoTokenizer.from_pretrained(path)
+        with _unloadable(path):
+            return AutoModelForMultipleChoice.from_pretrained(path, **kwargs), AutoTokenizer.from_pretrained(path)
     with hub_resource("model", path, revision, config_key="eval.model"):
         return (AutoModelForMultipleChoice.from_pretrained(path, revision=revision, **kwargs),
                 AutoTokenizer.from_pretrained(path, revision=revision))
+
+
+FIX = "point eval.model at a trained run's model/ folder (written by the train stage) or at a Hub model id"
+
+
+def check_model_folder(path: str) -> None:
+    """Raise :class:`ConfigError` if ``path`` is local but not a model folder (config.json or adapter)."""
+    p = Path(path).expanduser()
+    if not p.exists():
+        if looks_like_path(path):
+            raise ConfigError(f"eval.model={path}: no such folder; {FIX}")
+        return  # a Hub id
+    if not p.is_dir():
+        raise ConfigError(f"eval.model={path}: a file, not a model folder; {FIX}")
+    if not (p / "config.json").is_file() and not (p / "adapter_config.json").is_file():
+        found = sorted(x.name for x in p.iterdir())[:8]
+        raise ConfigError(f"eval.model={path}: not a model folder (no config.json or adapter_config.json; "
+                          f"it holds {found}); {FIX}")
+
+
+@contextlib.contextmanager
+def _unloadable(path: str) -> Iterator[None]:
+    """Turn the errors of loading a broken local model folder into a :class:`ConfigError`."""
+    try:
+        yield
+    except (OSError, ValueError, KeyError, json.JSONDecodeError) as err:
+        if isinstance(err, ConfigError):
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise ConfigError(f"eval.model={path}: the folder cannot be loaded as a multiple-choice model "
+                          f"({first[:300]}); {FIX}") from None

@@ -56,7 +56,18 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
         for title, frame in summary_frames(res).items():
             out.append(f"\n### {title}\n\n{markdown_table(frame)}")
         out.append(f"\n### per language\n\n{markdown_table(display_frame(res))}")
+        out.append(data_checks_line(res.per_language))
     return "".join(out)
+
+
+def data_checks_line(df: pd.DataFrame) -> str:
+    """One line on the benchmark files' odd items and the argmax ties (per language in report.csv)."""
+    if "odd_items" not in df:
+        return ""
+    odd = df[df["odd_items"] > 0]
+    where = f" ({', '.join(f'{r.language} {r.odd_items}' for r in odd.itertuples())})" if len(odd) else ""
+    return (f"\nData checks: {int(df['odd_items'].sum())} odd item(s) in the benchmark files{where}; "
+            f"{int(df['ties'].sum())} prediction(s) were argmax ties (see each result's `data_checks` and `ties`).\n")
 
 
 def render_latex(results: dict[str, BenchmarkResults]) -> str:

@@ -59,7 +59,9 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
     rows = []
     for r in results:
         row = {"benchmark": r["benchmark"], "language": r["language"], **language_columns(r["language"], groups),
-               "accuracy": r["accuracy"], "n": r["n"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
+               "accuracy": r["accuracy"], "n": r["n"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+               # argmax ties and odd items of the benchmark file (counted by the loader, see data_checks)
+               "ties": r.get("ties", 0), "odd_items": sum((r.get("data_checks") or {}).values())}
         for name, sub in (r.get("subsets") or {}).items():
             row[f"acc_{name}"] = sub["accuracy"] if sub["n"] else float("nan")
             row[f"n_{name}"] = sub["n"]

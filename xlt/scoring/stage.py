@@ -50,7 +50,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     benchmark's ``translate_test`` flag set, the items are machine-translated into English first.
     """
     bcfg = cfg.eval.benchmarks[job.benchmark]
-    items = get_benchmark(job.kind).load(bcfg, job.language, split=bcfg.split)
+    items, data_checks = get_benchmark(job.kind).load_checked(bcfg, job.language, split=bcfg.split)
     if bcfg.translate_test:
         items = translate_test(items, job.benchmark, job.language)
     where = f"{job.benchmark}/{job.language}"
@@ -60,6 +60,8 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     # A row with no finite score (e.g. an LLM answer naming no option) has no prediction: -1, wrong.
     pred[~np.isfinite(scores).any(axis=1)] = -1
     correct = pred == gold
+    finite = np.where(np.isfinite(scores), scores, -np.inf)
+    ties = int(((finite == finite.max(axis=1, keepdims=True)).sum(axis=1) > 1)[pred >= 0].sum())
     ids = items["id"]
     tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
     lines = [
@@ -82,6 +84,8 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "translate_test": bool(bcfg.translate_test),
         "settings": job_settings(cfg, job),
         **accuracy_with_ci(correct, samples, seed),
+        "ties": ties,  # predictions whose top score is shared by several options (argmax picks the first)
+        "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.base.data_checks)
     }
     if get_benchmark(job.kind).has_subsets:
         meta = items.select_columns(["is_annotated", "cultural_sensitivity_label", "subject_category"]).to_pandas()

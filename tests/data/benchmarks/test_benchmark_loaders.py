@@ -76,7 +76,7 @@ def test_belebele_missing_value_in_one_row(tmp_path):
     rows = belebele_rows("fra_Latn", 3)
     del rows[1]["question"]
     write_jsonl(tmp_path / "data" / "fra_Latn.jsonl", rows)
-    with pytest.raises(DataError, match=r"row 2: field 'question' is missing"):
+    with pytest.raises(DataError, match=r"fra_Latn\.jsonl:line 2: missing field 'question'"):
         BENCHMARKS["belebele"].load(bcfg(tmp_path), "fra_Latn")
 
 

@@ -66,12 +66,13 @@ def test_multirc_regrouping_rules_and_counts(upstream, tmp_path, ctx):
     assert len(samples) > 1
 
 
-def test_multirc_question_without_option_text(upstream, tmp_path, ctx):
-    rows = upstream.multirc_rows(0, 1, "<b>Sent 1: </b>Hi.<br>", "Q?", [("", 1)])
+def test_multirc_question_without_option_text_is_dropped_and_counted(upstream, tmp_path, ctx):
+    rows = upstream.multirc_rows(0, 1, "<b>Sent 1: </b>Hi.<br>", "Q?", [("", 1), ("b", 0), ("c", 0), ("d", 0)])
     upstream.write_jsonl(tmp_path / "m", "train", rows)
     upstream.write_jsonl(tmp_path / "m", "validation", rows)
-    with pytest.raises(DataError, match=r"train\.jsonl:line 1: field 'answer' is empty"):
-        MultiRC(SourceConfig(path=str(tmp_path / "m"))).load(ctx)
+    out, stats = MultiRC(SourceConfig(path=str(tmp_path / "m"))).load(ctx)
+    assert out["train"] == [] and stats.dropped["train"] == {"empty_option": 1}
+    assert stats.repaired["train"] == {"empty_option_skipped": 1}
 
 
 def test_multirc_bad_label(upstream, tmp_path, ctx):

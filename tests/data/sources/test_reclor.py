@@ -40,5 +40,5 @@ def test_reclor_bad_label(upstream, tmp_path, ctx, label):
     rows = [upstream.reclor_row("train_0", "C.", "Q?", ANS, 0), upstream.reclor_row("train_1", "C.", "Q?", ANS, label)]
     (tmp_path / "reclor" / "train.json").write_text(json.dumps(rows))
     (tmp_path / "reclor" / "val.json").write_text(json.dumps(rows[:1]))
-    with pytest.raises(DataError, match=r"train\.json:item 1: field 'label'"):
+    with pytest.raises(DataError, match=r"train\.json:line 1 \(item 2\): field 'label'"):
         ReClor(SourceConfig(path=str(tmp_path / "reclor"))).load(ctx)

@@ -4,9 +4,18 @@ A benchmark turns its upstream rows (Hub or a local copy in the Hub's layout) in
 evaluation record (:data:`xlt.data.schema.EVAL_FEATURES`) plus metadata columns. Two calls make the API:
 
 * ``bench.languages(bcfg) -> list[str]``: the language codes the source really has (read at run time);
-* ``bench.load(bcfg, language, split="test") -> datasets.Dataset``.
+* ``bench.load(bcfg, language, split="test") -> datasets.Dataset``
+  (``bench.load_checked`` also returns the data checks below).
 
 ``bench.select_languages(bcfg)`` validates the user's selection (``bcfg.languages``) against them.
+
+Anomaly policy (see :mod:`xlt.data.anomalies`): a wrong file (missing column, wrong type, bytes that
+are not UTF-8, empty file, truncated last line) is a :class:`DataError` naming the file, the 1-based
+row/line and the field. Odd items are kept and counted per language (:func:`data_checks`: duplicate
+ids, duplicate / empty / placeholder options, empty passages and questions); items that cannot be scored
+at all (fewer than two distinct non-empty options, or neither passage nor question) are left out and
+counted (``unscorable``); a language with no scorable item is an error. The counts go into each
+evaluation result (``data_checks``) and the report.
 """
 
 from __future__ import annotations
@@ -16,9 +25,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from datasets import Dataset, Features, load_dataset
 
 from xlt import languages as langtab
+from xlt.data.anomalies import PLACEHOLDERS
 from xlt.errors import ConfigError, DataError
 
 
@@ -54,9 +65,28 @@ class Benchmark(ABC):
     def languages(self, bcfg: Any) -> list[str]:
         """Language codes available in the configured source (sorted)."""
 
+    has_passage: bool = True  # items have a passage (Belebele) or not (Global-MMLU)
+
     @abstractmethod
+    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
+        """Every item of one language in the evaluation schema, and where it was read (for errors)."""
+
+    def load_checked(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
+        """The scorable items of one language (at most ``max_questions``) and their data checks."""
+        ds, where = self.load_all(bcfg, language, split)
+        checks, keep = data_checks(ds, self.has_passage)
+        if not keep:
+            raise DataError(f"{where}: none of the {len(ds)} items can be scored (every item has fewer than two "
+                            "distinct non-empty options, or no question); check the file")
+        if len(keep) < len(ds):
+            ds = ds.select(keep)
+        if bcfg.max_questions is not None:
+            ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
+        return ds, checks
+
     def load(self, bcfg: Any, language: str, split: str = "test") -> Dataset:
-        """Items of one language in the evaluation schema."""
+        """The scorable items of one language in the evaluation schema (see :meth:`load_checked`)."""
+        return self.load_checked(bcfg, language, split)[0]
 
     def canonical(self, code: str) -> str:
         """The benchmark's own spelling of ``code`` (e.g. Global-MMLU ``de`` for ``deu_Latn``)."""
@@ -87,13 +117,76 @@ class Benchmark(ABC):
         return out
 
 
+CHECKS = ("duplicate_ids", "duplicate_options", "empty_options", "placeholder_options", "empty_passages",
+          "empty_questions", "unscorable")
+
+
+def data_checks(ds: Dataset, has_passage: bool = True) -> tuple[dict[str, int], list[int]]:
+    """Counts of odd items (see the module docstring) and the indices of the scorable ones."""
+    counts = dict.fromkeys(CHECKS, 0)
+    seen: set[str] = set()
+    keep: list[int] = []
+    cols = ds.select_columns(["id", "passage", "question", "options"]).to_dict()
+    for i, (id_, passage, question, options) in enumerate(
+        zip(cols["id"], cols["passage"], cols["question"], cols["options"], strict=True)
+    ):
+        counts["duplicate_ids"] += id_ in seen
+        seen.add(id_)
+        filled = [o for o in options if o.strip()]
+        counts["empty_options"] += len(filled) < len(options)
+        counts["duplicate_options"] += len(set(filled)) < len(filled)
+        counts["placeholder_options"] += any(o.strip() in PLACEHOLDERS for o in options)
+        counts["empty_passages"] += has_passage and not passage.strip()
+        counts["empty_questions"] += not question.strip()
+        if len(set(filled)) < 2 or not (question.strip() or passage.strip()):
+            counts["unscorable"] += 1
+        else:
+            keep.append(i)
+    return counts, keep
+
+
 def load_local_file(path: Path) -> Dataset:
-    """Read one local JSONL or Parquet file as a Dataset; unreadable files raise :class:`DataError`."""
-    builder = "parquet" if path.suffix == ".parquet" else "json"
+    """Read one local JSONL or Parquet file as a Dataset; unreadable files raise :class:`DataError`.
+
+    JSONL goes through the training sources' line reader (:func:`xlt.data.sources.files.iter_jsonl`), so
+    both name the same 1-based line for undecodable bytes, truncated lines and empty files, and both
+    accept a leading BOM.
+    """
+    if path.suffix != ".parquet":
+        from xlt.data.sources.files import iter_jsonl
+
+        read = list(iter_jsonl(path))
+        rows = [row.data for row in read]
+        columns: dict[str, list[Any]] = {}
+        for row in rows:
+            for key in row:
+                columns.setdefault(key, [])
+        for row in read:  # a field absent from one line (not null: absent) is a wrong file
+            if len(row.data) < len(columns):
+                missing = next(k for k in columns if k not in row.data)
+                raise DataError(f"{row.where}: missing field '{missing}' (other lines have it); "
+                                "write null for a missing value")
+        for key in columns:
+            columns[key] = [row.get(key) for row in rows]
+            try:
+                pa.array(columns[key])
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                line = _first_odd_type(columns[key])
+                raise DataError(f"{path}: field {key!r} mixes types (row {line} differs from row 1); "
+                                "use one type for the field in every line") from None
+        return Dataset.from_dict(columns)
     try:
-        return load_dataset(builder, data_files=str(path), split="train")
+        ds = load_dataset("parquet", data_files=str(path), split="train")
     except Exception as err:  # datasets raises many types for malformed files
-        raise DataError(f"{path}: could not read as {builder}: {str(err).splitlines()[0]}") from None
+        raise DataError(f"{path}: could not read as parquet: {str(err).splitlines()[0]}") from None
+    if len(ds) == 0:
+        raise DataError(f"{path}: no rows (the Parquet file is empty)")
+    return ds
+
+
+def _first_odd_type(values: list[Any]) -> int:
+    first = next((type(v) for v in values if v is not None), type(None))
+    return next((i + 1 for i, v in enumerate(values) if v is not None and type(v) is not first), 1)
 
 
 def require_columns(ds: Dataset, required: Sequence[str], where: str) -> None:
@@ -101,6 +194,11 @@ def require_columns(ds: Dataset, required: Sequence[str], where: str) -> None:
     missing = [c for c in required if c not in ds.column_names]
     if missing:
         raise DataError(f"{where}: missing field(s) {missing} (row 1 onwards); found {ds.column_names}")
+
+
+def text(value: Any) -> str:
+    """A text field of an item; a null (missing) text reads as "" (counted by :func:`data_checks`)."""
+    return "" if value is None else str(value)
 
 
 def check_not_null(batch: dict[str, list], fields: Sequence[str], where: str, start: int) -> None:

@@ -22,7 +22,7 @@ from datasets import Dataset, Features, Value, get_dataset_config_names, load_da
 from datasets import Sequence as HFSequence
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Benchmark, check_not_null, convert_split, load_local_file
+from xlt.data.benchmarks.base import Benchmark, check_not_null, convert_split, load_local_file, text
 from xlt.data.schema import EVAL_FEATURES, LETTERS
 from xlt.errors import DataError
 from xlt.hub import hub_resource, offline
@@ -30,6 +30,9 @@ from xlt.hub import hub_resource, offline
 LIST_COLUMNS = ("required_knowledge", "time_sensitive", "reference", "culture", "region", "country")
 FIELDS = ("sample_id", "question", "option_a", "option_b", "option_c", "option_d", "answer",
           "cultural_sensitivity_label", "is_annotated")
+# Fields without which an item cannot be identified, scored or put in a subset: a null is an error naming
+# the row. A null question or option is an odd item: read as "" and counted by the data checks.
+KEY_FIELDS = ("sample_id", "answer", "cultural_sensitivity_label", "is_annotated")
 CS_LABELS = ("CS", "CA", "-")
 
 FEATURES = Features(
@@ -101,7 +104,7 @@ def parse_bool(value: Any, where: str) -> bool:
 def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, where: str) -> dict[str, list]:
     """Upstream Global-MMLU rows -> evaluation records (batched ``Dataset.map`` function)."""
     start = indices[0] if indices else 0
-    check_not_null(batch, FIELDS, where, start)
+    check_not_null(batch, KEY_FIELDS, where, start)
     out: dict[str, list] = {k: [] for k in FEATURES}
     for i, idx in enumerate(indices):
         row_where = f"{where}: row {idx + 1}"
@@ -121,8 +124,8 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
         out["id"].append(sid)
         out["language"].append(language)
         out["passage"].append("")
-        out["question"].append(str(batch["question"][i]))
-        out["options"].append([str(batch[f"option_{c}"][i]) for c in "abcd"])
+        out["question"].append(text(batch["question"][i]))
+        out["options"].append([text(batch[f"option_{c}"][i]) for c in "abcd"])
         out["label"].append(parse_letter(batch["answer"][i], row_where))
         out["sample_id"].append(sid)
         out["subject"].append(str(subject))
@@ -137,6 +140,7 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
 
 
 class GlobalMMLU(Benchmark):
+    has_passage = False  # items have no passage: an empty one is not counted as odd
     kind = "global_mmlu"
     default_hub_id = "CohereLabs/Global-MMLU"
     family = "global_mmlu"
@@ -179,7 +183,7 @@ class GlobalMMLU(Benchmark):
         with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
             return sorted(get_dataset_config_names(hub_id, revision=bcfg.revision))
 
-    def load(self, bcfg: Any, language: str, split: str = "test") -> Dataset:
+    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:
@@ -198,6 +202,4 @@ class GlobalMMLU(Benchmark):
             where = f"{hub_id}[{code}/{split}]"
         ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
                            desc=f"global_mmlu {code}")
-        if bcfg.max_questions is not None:
-            ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
-        return ds
+        return ds, where

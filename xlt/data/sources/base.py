@@ -2,7 +2,11 @@
 
 A source module subclasses :class:`Source`, names its upstream splits and output dataset name, and
 implements :meth:`Source.convert_split` (upstream rows -> uniform records, counting every dropped row
-under a reason). Reading, progress bars, ``max_rows`` and error messages are handled here.
+under a reason). Reading, progress bars, ``max_rows`` and error messages are handled here, and so is
+the anomaly policy of :mod:`xlt.data.anomalies`: :meth:`Source.record` repairs stray BOMs/CRLF and
+returns a drop reason for odd rows (empty or placeholder texts, duplicate options, absurd lengths);
+:class:`OddRow` raised while reading a row (a null text field) drops that row. Every repair and drop is
+counted per split in :class:`SourceStats`.
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from xlt.config.data import SourceConfig
+from xlt.data.anomalies import MAX_PASSAGE_CHARS, clean_text, row_problem
+from xlt.data.anomalies import option_problem as option_problem
 from xlt.data.schema import LETTERS, NUM_OPTIONS, check_record
-from xlt.data.sentences import count_sentences
+from xlt.data.sentences import count_sentences, max_sentences
 from xlt.data.sources.files import Row, iter_local_split
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource
@@ -40,10 +46,18 @@ class SourceStats:
     candidates: Counter = field(default_factory=Counter)  # output split -> questions formed from them
     kept: Counter = field(default_factory=Counter)
     dropped: dict[str, Counter] = field(default_factory=dict)  # output split -> reason -> count
+    repaired: dict[str, Counter] = field(default_factory=dict)  # output split -> repair -> count
+    longest: Counter = field(default_factory=Counter)  # output split -> longest passage seen (characters)
     notes: Counter = field(default_factory=Counter)  # informational counters (not drops)
 
     def drop(self, split: str, reason: str, n: int = 1) -> None:
         self.dropped.setdefault(split, Counter())[reason] += n
+
+    def repairs(self, split: str) -> Counter:
+        return self.repaired.setdefault(split, Counter())
+
+    def saw_passage(self, split: str, text: str) -> None:
+        self.longest[split] = max(self.longest[split], len(text))
 
     def to_dict(self) -> dict[str, Any]:
         found = set(self.read) | set(self.candidates) | set(self.kept) | set(self.dropped)
@@ -56,6 +70,8 @@ class SourceStats:
                     "candidates": self.candidates[s],
                     "kept": self.kept[s],
                     "dropped": dict(sorted(self.dropped.get(s, Counter()).items())),
+                    "repaired": dict(sorted(self.repaired.get(s, Counter()).items())),
+                    "longest_passage_chars": self.longest[s],
                 }
                 for s in splits
             },
@@ -78,11 +94,27 @@ class BuildContext:
         return n
 
     def too_long(self, text: str) -> bool:
-        return self.sentences(text) > self.max_passage_sentences
+        return self.passage_problem(text) is not None
+
+    def passage_problem(self, text: str) -> str | None:
+        """``field_too_long`` (absurd, not split), ``passage_too_long`` (> max sentences) or None."""
+        if len(text) > MAX_PASSAGE_CHARS:
+            return "field_too_long"
+        if max_sentences(text) <= self.max_passage_sentences:  # exact: no splitter can find more
+            return None
+        return "passage_too_long" if self.sentences(text) > self.max_passage_sentences else None
 
     def rng(self, source: str, *key: object) -> random.Random:
         """A generator seeded from (seed, source, row key): independent of processing order."""
         return random.Random(":".join([str(self.seed), source, *map(str, key)]))
+
+
+class OddRow(Exception):
+    """Raised while reading an odd row (see :mod:`xlt.data.anomalies`): the row is dropped under ``reason``."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
 
 
 def text_id(text: str) -> str:
@@ -96,7 +128,10 @@ def text_id(text: str) -> str:
 def get(row: Row, name: str, types: type | tuple[type, ...], what: str | None = None) -> Any:
     """``row.data[name]``, checked to be of ``types``; otherwise a :class:`DataError` naming row and field."""
     if name not in row.data:
-        raise DataError(f"{row.where}: missing field '{name}' (columns: {sorted(row.data)})")
+        raise DataError(
+            f"{row.where}: missing field '{name}' (columns: {sorted(row.data)}); "
+            "the file does not have the upstream layout (a renamed column?)"
+        )
     value = row.data[name]
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in _as_tuple(types)):
         expected = what or " or ".join(t.__name__ for t in _as_tuple(types))
@@ -109,14 +144,21 @@ def _as_tuple(types: type | tuple[type, ...]) -> tuple[type, ...]:
 
 
 def get_str(row: Row, name: str) -> str:
+    """A text field; a null value makes the row odd (:class:`OddRow` ``null_field``: dropped)."""
+    if row.data.get(name, "") is None:
+        raise OddRow("null_field")
     return get(row, name, str)
 
 
 def get_str_list(row: Row, name: str, length: int | None = NUM_OPTIONS) -> list[str]:
+    if row.data.get(name, "") is None:
+        raise OddRow("null_field")
     value = get(row, name, (list, tuple), "a list of strings")
     if length is not None and len(value) != length:
         raise DataError(f"{row.where}: field '{name}' must hold {length} options, got {len(value)}")
     for i, v in enumerate(value):
+        if v is None:
+            raise OddRow("null_field")
         if not isinstance(v, str):
             raise DataError(f"{row.where}: field '{name}[{i}]' must be a string, got {type(v).__name__}")
     return list(value)
@@ -129,15 +171,6 @@ def get_letter(row: Row, name: str) -> int:
     if len(letter) != 1 or letter not in LETTERS:
         raise DataError(f"{row.where}: field '{name}' must be an answer letter A-D, got {value!r}")
     return LETTERS.index(letter)
-
-
-def option_problem(options: list[str]) -> str | None:
-    """A drop reason if upstream options cannot form a valid item (empty or duplicate), else None."""
-    if any(not o.strip() for o in options):
-        return "empty_option"
-    if len(set(options)) != len(options):
-        return "duplicate_options"
-    return None
 
 
 def is_cloze(question: str) -> bool:
@@ -154,10 +187,12 @@ class Source:
     dataset: str = ""  # dataset name in the built set (as in the reference script)
     default_license: str = ""
     splits: tuple[str, ...] = ("train", "validation")  # upstream splits used
+    needs_passage: bool = True  # an empty passage drops the row
 
     def __init__(self, cfg: SourceConfig):
         self.cfg = cfg
         self.license = cfg.license or self.default_license
+        self.stats = SourceStats(self.name, self.dataset)
 
     # -- reading --
     def rows(self, split: str) -> Iterator[Row]:
@@ -170,7 +205,7 @@ class Source:
             raise ConfigError(f"data.sources.{self.name}: set 'path' (a local copy) or 'hub_id'")
         ds = self.load_hub_split(split)
         label = f"{cfg.hub_id}" + (f"/{cfg.config_name}" if cfg.config_name else "") + f" [{split}]"
-        for i, obj in enumerate(ds):
+        for i, obj in enumerate(ds, start=1):
             yield Row(obj, f"{label} row {i}")
 
     def load_hub_split(self, split: str) -> Iterable[dict[str, Any]]:
@@ -197,13 +232,17 @@ class Source:
     # -- converting --
     def load(self, ctx: BuildContext) -> tuple[dict[str, list[dict[str, Any]]], SourceStats]:
         """Read and convert every split; return records per output split and the counts."""
-        stats = SourceStats(self.name, self.dataset)
+        stats = self.stats = SourceStats(self.name, self.dataset)
         out: dict[str, list[dict[str, Any]]] = {}
         for split in self.splits:
             o = OUTPUT_SPLIT[split]
             records = self.convert_split(o, self.limited_rows(split, stats), ctx, stats)
             stats.kept[o] += len(records)
             out[o] = records
+        if not any(stats.read.values()):
+            where = self.cfg.path or self.cfg.hub_id or self.cfg.url
+            raise DataError(f"data.sources.{self.name}: the source is enabled but {where} yielded 0 rows; "
+                            f"check the copy or disable it (data.sources.{self.name}.enabled=false)")
         return out, stats
 
     def convert_split(self, split: str, rows: Iterable[Row], ctx: BuildContext, stats: SourceStats) -> list[dict[str, Any]]:
@@ -211,7 +250,10 @@ class Source:
         records = []
         for row in rows:
             stats.candidates[split] += 1
-            result = self.convert_row(split, row, ctx)
+            try:
+                result = self.convert_row(split, row, ctx)
+            except OddRow as odd:
+                result = odd.reason
             if isinstance(result, str):
                 stats.drop(split, result)
             else:
@@ -221,6 +263,11 @@ class Source:
     def convert_row(self, split: str, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
         """One record, or the reason the row is dropped."""
         raise NotImplementedError(f"{type(self).__name__} must implement convert_row or convert_split")
+
+    def passage_problem(self, split: str, text: str, ctx: BuildContext) -> str | None:
+        """The sentence filter (and the absurd-length check) for a passage; notes its length."""
+        self.stats.saw_passage(split, text)
+        return ctx.passage_problem(text)
 
     def record(
         self,
@@ -233,8 +280,24 @@ class Source:
         options: list[str],
         label: int,
         answer_text: str | None = None,
-    ) -> dict[str, Any]:
-        """Build one record (by field name) and check its invariants; errors name source, split and row."""
+    ) -> dict[str, Any] | str:
+        """Build one record (by field name) and check its invariants; errors name source, split and row.
+
+        Applies the row part of the anomaly policy: repairs (counted in ``stats.repaired``) or returns
+        the reason to drop the row.
+        """
+        stats: SourceStats = self.stats
+        fixes = stats.repairs(split)
+        stats.saw_passage(split, passage)
+        passage, question = clean_text(passage, fixes), clean_text(question, fixes)
+        options = [clean_text(o, fixes) for o in options]
+        if answer_text is not None:
+            answer_text = clean_text(answer_text, Counter())
+        problem = row_problem(passage, question, options, needs_passage=self.needs_passage)
+        if problem:
+            return problem
+        if "None" in options:
+            stats.notes["option_text_None"] += 1
         rec = {
             "dataset": self.dataset,
             "split": split,

@@ -120,24 +120,31 @@ class MCScript(Source):
                     stats.drop(split, "not_two_answers")
                 elif sum(c for _, c in answers) != 1:
                     stats.drop(split, "not_exactly_one_correct")
-                elif answers[0][0] == answers[1][0] or not all(t.strip() for t, _ in answers):
+                elif not all(t.strip() for t, _ in answers):
+                    stats.drop(split, "empty_option")
+                elif answers[0][0] == answers[1][0]:
                     stats.drop(split, "duplicate_options")
                 else:
                     good.append(row)
-            if good and ctx.too_long(good[0].data["passage"]):
-                stats.drop(split, "passage_too_long", len(good))
+            problem = self.passage_problem(split, good[0].data["passage"], ctx) if good else None
+            if problem:
+                stats.drop(split, problem, len(good))
             elif good:
                 kept[iid] = good
         pool = sorted({t for qs in kept.values() for row in qs for t, c in row.data["answers"] if c})
         records = []
         for iid, qs in kept.items():
             for row in qs:
-                records.append(self._convert(split, iid, row, qs, pool, ctx, stats))
+                result = self._convert(split, iid, row, qs, pool, ctx, stats)
+                if isinstance(result, str):
+                    stats.drop(split, result)
+                else:
+                    records.append(result)
         return records
 
     def _convert(
         self, split: str, iid: str, row: Row, siblings: list[Row], pool: list[str], ctx: BuildContext, stats: SourceStats
-    ) -> dict[str, Any]:
+    ) -> dict[str, Any] | str:
         d = row.data
         own = [t for t, _ in d["answers"]]
         correct = next(t for t, c in d["answers"] if c)

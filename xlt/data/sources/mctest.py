@@ -2,8 +2,9 @@
 
 Upstream fields: ``idx``, ``story`` (with literal ``\\newline`` escapes), ``question`` (may start with
 ``one:`` / ``multiple:``), ``answer_options`` {A, B, C, D}, ``answer`` (a letter). Rules: strip the
-``one:``/``multiple:`` prefix, splitting on the first colon only; replace ``\\newline`` by a newline;
-drop passages of more than ``max_passage_sentences`` sentences; options keep their order.
+``one:``/``multiple:`` prefix, splitting on the first colon only; drop passages of more than
+``max_passage_sentences`` sentences, counted on the raw story (as the reference does, before
+unescaping); replace ``\\newline`` by a newline; options keep their order.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ class MCTest(Source):
 
     def convert_row(self, split: str, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
         idx = get(row, "idx", (str, int, dict), "a string, int or struct")
-        story = unescape_story(get_str(row, "story"))
+        raw_story = get_str(row, "story")
         question = strip_prefix(get_str(row, "question"))
         answer_options = get(row, "answer_options", dict, "a struct {A, B, C, D}")
         options = []
@@ -67,10 +68,10 @@ class MCTest(Source):
                 raise DataError(f"{row.where}: field 'answer_options.{letter}' must be a string, got {opt!r:.80}")
             options.append(opt)
         label = get_letter(row, "answer")
-        if ctx.too_long(story):
-            return "passage_too_long"
-        reason = option_problem(options)
+        # Sentences are counted on the raw story, before "\\newline" is unescaped (as the reference does).
+        reason = self.passage_problem(split, raw_story, ctx) or option_problem(options)
         if reason:
             return reason
+        story = unescape_story(raw_story)
         question_id = ".".join(str(v) for v in idx.values()) if isinstance(idx, dict) else str(idx)
         return self.record(split, row.where, text_id(story), question_id, story, question, options, label)

@@ -13,6 +13,7 @@ from typing import Any
 
 from xlt.data.sources.base import (
     BuildContext,
+    OddRow,
     Row,
     Source,
     SourceStats,
@@ -35,23 +36,26 @@ class Race(Source):
         for row in rows:
             stats.candidates[split] += 1
             example_id = get_str(row, "example_id")
-            article = get_str(row, "article")
-            question = get_str(row, "question")
-            options = get_str_list(row, "options")
-            label = get_letter(row, "answer")
             number = seen[example_id]
             seen[example_id] += 1
-            reason = None
-            if is_cloze(question):
-                reason = "cloze_question"
-            elif ctx.too_long(article):
-                reason = "passage_too_long"
+            try:
+                result = self._convert(split, row, example_id, number, ctx)
+            except OddRow as odd:
+                result = odd.reason
+            if isinstance(result, str):
+                stats.drop(split, result)
             else:
-                reason = option_problem(options)
-            if reason:
-                stats.drop(split, reason)
-                continue
-            records.append(
-                self.record(split, row.where, example_id, f"{example_id}#{number}", article, question, options, label)
-            )
+                records.append(result)
         return records
+
+    def _convert(self, split: str, row: Row, example_id: str, number: int, ctx: BuildContext) -> dict[str, Any] | str:
+        article = get_str(row, "article")
+        question = get_str(row, "question")
+        options = get_str_list(row, "options")
+        label = get_letter(row, "answer")
+        if is_cloze(question):
+            return "cloze_question"
+        reason = self.passage_problem(split, article, ctx) or option_problem(options)
+        if reason:
+            return reason
+        return self.record(split, row.where, example_id, f"{example_id}#{number}", article, question, options, label)

@@ -13,6 +13,7 @@ from typing import Any
 
 from xlt.data.sources.base import (
     BuildContext,
+    OddRow,
     Row,
     Source,
     SourceStats,
@@ -33,7 +34,10 @@ class SciQ(Source):
         records: list[dict[str, Any]] = []
         for i, row in enumerate(rows):
             stats.candidates[split] += 1
-            result = self._convert(split, i, row, ctx)
+            try:
+                result = self._convert(split, i, row, ctx)
+            except OddRow as odd:
+                result = odd.reason
             if isinstance(result, str):
                 stats.drop(split, result)
             else:
@@ -49,8 +53,9 @@ class SciQ(Source):
             return "cloze_question"
         if not support.strip():
             return "empty_support"
-        if ctx.too_long(support):
-            return "passage_too_long"
+        reason = self.passage_problem(split, support, ctx)
+        if reason:
+            return reason
         options = [*distractors, correct]
         reason = option_problem(options)
         if reason:
