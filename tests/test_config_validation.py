@@ -68,7 +68,7 @@ CLI_BAD = [
     (["translate.sampling.strategy=temprature"], "translate.sampling.strategy='temprature' is not allowed"),
     (["+training.lerning_rate=1"], "unknown config key 'training.lerning_rate'"),
     (["+data.sources.foo.path=/x"], "data.sources.foo: unknown source; known sources:"),
-    (["+model.hf_token=hf_abcdefghijklmnopqrstuvwxyz"], "model.hf_token: secrets are not config values"),
+    (["+model.hf_token=hf_abcdefghijklmnopqrstuvwxyz"], "override 'model.hf_token=***' passes a secret"),
 ]
 
 

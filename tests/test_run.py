@@ -69,3 +69,14 @@ def test_evaluation_settings_share_the_trained_run_but_other_models_do_not() -> 
     assert run_name(["+recipe=demo", "eval.model=/some/model"]) != base
     assert run_name(["+recipe=demo", "eval.scorer=gold"]) != base
     assert run_name(["+recipe=llm_5shot", "eval.llm.model=a"]) != run_name(["+recipe=llm_5shot", "eval.llm.model=b"])
+
+
+def test_json_results_are_strict(tmp_path) -> None:
+    """NaN (e.g. the accuracy of an empty subset) and infinities are written as null: strict parsers read it."""
+    atomic_write_json(tmp_path / "r.json", {"acc": float("nan"), "n": 0, "scores": [1.0, float("-inf")]})
+    text = (tmp_path / "r.json").read_text()
+
+    def reject(name):
+        raise ValueError(name)
+
+    assert json.loads(text, parse_constant=reject) == {"acc": None, "n": 0, "scores": [1.0, None]}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -115,8 +116,22 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
+def strict_json(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, inf: e.g. the accuracy of an empty subset) as None, so
+    the JSON is strict (``null``) and any parser reads it."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(v) for v in obj]
+    return obj
+
+
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    """Write ``obj`` as strict JSON (NaN -> null) atomically."""
+    text = json.dumps(strict_json(obj), indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False)
+    atomic_write_text(path, text + "\n")
 
 
 @contextlib.contextmanager

@@ -70,7 +70,7 @@ def secret_override(override: str) -> str | None:
 
 def reject_secret_overrides(overrides: list[str]) -> None:
     """Raise :class:`ConfigError` if an override passes a secret: it would be stored in the run directory's
-    name and in Hydra's saved ``overrides.yaml``. Secrets belong in the environment (``HF_TOKEN``,
+    name, its config and its call log. Secrets belong in the environment (``HF_TOKEN``,
     ``WANDB_API_KEY``) or the tools' own login (``huggingface-cli login``, ``wandb login``)."""
     from xlt.errors import ConfigError
 
@@ -79,6 +79,6 @@ def reject_secret_overrides(overrides: list[str]) -> None:
         if key is not None:
             raise ConfigError(
                 f"override '{key}=***' passes a secret on the command line, where it would be saved in the run "
-                "directory name and .hydra/overrides.yaml; set it in the environment instead (HF_TOKEN, "
+                "directory name, its config and its call log; set it in the environment instead (HF_TOKEN, "
                 "WANDB_API_KEY) or log in once (huggingface-cli login, wandb login)"
             )

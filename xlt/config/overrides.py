@@ -14,7 +14,7 @@ from pathlib import Path
 
 from xlt.config.keys import key_info, leaves
 from xlt.errors import ConfigError
-from xlt.secrets import is_secret_key
+from xlt.secrets import reject_secret_overrides
 
 # Override keys that are not config values: the recipe group and Hydra's own settings.
 _NOT_CONFIG = ("recipe", "hydra")
@@ -32,12 +32,9 @@ def check_overrides(overrides: list[str]) -> None:
     """Reject secrets, unknown keys and unknown source names among ``key=value`` overrides."""
     from xlt.config.data import SOURCE_NAMES as SOURCES
 
+    reject_secret_overrides(overrides)
     for ov in overrides:
         key = ov.split("=", 1)[0].lstrip("+~")
-        if is_secret_key(key):
-            raise ConfigError(f"{key}: secrets are not config values (they would end up in the run directory "
-                              "and its saved overrides); set them in the environment (HF_TOKEN, WANDB_API_KEY) "
-                              "or log in (huggingface-cli login, wandb login)")
         if key.split(".")[0].split("/")[0] in _NOT_CONFIG:
             continue
         info = key_info(key)

@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from xlt import languages as langtab
 from xlt.data.benchmarks import get_benchmark
-from xlt.run import RunDir, atomic_write_json, atomic_write_text
+from xlt.run import RunDir, atomic_write_json, atomic_write_text, strict_json
 from xlt.scoring.metrics import accuracy_with_ci, gmmlu_subsets
 from xlt.scoring.results import (
     Job,
@@ -65,8 +65,10 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     ids = items["id"]
     tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
     lines = [
-        json.dumps({"id": ids[i], "language": job.language, "gold": int(gold[i]), "prediction": int(pred[i]),
-                    "scores": [float(s) for s in scores[i]], "job": tag}, ensure_ascii=False)
+        # Strict JSON: a score that is not finite (an LLM answer naming no option) is null.
+        json.dumps(strict_json({"id": ids[i], "language": job.language, "gold": int(gold[i]),
+                                "prediction": int(pred[i]), "scores": [float(s) for s in scores[i]], "job": tag}),
+                   ensure_ascii=False, allow_nan=False)
         for i in range(len(items))
     ]
     atomic_write_text(predictions_path(run, job), "\n".join(lines) + "\n")
