@@ -184,30 +184,59 @@ def test_two_runs_started_together_one_refused(tmp_path):
         assert any("in use by another xlt process" in err for _, err in outs)
 
 
-def test_kill_9_during_training_then_rerun_matches_an_uninterrupted_run(tmp_path):
-    """Crash-and-resume under the contract: the dead run's lock is taken over, checkpoints are resumed
-    (same inputs), and the final model equals an uninterrupted run's bit for bit."""
+def _kill_when(args: list[str], ready, what: str, log: Path) -> bool:
+    """Start ``python -m xlt.train args``, SIGKILL it as soon as ``ready()`` holds (or let it finish);
+    return whether it was killed. Its output goes to ``log``."""
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "xlt.train", *args], cwd=REPO, env=ENV, stdout=out, stderr=out)
+        deadline = time.time() + 300
+        while not ready() and proc.poll() is None:
+            assert time.time() < deadline, f"no {what} within 300 s"
+            time.sleep(0.05)
+        killed = proc.poll() is None
+        if killed:
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return killed
+
+
+def _predictions(run: Path) -> dict[str, list]:
+    out = {}
+    for p in sorted((run / "eval").glob("*/predictions/*.jsonl")):
+        rows = [json.loads(line) for line in p.read_text().splitlines()]
+        out[p.relative_to(run).as_posix()] = [{k: v for k, v in r.items() if k != "job"} for r in rows]
+    return out
+
+
+def test_kill_9_during_build_train_and_evaluation_then_rerun_matches_an_uninterrupted_run(tmp_path):
+    """Crash-and-resume under the contract: each rerun takes over the dead run's lock, resumes (training
+    from its checkpoint, evaluation at the next language), and ends with the same training set, the same
+    model bit for bit and the same predictions as an uninterrupted run."""
+    from datasets import load_from_disk
     from safetensors.torch import load_file
 
     args = [*SMALL, f"run_root={tmp_path}"]
-    proc = subprocess.Popen([sys.executable, "-m", "xlt.train", *args, "stages=[build_data,train]"], cwd=REPO,
-                            env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run = run_dir(tmp_path)
-    deadline = time.time() + 300
-    while not (run / "checkpoints" / "checkpoint-20" / "trainer_state.json").exists():
-        assert proc.poll() is None and time.time() < deadline, "training ended before the first checkpoint"
-        time.sleep(0.2)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    if (run / "model").exists():
-        pytest.skip("the run finished before it could be killed")
-    log = ok(xlt("xlt.train", *args, "stages=[build_data,train]"))
-    assert "stale lock" in log and "resuming from" in log
+    logs = [tmp_path / f"log{i}.txt" for i in range(3)]
+    _kill_when([*args, "stages=[build_data]"], lambda: (run / "data").exists(), "build", logs[0])
+    killed_in_training = _kill_when([*args, "stages=[build_data,train]"], lambda: (
+        run / "checkpoints" / "checkpoint-20" / "trainer_state.json").exists(), "checkpoint", logs[1])
+    killed_in_eval = _kill_when(args, lambda: len(list((run / "eval").glob("*/*_*.json"))) >= 1, "first result",
+                                logs[2])
+    if killed_in_training:  # the next call took the dead run's lock over and resumed the checkpoint
+        assert "stale lock" in logs[2].read_text() and "resuming from" in logs[2].read_text()
+    log = ok(xlt("xlt.train", *args))
+    if killed_in_eval:
+        assert "stale lock" in log and "evaluate   running" in log
+
     ref = tmp_path / "ref"  # the same command, uninterrupted
-    ok(xlt("xlt.train", *SMALL, "stages=[build_data,train]", f"run_root={ref}"))
+    ok(xlt("xlt.train", *SMALL, f"run_root={ref}"))
     a = load_file(str(run / "model" / "model.safetensors"))
     b = load_file(str(run_dir(ref) / "model" / "model.safetensors"))
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
+    da, db = load_from_disk(str(run / "data" / "train_set")), load_from_disk(str(run_dir(ref) / "data" / "train_set"))
+    assert all(da[s].to_list() == db[s].to_list() for s in ("train", "dev"))
+    assert _predictions(run) == _predictions(run_dir(ref)) and len(_predictions(run)) == 3
 
 
 def test_bad_run_root_is_named(tmp_path):
