@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from xlt.config.fields import opt
+from xlt.config.fields import neutral, opt
 
 TINY_MODEL_ID = "xlt-tiny"
 
@@ -44,5 +44,8 @@ class ModelConfig:
     # Always explicit: some checkpoints (XLM-V) carry no usable model_max_length.
     max_length: int = opt(256, ge=16)
     trust_remote_code: bool = False
+    # Load weights from safetensors only (no pickle). Set false only for a trusted checkpoint that has
+    # nothing but pytorch_model.bin; prefetch then fetches the .bin files.
+    use_safetensors: bool = neutral(True)
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)

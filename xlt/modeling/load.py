@@ -62,7 +62,7 @@ def load_model(model: ModelConfig | Any, tokenizer=None, seed: int = 0):
         torch.manual_seed(seed)
         return AutoModelForMultipleChoice.from_config(tiny_config(tokenizer, model.tiny, model.max_length))
     kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code,
-                              "use_safetensors": bool(getattr(model, "use_safetensors", True))}
+                              "use_safetensors": bool(model.use_safetensors)}
     if is_local(model.name_or_path):
         return AutoModelForMultipleChoice.from_pretrained(model.name_or_path, **kwargs)
     with hub_resource("model", model.name_or_path, model.revision, config_key="model.name_or_path"):
