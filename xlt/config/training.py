@@ -10,8 +10,6 @@ from dataclasses import dataclass
 
 @dataclass
 class TrainingConfig:
-    # Which training data: "english" (zero-shot) or "translate_train_all".
-    setting: str = "english"
     learning_rate: float = 2e-5
     num_train_epochs: float = 3.0
     # Stop after this many optimizer steps (-1: train num_train_epochs).
