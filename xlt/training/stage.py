@@ -66,7 +66,8 @@ def last_checkpoint(folder: Path) -> str | None:
 def metrics_history(log_history: list[dict[str, Any]]) -> dict[str, Any]:
     """Train loss curve and dev accuracy history from the Trainer's log history."""
     train = [
-        {"step": h["step"], "loss": h["loss"], "learning_rate": h.get("learning_rate"), "epoch": h.get("epoch")}
+        {"step": h["step"], "loss": h["loss"], "grad_norm": h.get("grad_norm"), "learning_rate": h.get("learning_rate"),
+         "epoch": h.get("epoch")}
         for h in log_history
         if "loss" in h and "step" in h
     ]

@@ -108,7 +108,7 @@ def load_languages(cfg: Any, run: RunDir) -> dict[str, DatasetDict]:
         if not path.exists():
             raise ConfigError(
                 f"translate-train-all: translations into {lang!r} are configured (translate.languages / "
-                f"translate.import_dir) but {path} does not exist. Run the translate stage first "
+                f"translate.import_dir) but {path} does not exist: run the translate stage first "
                 "(python -m xlt.translate with the same recipe, or add `translate` to stages), or train on "
                 "English only with translate=none."
             )
