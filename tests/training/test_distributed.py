@@ -30,10 +30,12 @@ COMMON = [f"training.max_steps={STEPS}", "training.eval_steps=3", "training.grou
           "training.learning_rate=2e-3", "training.logging_steps=1", "model.max_length=64", "seed=5"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TQDM_DISABLE": "1",
        "DS_ACCELERATOR": "cpu", "PYTHONPATH": str(ROOT)}
-# Relative difference allowed between one and two processes in the first steps' losses and gradient
-# norms. Measured: at most 3e-7 (loss) and 2e-6 (grad norm) over 6 steps, 1 and 2 threads; what
-# differs is only the float summation order (one batch of 16 vs two of 8, averaged).
-REL = 1e-4
+# Relative differences allowed between one and two processes in the first steps' losses and gradient
+# norms. Measured over 6 steps: loss 8.6e-8 / 1.7e-7, gradient norm 6.4e-6 / 4.0e-5 with
+# OMP_NUM_THREADS=1 / 2. Only the float summation order differs (one batch of 16 vs two of 8, averaged),
+# and Adam's normalised updates grow that difference step by step; hence 25x headroom on the largest
+# measured value. A loss or gradient scaled by the number of processes differs by 100%.
+REL = {"loss": 1e-5, "grad_norm": 1e-3}
 
 
 def _free_port() -> int:
@@ -78,7 +80,7 @@ def test_two_processes_take_the_same_steps_as_one(tmp_path, one_process):
     for key in ("loss", "grad_norm"):
         a, b = [h[key] for h in h1], [h[key] for h in h2]
         print(key, "max relative difference", max(abs(x - y) / abs(x) for x, y in zip(a, b, strict=True)))
-        assert b == pytest.approx(a, rel=REL), key
+        assert b == pytest.approx(a, rel=REL[key]), key
     # Only rank 0 wrote: one model card, one done-marker.
     assert (two.model / "README.md").exists() and two.is_done("train")
 
