@@ -29,7 +29,9 @@ STEPS = 6
 COMMON = [f"training.max_steps={STEPS}", "training.eval_steps=3", "training.group_by_length=false",
           "training.learning_rate=2e-3", "training.logging_steps=1", "model.max_length=64", "seed=5"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TQDM_DISABLE": "1",
-       "DS_ACCELERATOR": "cpu", "PYTHONPATH": str(ROOT)}
+       "DS_ACCELERATOR": "cpu", "PYTHONPATH": str(ROOT),
+       # CPU + gloo on every machine: on a GPU machine two ranks would otherwise share one GPU over NCCL.
+       "CUDA_VISIBLE_DEVICES": ""}
 # Relative differences allowed between one and two processes in the first steps' losses and gradient
 # norms. Measured over 6 steps: loss 8.6e-8 / 1.7e-7, gradient norm 6.4e-6 / 4.0e-5 with
 # OMP_NUM_THREADS=1 / 2. Only the float summation order differs (one batch of 16 vs two of 8, averaged),
