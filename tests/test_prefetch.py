@@ -16,6 +16,7 @@ from xlt import prefetch
 from xlt.cluster import read_sweep, sweep_line
 from xlt.errors import ConfigError
 from xlt.resources import Resource, compose, merge, resources_for
+from xlt.training.data import translate_train_all
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -114,7 +115,7 @@ def test_every_sweep_run_composes():
         "FacebookAI/xlm-roberta-base", "FacebookAI/xlm-roberta-large", "facebook/xlm-v-base",
         "microsoft/infoxlm-base", "microsoft/infoxlm-large"}
     large_tta = [p for p in planned if "model=xlmr_large" in p.args]
-    assert all(p.cfg.training.setting == "translate_train_all" and p.cfg.training.learning_rate == 6e-6 for p in large_tta)
+    assert all(translate_train_all(p.cfg) and p.cfg.training.learning_rate == 6e-6 for p in large_tta)
     assert len({tuple(p.args) for p in planned}) == 30
 
 
@@ -139,9 +140,28 @@ def test_cli_demo_has_nothing_to_download():
 def test_check_offline_names_what_is_missing_and_the_command_to_fetch_it():
     proc = run_cli("+recipe=xlmr_zeroshot", "stages=[train]", "--check")
     assert proc.returncode == 1
-    assert "1 resource(s) missing offline" in proc.stdout
+    assert "1 distinct resource(s) missing offline, needed by 1 run(s)" in proc.stdout
     assert "model     FacebookAI/xlm-roberta-base@main" in proc.stdout
     assert "python -m xlt.prefetch +recipe=xlmr_zeroshot 'stages=[train]'" in proc.stdout
+
+
+def test_check_counts_distinct_missing_resources(monkeypatch):
+    """A sweep of runs sharing a model lists (and tries) that model once, with the runs that need it."""
+    runs = [["+recipe=xlmr_zeroshot", "stages=[train]", f"seed={s}"] for s in (1, 2, 3)]
+    runs.append(["+recipe=demo"])
+    planned = prefetch.plan(runs)
+    tried = []
+
+    def fake_try(p, res):
+        tried.append(res.repo_id)
+        return "not cached" if res.repo_id == "FacebookAI/xlm-roberta-base" else None
+
+    monkeypatch.setattr(prefetch, "_try_offline", fake_try)
+    (missing,) = prefetch.check_offline(planned)
+    commands, res, err = missing
+    assert res.repo_id == "FacebookAI/xlm-roberta-base" and err == "not cached"
+    assert len(commands) == 3 and all("+recipe=xlmr_zeroshot" in c for c in commands)
+    assert tried.count("FacebookAI/xlm-roberta-base") == 1
 
 
 def test_cli_without_a_run_is_an_error():

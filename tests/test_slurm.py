@@ -244,3 +244,10 @@ def test_without_a_signal_the_exit_status_passes_through(tmp_path):
     out, _ = proc.communicate(timeout=60)
     assert "rc=3" in out
     assert not (tmp_path / "calls.log").exists()
+
+
+def test_every_script_the_scripts_mention_exists():
+    """Comments and commands name slurm/<file>: each one must be there (e.g. no slurm/report.sbatch)."""
+    named = {m for path in SLURM.iterdir() if path.is_file()
+             for m in re.findall(r"slurm/([\w.-]+\.(?:sbatch|sh))", path.read_text())}
+    assert named and not [n for n in sorted(named) if not (SLURM / n).exists()]

@@ -159,29 +159,48 @@ def fetch_all(planned: list[Planned], report: Callable[[str], None] = print) -> 
 # -- offline check ----------------------------------------------------------------------------------
 
 
-def check_offline(planned: list[Planned]) -> list[tuple[str, Resource, str]]:
-    """Try every load offline; return (command, resource, error) for each one that is missing."""
-    missing: list[tuple[str, Resource, str]] = []
+def check_offline(planned: list[Planned]) -> list[tuple[list[str], Resource, str]]:
+    """Try every load offline; return one ``(commands needing it, resource, error)`` per distinct missing
+    resource (a sweep of many runs sharing a model lists that model once, with every run that needs it).
+
+    A resource is tried once per distinct request (kind, repository, revision, data_dir, configs, splits).
+    """
+    tried: dict[tuple[Any, ...], str | None] = {}  # request -> error (None: available offline)
+    missing: dict[tuple[Any, ...], tuple[list[str], list[Resource], str]] = {}
     for p in planned:
         for res in p.resources:
-            try:
-                if res.kind in ("model", "tokenizer"):
-                    fetch_model(res, local_only=True)
-                elif res.kind == "url":
-                    fetch_url(res)
-                else:
-                    for key in res.used_by:
-                        if key.startswith("eval.benchmarks."):
-                            # Also the language listing the evaluate stage does when no languages are set.
-                            from xlt.data.benchmarks import get_benchmark
+            request = (*res.key, res.configs, res.splits, res.used_by)
+            if request not in tried:
+                tried[request] = _try_offline(p, res)
+            err = tried[request]
+            if err is None:
+                continue
+            commands, resources, _ = missing.setdefault(res.key, ([], [], err))
+            if p.command not in commands:
+                commands.append(p.command)
+            resources.append(res)
+    return [(commands, merge(resources)[0], err) for commands, resources, err in missing.values()]
 
-                            bcfg = p.cfg.eval.benchmarks[key.split(".")[-1]]
-                            get_benchmark(bcfg.kind).select_languages(bcfg)
-                        fetch_dataset(p.cfg, res, key, set(), lambda _msg: None)
-            except Exception as err:  # any failure means "not usable offline"
-                first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                missing.append((p.command, res, first))
-    return missing
+
+def _try_offline(p: Planned, res: Resource) -> str | None:
+    """None when ``res`` loads offline for run ``p``, else the first line of the error."""
+    try:
+        if res.kind in ("model", "tokenizer"):
+            fetch_model(res, local_only=True)
+        elif res.kind == "url":
+            fetch_url(res)
+        else:
+            for key in res.used_by:
+                if key.startswith("eval.benchmarks."):
+                    # Also the language listing the evaluate stage does when no languages are set.
+                    from xlt.data.benchmarks import get_benchmark
+
+                    bcfg = p.cfg.eval.benchmarks[key.split(".")[-1]]
+                    get_benchmark(bcfg.kind).select_languages(bcfg)
+                fetch_dataset(p.cfg, res, key, set(), lambda _msg: None)
+    except Exception as err:  # any failure means "not usable offline"
+        return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    return None
 
 
 # -- command line -------------------------------------------------------------------------------------
@@ -226,10 +245,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             if not missing:
                 print("\nall resources are available offline.")
                 return 0
-            print(f"\n{len(missing)} resource(s) missing offline:")
-            for command, res, err in missing:
-                print(f"  {res.describe()}  (needed by {command})\n      {err}")
-            cmds = sorted({c for c, _, _ in missing})
+            cmds = sorted({c for commands, _, _ in missing for c in commands})
+            print(f"\n{len(missing)} distinct resource(s) missing offline, needed by {len(cmds)} run(s):")
+            for commands, res, err in missing:
+                needed = commands[0] if len(commands) == 1 else f"{len(commands)} runs, e.g. {commands[0]}"
+                print(f"  {res.describe()}  (needed by {needed})\n      {err}")
             print("\nfetch them on a machine with network access:\n" + "\n".join(f"  python -m xlt.prefetch {c}" for c in cmds))
             return 1
         print("\ndownloading ...")

@@ -75,6 +75,19 @@ def report_to(cfg: Any) -> list[str]:
     return ["wandb"] if enabled(cfg) else ["none"]
 
 
+def summarize(values: dict[str, Any]) -> None:
+    """Set run-level summary values (best dev accuracy, mean train loss) of the active W&B run on rank 0,
+    instead of logging them as one more step of the curves."""
+    if not is_main_process():
+        return
+    try:
+        import wandb
+    except ImportError:
+        return
+    if wandb.run is not None:
+        wandb.run.summary.update(values)
+
+
 def finish() -> None:
     if not is_main_process():
         return

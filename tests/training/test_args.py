@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from tests.training.conftest import make_cfg
 from xlt.errors import ConfigError
@@ -17,11 +18,12 @@ def test_v5_arguments_from_config(run_dir):
     assert args.output_dir == str(run_dir.checkpoints)
     assert args.train_sampling_strategy == "group_by_length" and args.length_column_name == "length"
     assert args.average_tokens_across_devices is False  # the MC loss would be multiplied by world size
-    assert args.use_cpu  # no CUDA here: multi-process runs must use gloo, not independent jobs
+    # Without CUDA, multi-process runs must use gloo (not independent jobs); with CUDA, the GPUs.
+    assert args.use_cpu == (not torch.cuda.is_available())
     assert args.warmup_steps == pytest.approx(0.1) and args.get_warmup_steps(1000) == 100
     assert args.eval_strategy == "steps" and args.save_steps == args.eval_steps == 50
     assert args.load_best_model_at_end and args.metric_for_best_model == "accuracy" and args.greater_is_better
-    assert args.seed == 3 and not args.bf16 and not args.fp16
+    assert args.seed == 3 and args.bf16 == (resolve_precision("auto") == "bf16") and not args.fp16
     assert args.report_to == []  # logger.kind none: no tracking integration
 
 
@@ -36,7 +38,9 @@ def test_save_steps_must_match_eval_steps(run_dir):
 
 
 def test_precision():
-    assert resolve_precision("auto") == "fp32"  # CPU: no bf16 GPU
+    bf16_gpu = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    assert resolve_precision("auto") == ("bf16" if bf16_gpu else "fp32")
+    assert resolve_precision("fp32") == "fp32"
     assert resolve_precision("fp16") == "fp16"
     with pytest.raises(ConfigError, match="precision"):
         resolve_precision("half")

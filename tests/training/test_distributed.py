@@ -1,5 +1,12 @@
-"""Two CPU processes (accelerate, gloo) train to the same result as one process with the same
-effective batch, through the real entry point (`python -m xlt.finetune`)."""
+"""Multi-process training through the real entry points (accelerate launch, gloo on CPU).
+
+* Two processes with half the per-device batch take the same optimizer steps as one process: the first
+  steps' losses and gradient norms agree to float rounding. A loss or gradient scaled by the number of
+  processes (summed instead of averaged) would differ by a factor of 2.
+* A launch that asked for two processes but started one is reported in train_metrics.json.
+* The README's multi-GPU commands (plain DDP, ZeRO-2/3 and their offload variants) run train, evaluate and report in one
+  command: the stages after training must not inherit the DeepSpeed/accelerate state of training.
+"""
 
 from __future__ import annotations
 
@@ -18,8 +25,19 @@ from tests.training.conftest import write_train_set
 from xlt.run import RunDir, run_name
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMON = ["training.max_steps=20", "training.eval_steps=10", "training.group_by_length=false",
-          "training.learning_rate=2e-3", "training.logging_steps=5", "model.max_length=64", "seed=5"]
+STEPS = 6
+COMMON = [f"training.max_steps={STEPS}", "training.eval_steps=3", "training.group_by_length=false",
+          "training.learning_rate=2e-3", "training.logging_steps=1", "model.max_length=64", "seed=5"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "TQDM_DISABLE": "1",
+       "DS_ACCELERATOR": "cpu", "PYTHONPATH": str(ROOT),
+       # CPU + gloo on every machine: on a GPU machine two ranks would otherwise share one GPU over NCCL.
+       "CUDA_VISIBLE_DEVICES": ""}
+# Relative differences allowed between one and two processes in the first steps' losses and gradient
+# norms. Measured over 6 steps: loss 8.6e-8 / 1.7e-7, gradient norm 6.4e-6 / 4.0e-5 with
+# OMP_NUM_THREADS=1 / 2. Only the float summation order differs (one batch of 16 vs two of 8, averaged),
+# and Adam's normalised updates grow that difference step by step; hence 25x headroom on the largest
+# measured value. A loss or gradient scaled by the number of processes differs by 100%.
+REL = {"loss": 1e-5, "grad_norm": 1e-3}
 
 
 def _free_port() -> int:
@@ -28,22 +46,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _run(tmp_path: Path, launcher: list[str], overrides: list[str]) -> RunDir:
-    args = ["+recipe=demo", f"run_root={tmp_path}", *overrides]
-    run = RunDir(tmp_path / run_name(args))
-    write_train_set(run, 320, 48)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled",
-           "TQDM_DISABLE": "1", "DS_ACCELERATOR": "cpu", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([*launcher, "-m", "xlt.finetune", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert run.is_done("train") or (run.path / "train_metrics.json").exists()
-    return run
-
-
 def _accelerate(n: int, *extra: str) -> list[str]:
     return [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--num_processes", str(n),
             "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()), *extra]
+
+
+def _run(tmp_path: Path, launcher: list[str], overrides: list[str], module: str = "xlt.finetune") -> RunDir:
+    args = ["+recipe=demo", f"run_root={tmp_path}", *overrides]
+    run = RunDir(tmp_path / run_name(args))
+    if module == "xlt.finetune":
+        write_train_set(run, 320, 48)
+    proc = subprocess.run([*launcher, "-m", module, *args], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return run
+
+
+def _metrics(run: RunDir) -> dict:
+    return json.loads((run.path / "train_metrics.json").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -52,78 +72,57 @@ def one_process(tmp_path_factory) -> RunDir:
 
 
 @pytest.mark.slow
-def test_two_processes_match_one(tmp_path, one_process):
-    one = one_process
-    two = _run(tmp_path / "two", _accelerate(2, "--multi_gpu"), [*COMMON, "training.per_device_train_batch_size=8"])
-
-    m1 = json.loads((one.path / "train_metrics.json").read_text())
-    m2 = json.loads((two.path / "train_metrics.json").read_text())
+def test_two_processes_take_the_same_steps_as_one(tmp_path, one_process):
+    two = _run(tmp_path, _accelerate(2, "--multi_gpu"), [*COMMON, "training.per_device_train_batch_size=8"])
+    m1, m2 = _metrics(one_process), _metrics(two)
     assert m2["world_size"] == 2 and m2["effective_batch_size"] == m1["effective_batch_size"] == 16
-    assert m2["global_step"] == m1["global_step"] == 20
-    # Same data per optimizer step, gradients averaged over ranks: the same losses (not doubled: the
-    # MC head's loss must not be scaled by the number of processes) and dev accuracy.
-    assert [h["loss"] for h in m2["train_loss"]] == pytest.approx([h["loss"] for h in m1["train_loss"]], abs=2e-3)
-    assert [h["accuracy"] for h in m2["dev"]] == pytest.approx([h["accuracy"] for h in m1["dev"]], abs=1e-6)
-    w1, w2 = load_file(one.model / "model.safetensors"), load_file(two.model / "model.safetensors")
-    assert w1.keys() == w2.keys()
-    for k in w1:
-        assert torch.allclose(w1[k], w2[k], atol=1e-3), k  # float summation order differs
+    assert m2["global_step"] == m1["global_step"] == STEPS and m2["launch_warnings"] == []
+    h1, h2 = m1["train_loss_history"], m2["train_loss_history"]
+    assert [h["step"] for h in h2] == [h["step"] for h in h1] == list(range(1, STEPS + 1))
+    for key in ("loss", "grad_norm"):
+        a, b = [h[key] for h in h1], [h[key] for h in h2]
+        print(key, "max relative difference", max(abs(x - y) / abs(x) for x, y in zip(a, b, strict=True)))
+        assert b == pytest.approx(a, rel=REL[key]), key
     # Only rank 0 wrote: one model card, one done-marker.
     assert (two.model / "README.md").exists() and two.is_done("train")
 
 
 @pytest.mark.slow
-def test_deepspeed_zero2_two_processes(tmp_path, one_process):
-    """ZeRO-2 over gloo on CPU (DeepSpeed compiles its CPU Adam op once, ~1-3 min on a fresh machine)."""
-    pytest.importorskip("deepspeed")
-    run = _run(tmp_path, _accelerate(2, "--multi_gpu"),
-               [*COMMON, "training.per_device_train_batch_size=8", "training.deepspeed=zero2"])
-    m = json.loads((run.path / "train_metrics.json").read_text())
-    m1 = json.loads((one_process.path / "train_metrics.json").read_text())
-    assert m["world_size"] == 2 and m["global_step"] == 20 and m["effective_batch_size"] == 16
-    # DeepSpeed's Adam is not torch's, so only close: same data, same schedule, same first loss.
-    assert m["train_loss"][0]["loss"] == pytest.approx(m1["train_loss"][0]["loss"], abs=1e-4)
-    assert [h["loss"] for h in m["train_loss"]] == pytest.approx([h["loss"] for h in m1["train_loss"]], abs=0.05)
-    # Resumable DeepSpeed checkpoints (engine state under global_stepN + `latest` tag) and a plain
-    # safetensors model without DeepSpeed files.
-    ckpt = run.checkpoints / "checkpoint-20"
-    assert (ckpt / "latest").read_text().strip() == "global_step20" and (ckpt / "global_step20").is_dir()
-    assert (run.model / "model.safetensors").exists() and not list(run.model.glob("global_step*"))
-    weights = load_file(run.model / "model.safetensors")
-    assert all(torch.isfinite(w).all() for w in weights.values())
+def test_lost_processes_are_reported(tmp_path):
+    """`accelerate launch --num_processes 2` without --multi_gpu starts one process: said loudly."""
+    run = _run(tmp_path, _accelerate(2), ["training.max_steps=2", "training.eval_steps=2", "model.max_length=64"])
+    m = _metrics(run)
+    assert m["world_size"] == 1
+    assert len(m["launch_warnings"]) == 1 and "started ONE" in m["launch_warnings"][0]
 
 
 @pytest.mark.slow
-def test_deepspeed_zero3_saves_full_weights(tmp_path):
-    """ZeRO-3 partitions parameters from construction on; the saved model must hold gathered, full-shape
-    weights that load as a plain model."""
-    pytest.importorskip("deepspeed")
-    from xlt.modeling.load import load_trained
-
-    run = _run(tmp_path, _accelerate(2, "--multi_gpu"),
-               [*COMMON, "training.per_device_train_batch_size=8", "training.deepspeed=zero3"])
-    m = json.loads((run.path / "train_metrics.json").read_text())
-    assert m["world_size"] == 2 and m["global_step"] == 20
-    model, tok = load_trained(run.model)
-    emb = model.roberta.embeddings.word_embeddings.weight
-    assert emb.shape == (len(tok), 64) and torch.isfinite(emb).all() and emb.abs().sum() > 0
-
-
-@pytest.mark.slow
-def test_accelerate_launch_of_the_whole_pipeline(tmp_path):
-    """`accelerate launch -m xlt.train` with every stage: data, evaluation and report run once, on
-    rank 0; the other rank waits for the data and joins training only."""
-    args = ["+recipe=demo", f"run_root={tmp_path}", *COMMON, "training.per_device_train_batch_size=8",
-            "eval.benchmarks.belebele.max_questions=8", "eval.benchmarks.global_mmlu.enabled=false"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled",
-           "TQDM_DISABLE": "1", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run([*_accelerate(2, "--multi_gpu"), "-m", "xlt.train", *args], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    run = RunDir(tmp_path / run_name(args))
+@pytest.mark.parametrize("deepspeed", [None, "zero2", "zero3", "zero2_offload", "zero3_offload"])
+def test_accelerate_launch_of_the_whole_pipeline(tmp_path, deepspeed):
+    """`accelerate launch --multi_gpu --num_processes 2 -m xlt.train` (README), plain DDP and DeepSpeed:
+    data, evaluation and report run once, on rank 0, after training."""
+    if deepspeed:
+        pytest.importorskip("deepspeed")  # DeepSpeed compiles its CPU ops once (~1-3 min on a fresh machine)
+    args = [*COMMON, "training.per_device_train_batch_size=8", "eval.benchmarks.belebele.max_questions=8",
+            "eval.benchmarks.global_mmlu.enabled=false"]
+    if deepspeed:
+        args.append(f"training.deepspeed={deepspeed}")
+    run = _run(tmp_path, _accelerate(2, "--multi_gpu"), args, module="xlt.train")
     for stage in ("build_data", "train", "evaluate", "report"):
         assert run.is_done(stage), stage
-    metrics = json.loads((run.path / "train_metrics.json").read_text())
-    assert metrics["world_size"] == 2
-    assert json.loads((run.eval / "belebele" / "eng_Latn.json").read_text())["n"] == 8
     assert not list((run.path / "stages").glob("*.failed"))
+    m = _metrics(run)
+    assert m["world_size"] == 2 and m["global_step"] == STEPS and m["effective_batch_size"] == 16
+    assert json.loads((run.eval / "belebele" / "eng_Latn.json").read_text())["n"] == 8
+    assert (run.path / "report.md").exists()
+    weights = load_file(run.model / "model.safetensors")
+    assert all(torch.isfinite(w).all() for w in weights.values())
+    assert not list(run.model.glob("global_step*"))  # a plain model, no DeepSpeed files
+    if deepspeed:
+        # Resumable DeepSpeed checkpoints: engine state under global_stepN + the `latest` tag.
+        ckpt = run.checkpoints / f"checkpoint-{STEPS}"
+        assert (ckpt / "latest").read_text().strip() == f"global_step{STEPS}" and (ckpt / f"global_step{STEPS}").is_dir()
+    if deepspeed and deepspeed.startswith("zero3"):
+        # ZeRO-3 partitions parameters from construction on; the saved weights are gathered, full-shape.
+        emb = weights["roberta.embeddings.word_embeddings.weight"]
+        assert emb.shape[1] == 64 and emb.abs().sum() > 0

@@ -34,8 +34,14 @@ def test_training_lowers_loss_and_beats_chance(run_dir):
     summary = run_stage(cfg, run_dir)
 
     metrics = json.loads((run_dir.path / "train_metrics.json").read_text())
-    losses = [h["loss"] for h in metrics["train_loss"]]
+    losses = [h["loss"] for h in metrics["train_loss_history"]]
     assert np.mean(losses[-3:]) < losses[0] - 0.08
+    # The scalar mean training loss stays a number; the dev history has each evaluation once (the best
+    # checkpoint's final re-evaluation is not logged again at the last step).
+    assert isinstance(metrics["train_loss"], float) and metrics["train_loss"] == pytest.approx(summary["train_loss"])
+    assert [h["step"] for h in metrics["dev"]] == [*range(20, 150, 20), 150]  # the Trainer also evaluates the last step
+    assert metrics["world_size"] == 1 and metrics["launch_warnings"] == []
+    assert "train_rows_by_language" not in metrics  # English-only training set
     assert summary["best_dev_accuracy"] > 0.35
     # The best checkpoint is the one restored: its step is in the history with the best accuracy.
     best = max(metrics["dev"], key=lambda h: h["accuracy"])
@@ -75,7 +81,7 @@ def test_kill_and_resume_gives_the_same_result(tmp_path):
         assert resumed[key] == full[key], key
     h1 = json.loads((one.path / "train_metrics.json").read_text())
     h2 = json.loads((two.path / "train_metrics.json").read_text())
-    assert [h["loss"] for h in h2["train_loss"]] == pytest.approx([h["loss"] for h in h1["train_loss"]], abs=1e-4)
+    assert [h["loss"] for h in h2["train_loss_history"]] == pytest.approx([h["loss"] for h in h1["train_loss_history"]], abs=1e-4)
     m1, tok = load_trained(one.model)
     m2, _ = load_trained(two.model)
     assert torch.allclose(dev_logits(m1, tok, one), dev_logits(m2, tok, two), atol=1e-5)

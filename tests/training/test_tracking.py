@@ -58,6 +58,9 @@ def test_offline_wandb_run_logs_redacted_config_and_report(run_dir, tmp_path, mo
     wb = tracking.init(cfg, run_dir)
     assert wb is not None and wb.id == tracking.run_id(run_dir) and wb.group == "g"
     assert wb.config["translate"]["model_name_or_path"] == "***"  # secret-looking value redacted
+    # Run-level values go to the summary, not into the curves as one more step.
+    tracking.summarize({"best_dev_accuracy": 0.5, "train_loss": 1.2})
+    assert wb.summary["best_dev_accuracy"] == 0.5 and wb.summary["train_loss"] == 1.2
     tracking.log_report(cfg, run_dir, [plot, csv], {"belebele": pd.DataFrame({"lang": ["eng"], "acc": [0.5]})})
     assert wandb.run is None  # log_report finished the run
     runs = list((run_dir.path / "wandb").glob("offline-run-*"))

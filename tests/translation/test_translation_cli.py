@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import make_cfg, make_train_set
 from datasets import load_from_disk
 
+from xlt.errors import DataError
 from xlt.translation import stage
 from xlt.translation.engine import translate_dataset
 from xlt.translation.translator import Translator
@@ -45,9 +47,30 @@ class Collapse(Translator):
 
 def test_unit_with_all_rows_dropped(run, monkeypatch):
     monkeypatch.setattr(stage, "build_translator", lambda tcfg: Collapse())
-    summary = stage.run_stage(make_cfg(languages=["fra_Latn"]), run)
-    assert summary["rows"]["fra_Latn"] == {"train": 0, "dev": 0}
-    counts = json.loads((run.data / "translation_report.json").read_text())["languages"]["fra_Latn"]["counts"]
+    # A language that keeps no row is an error (it would silently vanish from translate-train-all); the
+    # report that says why is written first.
+    with pytest.raises(DataError, match=r"kept 0 training rows for fra_Latn.*translation_report"):
+        stage.run_stage(make_cfg(languages=["fra_Latn"]), run)
+    report = json.loads((run.data / "translation_report.json").read_text())
+    counts = report["languages"]["fra_Latn"]["counts"]
     assert counts["dropped_duplicate_options"] == 19 and counts["rows_out"] == 0
+    assert report["languages"]["fra_Latn"]["keep_rate"] == 0.0
     res = translate_dataset(make_train_set(2, 1)["train"], Collapse(), None, "eng_Latn", "fra_Latn")
     assert res.dataset.num_rows == 0
+
+
+def test_low_keep_rate_is_a_warning_in_the_report(run):
+    from collections import Counter
+
+    from xlt.translation.quality import QualityStats
+
+    def stats(n_in: int, n_out: int) -> QualityStats:
+        return QualityStats(Counter(rows_in=n_in, rows_out=n_out))
+
+    per_language = {"fra_Latn": {"train": stats(100, 98), "dev": stats(10, 10)},
+                    "deu_Latn": {"train": stats(100, 50), "dev": stats(10, 5)}}
+    report = stage.write_report(run, {"translator": "t", "source_language": "eng_Latn"}, per_language)
+    assert report["languages"]["fra_Latn"]["keep_rate"] == pytest.approx(108 / 110)
+    (warning,) = report["warnings"]
+    assert warning.startswith("deu_Latn: only 50.0% of the rows were kept (train 50/100, dev 5/10)")
+    assert f"**Warning:** {warning}" in (run.data / "translation_report.md").read_text()

@@ -85,7 +85,7 @@ def test_union_temperature_upsamples(translated):
 
 
 def test_union_needs_translations(run):
-    with pytest.raises(DataError, match="run the translate stage"):
+    with pytest.raises(ConfigError, match=r"translations into 'fra_Latn' are configured.*run the translate stage"):
         build_train_all(make_cfg(), run)
 
 

@@ -20,8 +20,6 @@ LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "cons
 
 @dataclass
 class TrainingConfig:
-    # Which training data: "english" (zero-shot) or "translate_train_all".
-    setting: str = "english"
     learning_rate: float = opt(2e-5, ge=0)
     num_train_epochs: float = opt(3.0, gt=0)
     # Stop after this many optimizer steps (-1: train num_train_epochs).

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from xlt.training.data import translate_train_all
+
 EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"
 EVAL_END = "<!-- xlt:evaluation:end -->"
 
@@ -41,6 +43,7 @@ def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) ->
         "LoRA": f"r={m.lora.r}, alpha={m.lora.alpha}, targets={list(m.lora.target_modules)}" if lora else "no (full fine-tuning)",
     }
     rows = "\n".join(f"| {k} | {v} |" for k, v in hyper.items())
+    setting = "translate-train-all (English + translations)" if translate_train_all(cfg) else "English (zero-shot transfer)"
     splits = ", ".join(f"{k}: {v} rows" for k, v in data_info.items())
     history = summary.get("dev_accuracy_history") or []
     dev_rows = "\n".join(f"| {h['step']} | {h['accuracy']:.4f} |" for h in history) or "| - | - |"
@@ -54,7 +57,7 @@ Trained with xlt, recipe `{cfg.recipe_name}`.
 
 - **Base model:** `{m.name_or_path}`{rev}
 - **Head:** `AutoModelForMultipleChoice` (4 options, passage truncated, question and option kept)
-- **Training setting:** {t.setting}
+- **Training setting:** {setting}
 - **Training data:** {splits} (sources: {", ".join(sorted(cfg.data.sources)) or "n/a"})
 - **Format:** {"LoRA adapter (with the classifier head in modules_to_save); load with `xlt.modeling.load.load_trained`" if lora else "full model, safetensors"}
 

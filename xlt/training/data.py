@@ -1,27 +1,31 @@
-"""The training data of the train stage: the built set (or its translate-train-all union), tokenized."""
+"""The training data of the train stage: the built set, or its translate-train-all union when the recipe
+configures translations (:func:`translate_train_all`), tokenized."""
 
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from typing import Any
 
 from datasets import DatasetDict, load_from_disk
 
-from xlt.errors import ConfigError, DataError
+from xlt.errors import DataError
 from xlt.modeling.features import tokenize_mc
 from xlt.run import RunDir
 
 log = logging.getLogger("xlt.training")
 
-SETTINGS = ("english", "translate_train_all")
+
+def translate_train_all(cfg: Any) -> bool:
+    """Whether the recipe asks for translate-train-all: translations are configured (``translate.languages``
+    or ``translate.import_dir``) or ``translate`` is one of its stages."""
+    tcfg = cfg.translate
+    return bool(tcfg.languages) or bool(tcfg.import_dir) or "translate" in list(cfg.stages)
 
 
 def load_training_set(cfg: Any, run: RunDir) -> DatasetDict:
-    """``run.train_set`` (setting ``english``) or the translate-train-all union, as train/dev."""
-    setting = cfg.training.setting
-    if setting not in SETTINGS:
-        raise ConfigError(f"training.setting must be one of {list(SETTINGS)}, got {setting!r}")
-    if setting == "translate_train_all":
+    """The translate-train-all union when the recipe configures translations, else ``run.train_set``."""
+    if translate_train_all(cfg):
         from xlt.translation.union import build_train_all
 
         ds = build_train_all(cfg, run)
@@ -41,6 +45,13 @@ def load_training_set(cfg: Any, run: RunDir) -> DatasetDict:
     return DatasetDict(
         {s: ds[s].select(range(min(n, len(ds[s])))) if n is not None else ds[s] for s, n in limits.items()}
     )
+
+
+def rows_by_language(ds: DatasetDict) -> dict[str, dict[str, int]]:
+    """``{"train_rows_by_language": {code: n}, "dev_rows_by_language": ...}`` for a multilingual set, else {}."""
+    if "language" not in ds["train"].column_names:
+        return {}
+    return {f"{s}_rows_by_language": dict(sorted(Counter(ds[s]["language"]).items())) for s in ("train", "dev")}
 
 
 def tokenized_splits(ds: DatasetDict, tokenizer, max_length: int) -> DatasetDict:

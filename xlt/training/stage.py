@@ -13,7 +13,8 @@ already gives what a research run needs and that would otherwise be re-implement
 
 Inputs: ``run.train_set`` (or the translate-train-all union). Outputs: ``run.checkpoints`` (resumable),
 ``run.model`` (final model or LoRA adapter, tokenizer, README.md model card; written atomically),
-``run/train_metrics.json`` (train loss curve, dev accuracy history, best step) and, with
+``run/train_metrics.json`` (mean train loss, loss curve, dev accuracy history, best step, world size and
+launch warnings, rows per language) and, with
 ``model.lora.merge_and_save``, ``run/model_merged`` (a plain model with the adapters merged in).
 """
 
@@ -39,7 +40,8 @@ from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
 from xlt.training.args import build_training_arguments, resolve_precision
 from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
 from xlt.training.card import render_card
-from xlt.training.data import load_training_set, tokenized_splits
+from xlt.training.data import load_training_set, rows_by_language, tokenized_splits
+from xlt.training.launch import quiet_deepspeed_deprecations, report_launch
 from xlt.training.lora import BASE_SUBDIR, merge_and_save, point_adapter_at_base, wrap_lora
 
 log = logging.getLogger("xlt.training")
@@ -65,7 +67,8 @@ def last_checkpoint(folder: Path) -> str | None:
 def metrics_history(log_history: list[dict[str, Any]]) -> dict[str, Any]:
     """Train loss curve and dev accuracy history from the Trainer's log history."""
     train = [
-        {"step": h["step"], "loss": h["loss"], "learning_rate": h.get("learning_rate"), "epoch": h.get("epoch")}
+        {"step": h["step"], "loss": h["loss"], "grad_norm": h.get("grad_norm"), "learning_rate": h.get("learning_rate"),
+         "epoch": h.get("epoch")}
         for h in log_history
         if "loss" in h and "step" in h
     ]
@@ -74,7 +77,8 @@ def metrics_history(log_history: list[dict[str, Any]]) -> dict[str, Any]:
         for h in log_history
         if "eval_accuracy" in h
     ]
-    return {"train_loss": train, "dev": dev}
+    # "train_loss" (the scalar mean training loss) stays a number in train_metrics.json; the curve is this.
+    return {"train_loss_history": train, "dev": dev}
 
 
 def _best_step(state) -> int | None:
@@ -145,6 +149,7 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
     args = build_training_arguments(cfg, run, report_to=tracking.report_to(cfg))
     tracking.init(cfg, run, job_type="train")
     main = args.process_index == 0
+    launch = report_launch(args, t)
 
     tokenizer = load_tokenizer(cfg.model)
     with args.main_process_first(desc="training data"):
@@ -153,6 +158,7 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
         usable_checkpoints(run, ctx, main)
 
     if args.deepspeed:
+        quiet_deepspeed_deprecations()
         # ZeRO-3 builds the model partitioned (zero.Init) before the engine exists: DeepSpeed's comm layer
         # must already know the process group, or it sizes batches for a world of one.
         import deepspeed
@@ -176,7 +182,10 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
     if resume:
         log.info("resuming from %s", resume)
     train_out = trainer.train(resume_from_checkpoint=resume)
-    dev = trainer.evaluate()  # the best checkpoint, reloaded by load_best_model_at_end
+    # Dev accuracy of the model that is saved (the best checkpoint, reloaded by load_best_model_at_end).
+    # Through the evaluation loop, not trainer.evaluate(): that would log the best step's accuracy again
+    # at the final step, in the history and in W&B.
+    dev = trainer.evaluation_loop(trainer.get_eval_dataloader(), description="best checkpoint").metrics
 
     state = trainer.state
     history = metrics_history(state.log_history)
@@ -189,8 +198,8 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
         "train_loss": train_out.training_loss,
         "train_rows": len(raw["train"]),
         "dev_rows": len(raw["dev"]),
-        "effective_batch_size": t.per_device_train_batch_size * t.gradient_accumulation_steps * args.world_size,
-        "world_size": args.world_size,
+        **rows_by_language(raw),
+        **launch,
         "precision": resolve_precision(t.precision),
         "lora": bool(cfg.model.lora.enabled),
         "resumed_from": resume,
@@ -200,6 +209,7 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
     if main:
         atomic_write_json(run.path / "train_metrics.json", {**{k: v for k, v in summary.items() if k != "dev_accuracy_history"},
                                                             **history, "provenance": ctx.record()})
+        tracking.summarize({k: summary[k] for k in ("best_dev_accuracy", "best_step", "train_loss")})
 
     if collapse.collapsed and t.stop_on_collapse:
         del trainer, model
@@ -258,11 +268,25 @@ def _save_final(cfg: Any, run: RunDir, trainer, tokenizer, summary: dict[str, An
 
 
 def _cleanup() -> None:
-    """Free the (already dereferenced) trainer and model; in distributed runs also sync and tear down
-    the process group (gloo aborts at process exit otherwise)."""
+    """Free the (already dereferenced) trainer and model and leave the process as it was before training,
+    so the stages after ``train`` (evaluate, report) run in a clean state on rank 0.
+
+    * The HF DeepSpeed config is a module global (a weak reference kept alive by accelerate's state):
+      while it is set, ``from_pretrained`` builds every model inside ``deepspeed.zero.Init`` (ZeRO-3) with
+      the training world's batch sizes, and evaluation fails DeepSpeed's batch-size check.
+    * accelerate's ``AcceleratorState``/``PartialState``/``GradientState`` singletons still describe the
+      training run (DeepSpeed plugin, process group).
+    * In distributed runs the ranks sync and the process group is destroyed (gloo aborts at exit otherwise).
+    """
     import torch.distributed as dist
+    from accelerate.state import AcceleratorState, GradientState
+    from transformers.integrations.deepspeed import unset_hf_deepspeed_config
 
     gc.collect()
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
+    unset_hf_deepspeed_config()
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
+    gc.collect()

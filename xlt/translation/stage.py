@@ -33,6 +33,7 @@ from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text, shard
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engine import QualityRules, translate_dataset
+from xlt.translation.keep import check_kept, keep_rate, keep_warnings
 from xlt.translation.quality import QualityStats
 from xlt.translation.storage import save_dataset
 from xlt.translation.translator import Translator, build_translator
@@ -207,13 +208,15 @@ def write_report(run: RunDir, meta: dict[str, Any], per_language: dict[str, dict
         total = QualityStats()
         for st in by_split.values():
             total.merge(st)
-        langs[lang] = {
-            "rows": {s: {"in": st.counts["rows_in"], "out": st.counts["rows_out"]} for s, st in by_split.items()},
-            **total.to_json(),
-        }
-    report = {**meta, "languages": langs}
+        rows = {s: {"in": st.counts["rows_in"], "out": st.counts["rows_out"]} for s, st in by_split.items()}
+        langs[lang] = {"rows": rows, "keep_rate": keep_rate(rows), **total.to_json()}
+    warnings = [w for lang, info in langs.items() for w in keep_warnings(lang, info["rows"])]
+    for w in warnings:
+        log.warning("translation: %s", w)
+    report = {**meta, "languages": langs, "warnings": warnings}
     atomic_write_json(run.data / "translation_report.json", report)
     atomic_write_text(run.data / "translation_report.md", report_markdown(report))
+    check_kept(report, str(run.data / "translation_report.md"))
     return report
 
 
@@ -246,6 +249,7 @@ def report_markdown(report: dict[str, Any]) -> str:
         "than translate.max_input_tokens are truncated and counted.",
         "Segment counts are unique segments per unit (a rerun counts cache hits as 'from cache').",
         "",
+        *([f"**Warning:** {w}" for w in report.get("warnings", [])] + [""] if report.get("warnings") else []),
         "| language | " + " | ".join(h for _, h in REPORT_COLUMNS) + " |",
         "|---|" + "---:|" * len(REPORT_COLUMNS),
     ]

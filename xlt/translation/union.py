@@ -1,7 +1,9 @@
 """The translate-train-all training set: the English set plus every translation, with sampling options.
 
-:func:`build_train_all` is what the training stage calls when ``training.setting ==
-"translate_train_all"``. Everything stays memory-mapped Arrow: each language's dataset is loaded from
+:func:`build_train_all` is what the training stage calls when the recipe configures translations
+(``translate.languages``, ``translate.import_dir``, or ``translate`` in ``stages``; see
+:func:`xlt.training.data.translate_train_all`): the languages are ``translate.languages``, else those
+found in ``translate.import_dir``. Everything stays memory-mapped Arrow: each language's dataset is loaded from
 disk, sampled by index (``Dataset.select``), and the languages are joined with
 ``datasets.concatenate_datasets``, so memory stays flat as languages are added.
 
@@ -20,6 +22,7 @@ a training-seed sweep trains on the same rows. The result is shuffled (seeded) s
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,6 +73,23 @@ def english_with_language(ds: Dataset, language: str = "eng_Latn") -> Dataset:
     return ds.add_column("language", [language] * ds.num_rows, feature=TRANSLATED_FEATURES["language"])
 
 
+def union_languages(cfg: Any) -> list[str]:
+    """The translated languages of the union: ``translate.languages``, else those in ``translate.import_dir``."""
+    tcfg = cfg.translate
+    languages = [str(c) for c in tcfg.languages]
+    if not languages and tcfg.import_dir and Path(tcfg.import_dir).expanduser().is_dir():
+        from xlt.translation.importer import find_languages
+
+        languages = find_languages(Path(tcfg.import_dir).expanduser())
+    if not languages and "translate" in list(cfg.stages):
+        raise ConfigError(
+            "stages include `translate` but translate.languages is empty and translate.import_dir is unset: "
+            "nothing to translate for translate-train-all (pick a translate group, e.g. translate=nllb, or "
+            "remove `translate` from stages)"
+        )
+    return languages
+
+
 def load_languages(cfg: Any, run: RunDir) -> dict[str, DatasetDict]:
     """The English set (as ``eng_Latn``, if included) and each translated language, memory-mapped."""
     from xlt.translation.stage import language_dir
@@ -83,11 +103,16 @@ def load_languages(cfg: Any, run: RunDir) -> dict[str, DatasetDict]:
         sources[cfg.translate.source_language] = DatasetDict(
             {s: english_with_language(eng[s], cfg.translate.source_language) for s in eng}
         )
-    for lang in cfg.translate.languages:
-        path = language_dir(run, str(lang))
+    for lang in union_languages(cfg):
+        path = language_dir(run, lang)
         if not path.exists():
-            raise DataError(f"{path}: no translation of {lang!r}; run the translate stage first")
-        sources[str(lang)] = load_from_disk(str(path))
+            raise ConfigError(
+                f"translate-train-all: translations into {lang!r} are configured (translate.languages / "
+                f"translate.import_dir) but {path} does not exist: run the translate stage first "
+                "(python -m xlt.translate with the same recipe, or add `translate` to stages), or train on "
+                "English only with translate=none."
+            )
+        sources[lang] = load_from_disk(str(path))
     if not sources:
         raise ConfigError("translate-train-all has no data: translate.languages is empty and include_english=false")
     return sources
