@@ -36,6 +36,7 @@ from omegaconf import OmegaConf
 
 from xlt import __version__
 from xlt.config.keys import stage_values
+from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, XltError
 from xlt.fingerprint import path_fingerprint, resource_fingerprint
 from xlt.run import RunDir, atomic_write_text, is_main_process, world_size
@@ -47,12 +48,6 @@ WAIT_POLL_S = 2.0
 
 def _h(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def uses_translations(cfg: Any) -> bool:
-    """Translate-train-all: the recipe configures translations (target languages or an import folder)."""
-    t = cfg.translate
-    return bool(t.import_dir) or bool(list(t.languages or []))
 
 
 def _local(path: Any) -> str | None:
@@ -80,7 +75,7 @@ def _translate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
 def _train_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     m = cfg.model
     return {"model.name_or_path": _local(m.name_or_path), "model.tokenizer": _local(m.tokenizer),
-            "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if uses_translations(cfg) else None}
+            "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}
 
 
 def scored_model(cfg: Any, run: RunDir) -> str | None:
@@ -135,7 +130,7 @@ STAGES: dict[str, StageSpec] = {s.name: s for s in (
     StageSpec("translate", "xlt.translation.stage:run_stage", lambda cfg: ("build_data",), _translate_files,
               ("data/translation_report.json",), shard_section="translate"),
     StageSpec("train", "xlt.training.stage:run_stage",
-              lambda cfg: ("build_data", "translate") if uses_translations(cfg) else ("build_data",),
+              lambda cfg: ("build_data", "translate") if translate_train_all(cfg) else ("build_data",),
               _train_files, ("model", "train_metrics.json")),
     StageSpec("evaluate", "xlt.scoring.stage:run_stage", _evaluate_upstream, _evaluate_files, ("eval",),
               shard_section="eval"),

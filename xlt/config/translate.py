@@ -6,6 +6,7 @@ See :mod:`xlt.translation` for what each stage does with these settings.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from xlt.config.fields import neutral, opt
 
@@ -83,3 +84,11 @@ class TranslateConfig:
     quality: TranslationQualityConfig = field(default_factory=TranslationQualityConfig)
     # How the union is sampled is decided when training reads it: it affects the train stage only.
     sampling: TranslationSamplingConfig = opt(default_factory=TranslationSamplingConfig, affects="train")
+
+
+def translate_train_all(cfg: Any) -> bool:
+    """Whether the recipe asks for translate-train-all: translations are configured (``translate.languages``
+    or ``translate.import_dir``) or ``translate`` is one of its stages. Training then uses the union, and
+    the train stage's upstream includes the translate stage (:mod:`xlt.contract`)."""
+    tcfg = cfg.translate
+    return bool(tcfg.languages) or bool(tcfg.import_dir) or "translate" in list(cfg.stages)

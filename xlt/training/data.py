@@ -9,18 +9,12 @@ from typing import Any
 
 from datasets import DatasetDict, load_from_disk
 
+from xlt.config.translate import translate_train_all
 from xlt.errors import DataError
 from xlt.modeling.features import tokenize_mc
 from xlt.run import RunDir
 
 log = logging.getLogger("xlt.training")
-
-
-def translate_train_all(cfg: Any) -> bool:
-    """Whether the recipe asks for translate-train-all: translations are configured (``translate.languages``
-    or ``translate.import_dir``) or ``translate`` is one of its stages."""
-    tcfg = cfg.translate
-    return bool(tcfg.languages) or bool(tcfg.import_dir) or "translate" in list(cfg.stages)
 
 
 def load_training_set(cfg: Any, run: RunDir) -> DatasetDict:

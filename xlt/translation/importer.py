@@ -25,7 +25,9 @@ from datasets import Dataset, DatasetDict, load_from_disk
 from xlt.data.schema import TRAIN_FEATURES, TRANSLATED_FEATURES, check_record
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir
+from xlt.translation.layout import language_dir
 from xlt.translation.quality import QualityStats
+from xlt.translation.report import write_report
 from xlt.translation.storage import save_dataset
 
 log = logging.getLogger(__name__)
@@ -117,9 +119,8 @@ def _empty() -> Dataset:
     return Dataset.from_dict({k: [] for k in TRANSLATED_FEATURES}, features=TRANSLATED_FEATURES)
 
 
-def import_translations(cfg: Any, run: RunDir) -> dict[str, Any]:
+def import_translations(cfg: Any, run: RunDir, provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """The translate stage with ``translate.import_dir``: validate, store, report."""
-    from xlt.translation.stage import language_dir, write_report
 
     import_dir = Path(cfg.translate.import_dir).expanduser()
     if not import_dir.is_dir():
@@ -141,6 +142,7 @@ def import_translations(cfg: Any, run: RunDir) -> dict[str, Any]:
             per_language[lang][split] = st
         rows[lang] = {s: dd[s].num_rows for s in SPLITS}
         log.info("imported %s: %s", lang, rows[lang])
-    meta = {"translator": f"imported from {import_dir}", "source_language": cfg.translate.source_language, "imported": True}
+    meta = {"translator": f"imported from {import_dir}", "source_language": cfg.translate.source_language, "imported": True,
+            "provenance": provenance}
     write_report(run, meta, per_language)
     return {"languages": languages, "rows": rows, "imported_from": str(import_dir)}

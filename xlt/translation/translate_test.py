@@ -116,7 +116,7 @@ class TranslateTestRunner:
 
     def __call__(self, items: Dataset, benchmark: str, language: str) -> Dataset:
         from xlt.run import atomic_write_json
-        from xlt.translation.stage import cache_path
+        from xlt.translation.layout import cache_path
 
         stats: dict[str, QualityStats] = {}
         with TranslationCache(cache_path(self.cfg, self.run)) as cache:

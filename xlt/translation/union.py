@@ -2,7 +2,7 @@
 
 :func:`build_train_all` is what the training stage calls when the recipe configures translations
 (``translate.languages``, ``translate.import_dir``, or ``translate`` in ``stages``; see
-:func:`xlt.training.data.translate_train_all`): the languages are ``translate.languages``, else those
+:func:`xlt.config.translate.translate_train_all`): the languages are ``translate.languages``, else those
 found in ``translate.import_dir``. Everything stays memory-mapped Arrow: each language's dataset is loaded from
 disk, sampled by index (``Dataset.select``), and the languages are joined with
 ``datasets.concatenate_datasets``, so memory stays flat as languages are added.
@@ -92,7 +92,7 @@ def union_languages(cfg: Any) -> list[str]:
 
 def load_languages(cfg: Any, run: RunDir) -> dict[str, DatasetDict]:
     """The English set (as ``eng_Latn``, if included) and each translated language, memory-mapped."""
-    from xlt.translation.stage import language_dir
+    from xlt.translation.layout import language_dir
 
     sources: dict[str, DatasetDict] = {}
     scfg = cfg.translate.sampling

@@ -1,0 +1,23 @@
+"""Where translations live in a run directory (shared by the translate stage, the importer, the
+translate-train-all union and translate-test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from xlt.run import RunDir
+
+
+def translated_dir(run: RunDir) -> Path:
+    return run.data / "translated"
+
+
+def language_dir(run: RunDir, language: str) -> Path:
+    """Where the merged translation of ``language`` lives (``run/data/translated/<code>``)."""
+    return translated_dir(run) / language
+
+
+def cache_path(cfg: Any, run: RunDir) -> Path:
+    base = Path(cfg.translate.cache_dir).expanduser() if cfg.translate.cache_dir else run.data
+    return base / "translation_cache.sqlite"
