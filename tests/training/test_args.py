@@ -32,11 +32,6 @@ def test_group_by_length_can_be_turned_off(run_dir):
     assert args.train_sampling_strategy == "random"
 
 
-def test_save_steps_must_match_eval_steps(run_dir):
-    with pytest.raises(ConfigError, match="save_steps"):
-        build_training_arguments(make_cfg(**{"training.save_steps": 30, "training.eval_steps": 10}), run_dir)
-
-
 def test_precision():
     bf16_gpu = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
     assert resolve_precision("auto") == ("bf16" if bf16_gpu else "fp32")

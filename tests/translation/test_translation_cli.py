@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import make_cfg, make_train_set
 from datasets import load_from_disk
 
+from tests.translation.conftest import make_cfg, make_train_set
 from xlt.errors import DataError
 from xlt.translation import stage
 from xlt.translation.engine import translate_dataset

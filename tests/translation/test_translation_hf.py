@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import PASSAGES, make_cfg
 from datasets import load_from_disk
 
+from tests.translation.conftest import PASSAGES, make_cfg
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, HubUnavailableError
 from xlt.translation import stage

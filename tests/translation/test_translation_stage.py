@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import make_cfg, make_run
 from datasets import load_from_disk
 
+from tests.translation.conftest import make_cfg, make_run
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.translation import stage
@@ -157,12 +157,15 @@ def test_units_cover_every_row_once():
 
 @pytest.mark.parametrize(
     ("languages", "match"),
-    [([], "needs target languages"), (["french"], "not FLORES-200"), (["fra_Latn", "fra_Latn"], "more than once"),
+    [([], "nothing to translate"), (["french"], "not FLORES-200"), (["fra_Latn", "fra_Latn"], "more than once"),
      (["eng_Latn"], "source language")],
 )
 def test_bad_languages_are_config_errors(run, languages, match):
+    """Checked with the whole config, before the translate stage starts."""
+    from xlt import config as xcfg
+
     with pytest.raises(ConfigError, match=match):
-        stage.run_stage(make_cfg(languages=languages), run)
+        xcfg.validate(make_cfg(languages=languages), ["build_data", "translate"])
 
 
 def test_missing_train_set_is_a_data_error(tmp_path):

@@ -77,8 +77,7 @@ def test_to_flores():
 def test_translate_test_runner_writes_quality(run):
     import json
 
-    from conftest import make_cfg
-
+    from tests.translation.conftest import make_cfg
     from xlt.translation.translate_test import TranslateTestRunner
 
     runner = TranslateTestRunner(make_cfg(), run)  # translate.kind=echo

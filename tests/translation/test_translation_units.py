@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from conftest import english_rows
 from datasets import Dataset
 
+from tests.translation.conftest import english_rows
 from xlt.data.schema import TRAIN_FEATURES
 from xlt.errors import ConfigError
 from xlt.translation.cache import TranslationCache, segment_key

@@ -22,28 +22,11 @@ def resolve_precision(precision: str) -> str:
     return precision
 
 
-def check_training_config(tcfg: Any) -> None:
-    """Reject settings the Trainer would only reject later (or silently misuse)."""
-    if tcfg.eval_steps <= 0:
-        raise ConfigError(f"training.eval_steps must be positive, got {tcfg.eval_steps}")
-    if tcfg.save_steps is not None and tcfg.save_steps != tcfg.eval_steps:
-        # The Trainer tracks the best metric at every evaluation but can only restore a saved step.
-        raise ConfigError(
-            f"training.save_steps ({tcfg.save_steps}) must equal training.eval_steps ({tcfg.eval_steps}) "
-            "or be null: the best dev checkpoint must be a saved one"
-        )
-    if not 0.0 <= tcfg.warmup_ratio < 1.0:
-        raise ConfigError(f"training.warmup_ratio must be in [0, 1), got {tcfg.warmup_ratio}")
-    if tcfg.collapse_patience < 1:
-        raise ConfigError("training.collapse_patience must be >= 1")
-
-
 def build_training_arguments(cfg: Any, run: RunDir, report_to: list[str] | None = None, **overrides: Any):
     """TrainingArguments for ``cfg.training`` writing checkpoints under ``run.checkpoints``."""
     from transformers import TrainingArguments
 
     t = cfg.training
-    check_training_config(t)
     precision = resolve_precision(t.precision)
     kwargs: dict[str, Any] = dict(
         output_dir=str(run.checkpoints),

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,6 @@ from xlt.translation.translator import Translator, build_translator
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev")
-_FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 STATS_FILE = "quality.json"
 
 
@@ -62,23 +60,6 @@ class Unit:
 
 def part_dir(run: RunDir, unit: Unit) -> Path:
     return translated_dir(run) / ".parts" / unit.language / unit.name
-
-
-def check_languages(languages: list[str], source: str) -> None:
-    """Reject empty, malformed, duplicated or source-language codes with a clear message."""
-    if not languages:
-        raise ConfigError(
-            "the translate stage needs target languages: pick a translate option with languages "
-            "(e.g. translate=nllb) or set translate.languages=[fra_Latn,deu_Latn]"
-        )
-    bad = [c for c in languages if not _FLORES.match(str(c))]
-    if bad:
-        raise ConfigError(f"translate.languages: {bad} are not FLORES-200 codes like 'fra_Latn'")
-    dup = sorted({c for c in languages if languages.count(c) > 1})
-    if dup:
-        raise ConfigError(f"translate.languages lists {dup} more than once")
-    if source in languages:
-        raise ConfigError(f"translate.languages contains the source language {source!r}")
 
 
 def load_train_set(run: RunDir) -> DatasetDict:
@@ -226,7 +207,6 @@ def run_stage(cfg: Any, run: RunDir, ctx: Any = None) -> dict[str, Any] | None:
         return import_translations(cfg, run, ctx.record())
     discard_stale(cfg, run, ctx)
     languages = [str(c) for c in tcfg.languages]
-    check_languages(languages, tcfg.source_language)
     source = load_train_set(run)
     units = plan_units({s: source[s].num_rows for s in SPLITS}, languages, tcfg.rows_per_unit)
     merged = {lang: merged_units(run, lang) for lang in languages}

@@ -39,18 +39,11 @@ STRATEGIES = ("all", "cap", "temperature")
 
 def language_sizes(sizes: dict[str, int], strategy: str, cap: int | None, temperature: float, total: int | None) -> dict[str, int]:
     """Rows to take per language (see the module docstring)."""
-    if strategy not in STRATEGIES:
-        raise ConfigError(f"translate.sampling.strategy must be one of {list(STRATEGIES)}, got {strategy!r}")
-    if cap is not None and cap < 1:
-        raise ConfigError(f"translate.sampling.max_rows_per_language must be >= 1, got {cap}")
+    # Strategy, cap and temperature were checked with the whole config before any stage (xlt/config).
     if strategy == "all":
         return dict(sizes)
     if strategy == "cap":
-        if cap is None:
-            raise ConfigError("translate.sampling.strategy=cap needs translate.sampling.max_rows_per_language")
         return {k: min(n, cap) for k, n in sizes.items()}
-    if temperature <= 0:
-        raise ConfigError(f"translate.sampling.temperature must be > 0, got {temperature}")
     weights = {k: float(n) ** (1.0 / temperature) if n else 0.0 for k, n in sizes.items()}
     norm = sum(weights.values()) or 1.0
     total = sum(sizes.values()) if total is None else total
