@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -110,7 +111,10 @@ def test_a_changed_recipe_value_trains_fresh_and_moves_old_checkpoints_away(smal
     conf = tmp_path / "conf"
     shutil.copytree(REPO / "conf", conf)
     demo = conf / "training" / "demo.yaml"
-    demo.write_text(demo.read_text().replace("learning_rate: 2e-3", "learning_rate: 1e-3"))
+    text = demo.read_text()
+    edited = re.sub(r"(?m)^learning_rate: .*$", "learning_rate: 1.234e-4", text)
+    assert edited != text
+    demo.write_text(edited)
     run = run_dir(small)
     old_inputs = json.loads((run / "checkpoints" / "xlt_inputs.json").read_text())["inputs"]
     log = ok(xlt("xlt.train", *SMALL, "stages=[train]", f"run_root={small}", env={"XLT_CONF_DIR": str(conf)}))
