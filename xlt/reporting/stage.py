@@ -57,7 +57,19 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
             out.append(f"\n### {title}\n\n{markdown_table(frame)}")
         out.append(f"\n### per language\n\n{markdown_table(display_frame(res))}")
         out.append(data_checks_line(res.per_language))
+        out.append(comparability_line(res.per_language))
     return "".join(out)
+
+
+def comparability_line(df: pd.DataFrame) -> str:
+    """For LLM results: the languages whose numbers are not comparable with lm-evaluation-harness's, and why."""
+    if "comparable_to_harness" not in df:
+        return ""
+    bad = df[df["comparable_to_harness"] == False]  # noqa: E712 (a pandas mask)
+    if not len(bad):
+        return "\nComparable with lm-evaluation-harness: every language (same prompts, few-shot examples and limit).\n"
+    return (f"\n**Not comparable with lm-evaluation-harness numbers** ({len(bad)} language(s): "
+            f"{', '.join(bad['language'])}): {bad['not_comparable_because'].iloc[0]}.\n")
 
 
 def data_checks_line(df: pd.DataFrame) -> str:

@@ -62,6 +62,10 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
                "accuracy": r["accuracy"], "n": r["n"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
                # argmax ties and odd items of the benchmark file (counted by the loader, see data_checks)
                "ties": r.get("ties", 0), "odd_items": sum((r.get("data_checks") or {}).values())}
+        meta = r.get("scorer_meta") or {}
+        if "comparable_to_harness" in meta:  # LLM scoring: can this number stand beside the harness's?
+            row["comparable_to_harness"] = bool(meta["comparable_to_harness"])
+            row["not_comparable_because"] = "; ".join(meta.get("not_comparable_because") or [])
         for name, sub in (r.get("subsets") or {}).items():
             row[f"acc_{name}"] = sub["accuracy"] if sub["n"] else float("nan")
             row[f"n_{name}"] = sub["n"]
