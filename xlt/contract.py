@@ -28,7 +28,7 @@ import os
 import socket
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +39,15 @@ from xlt.config.keys import stage_values
 from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, XltError
 from xlt.fingerprint import path_fingerprint, resource_fingerprint
-from xlt.run import RunDir, atomic_write_text, is_main_process, world_size
+from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, world_size
 
 log = logging.getLogger("xlt")
 
 WAIT_POLL_S = 2.0
 
 
-def _h(obj: Any) -> str:
+def digest(obj: Any) -> str:
+    """A short, stable hash of a JSON-able value (input hashes, output ids)."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -147,7 +148,6 @@ class StageContext:
     inputs: str  # the input hash
     detail: dict[str, Any]  # config values, file fingerprints, upstream output ids
     force: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def upstream(self) -> dict[str, str | None]:
@@ -162,7 +162,24 @@ class StageContext:
         data = {k: v for k, v in files.items() if k != "model" and v is not None}
         if data:
             out["data"] = data
-        return {**out, **self.extra, **extra}
+        return {**out, **extra}
+
+
+# Partial work a stage resumes (training checkpoints, translation parts) records the inputs it was made
+# under in this file inside its folder; it is resumed only when they are the stage's current inputs.
+INPUTS_FILE = "xlt_inputs.json"
+
+
+def recorded_inputs(folder: Path) -> str | None:
+    """The input hash recorded in ``folder`` (None: nothing recorded)."""
+    marker = folder / INPUTS_FILE
+    return json.loads(marker.read_text()).get("inputs") if marker.exists() else None
+
+
+def record_inputs(folder: Path, ctx: StageContext) -> None:
+    """Record ``ctx``'s inputs in ``folder`` (created if needed): its partial work is made under them."""
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(folder / INPUTS_FILE, {"inputs": ctx.inputs, "detail": ctx.detail})
 
 
 def output_id(run: RunDir, stage: str) -> str | None:
@@ -183,16 +200,15 @@ def context(cfg: Any, run: RunDir, stage: str, force: bool | None = None) -> Sta
         "files": spec.files(cfg, run),
         "upstream": {name: output_id(run, name) for name in spec.upstream(cfg)},
     }
-    return StageContext(stage, _h(detail), detail, bool(cfg.force if force is None else force))
+    return StageContext(stage, digest(detail), detail, bool(cfg.force if force is None else force))
 
 
 def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two input details, e.g. ``training.learning_rate``, ``file model``."""
     out = []
-    for part in ("config", "files", "upstream"):
+    for part, label in (("config", ""), ("files", "file "), ("upstream", "upstream ")):
         a, b = old.get(part, {}), new.get(part, {})
-        for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key):
-                out.append(f"{key}" if part == "config" else f"{part[:-1] if part == 'files' else 'upstream'} {key}")
+        out += [f"{label}{key}" for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
     return out
 
 
@@ -286,7 +302,7 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
             finished = time.time()
             prov = {**ctx.record(), "detail": ctx.detail, "host": socket.gethostname(), "pid": os.getpid(),
                     "started": started, "finished": finished,
-                    "output_id": _h([ctx.inputs, finished, os.getpid(), socket.gethostname()])}
+                    "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()])}
             run.mark_done(name, {**summary, "provenance": prov})
         log.info("stage %-10s finished", name)
     return ran

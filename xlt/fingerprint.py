@@ -62,8 +62,12 @@ def _save_memo(new: dict[str, str]) -> None:
         pass
 
 
-def file_hash(path: str | os.PathLike[str]) -> str:
-    """SHA-256 of one file's content (memoised by path, size, mtime and inode)."""
+def file_hash(path: str | os.PathLike[str], new: dict[str, str] | None = None) -> str:
+    """SHA-256 of one file's content (memoised by path, size, mtime and inode).
+
+    A hash computed here is added to ``new`` when given (the caller saves a batch to the disk memo once),
+    else saved at once.
+    """
     path = Path(path)
     _load_memo()
     key = _stat_key(path)
@@ -75,7 +79,10 @@ def file_hash(path: str | os.PathLike[str]) -> str:
             h.update(chunk)
     digest = h.hexdigest()
     _MEMO[key] = digest
-    _save_memo({key: digest})
+    if new is None:
+        _save_memo({key: digest})
+    else:
+        new[key] = digest
     return digest
 
 
@@ -97,9 +104,12 @@ def path_fingerprint(path: str | os.PathLike[str], only: Iterable[Path] | None =
         return f"missing:{root}"
     files = sorted(only) if only is not None else list(_files(root))
     h = hashlib.sha256()
+    new: dict[str, str] = {}
     for f in files:
         rel = f.name if root.is_file() else str(f.relative_to(root))
-        h.update(rel.encode() + b"\0" + file_hash(f).encode() + b"\0")
+        h.update(rel.encode() + b"\0" + file_hash(f, new).encode() + b"\0")
+    if new:
+        _save_memo(new)
     return h.hexdigest()[:16]
 
 

@@ -75,28 +75,29 @@ def report_to(cfg: Any) -> list[str]:
     return ["wandb"] if enabled(cfg) else ["none"]
 
 
+def _active_run():
+    """The active W&B run on rank 0 (None elsewhere, when wandb is missing, or when no run is active)."""
+    if not is_main_process():
+        return None
+    try:
+        import wandb
+    except ImportError:
+        return None
+    return wandb.run
+
+
 def summarize(values: dict[str, Any]) -> None:
     """Set run-level summary values (best dev accuracy, mean train loss) of the active W&B run on rank 0,
     instead of logging them as one more step of the curves."""
-    if not is_main_process():
-        return
-    try:
-        import wandb
-    except ImportError:
-        return
-    if wandb.run is not None:
-        wandb.run.summary.update(values)
+    wb_run = _active_run()
+    if wb_run is not None:
+        wb_run.summary.update(values)
 
 
 def finish() -> None:
-    if not is_main_process():
-        return
-    try:
-        import wandb
-    except ImportError:
-        return
-    if wandb.run is not None:
-        wandb.finish()
+    wb_run = _active_run()
+    if wb_run is not None:
+        wb_run.finish()
 
 
 def log_report(cfg: Any, run: RunDir, files: list[Path], tables: dict[str, Any]) -> None:

@@ -83,9 +83,6 @@ def _translate(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     s = t.sampling
     if s.strategy == "cap" and s.max_rows_per_language is None:
         out.append("translate.sampling.strategy=cap needs translate.sampling.max_rows_per_language")
-    if langs or t.import_dir:
-        if not s.include_english and not langs and not t.import_dir:
-            out.append("translate-train-all has no data: no languages and include_english=false")
     return out
 
 

@@ -112,7 +112,7 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     copy, translate-test settings, and the upstream train stage's output id (a retrain, even to the same
     weights, recomputes every result).
     """
-    from xlt.contract import _h
+    from xlt.contract import digest
     from xlt.fingerprint import language_fingerprint
 
     b = cfg.eval.benchmarks[job.benchmark]
@@ -126,7 +126,7 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
         "translate_test": files.get("translate_test") if b.translate_test else None,
         "upstream": ctx.upstream,
     }
-    return ctx.record(model=inputs["model"], data=data, job=_h(inputs))
+    return ctx.record(model=inputs["model"], data=data, job=digest(inputs))
 
 
 def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any = None) -> dict[str, str]:

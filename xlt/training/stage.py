@@ -21,7 +21,6 @@ launch warnings, rows per language) and, with
 from __future__ import annotations
 
 import gc
-import json
 import logging
 import os
 import re
@@ -34,6 +33,7 @@ import numpy as np
 from xlt import tracking
 from xlt.cluster import checkpoint_callback
 from xlt.config.model import TINY_MODEL_ID
+from xlt.contract import record_inputs, recorded_inputs
 from xlt.modeling.features import MCCollator
 from xlt.modeling.load import load_model, load_tokenizer
 from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
@@ -104,9 +104,6 @@ def make_trainer(args, model, tokenizer, feats, callbacks: list[Any] | None = No
     )
 
 
-CHECKPOINT_INPUTS = "xlt_inputs.json"
-
-
 def usable_checkpoints(run: RunDir, ctx: Any, main: bool) -> bool:
     """Whether ``run.checkpoints`` may be resumed: they were written under the stage's current inputs.
 
@@ -115,8 +112,7 @@ def usable_checkpoints(run: RunDir, ctx: Any, main: bool) -> bool:
     set is deleted), and training starts fresh. Called inside ``main_process_first``: rank 0 decides.
     """
     folder = run.checkpoints
-    marker = folder / CHECKPOINT_INPUTS
-    stored = json.loads(marker.read_text()).get("inputs") if marker.exists() else None
+    stored = recorded_inputs(folder)
     ok = folder.exists() and stored == ctx.inputs and not ctx.force
     if main and folder.exists() and not ok and any(folder.iterdir()):
         why = "force=true" if ctx.force else ("they were written under other inputs" if stored else "they record no inputs")
@@ -126,8 +122,7 @@ def usable_checkpoints(run: RunDir, ctx: Any, main: bool) -> bool:
         os.replace(folder, dest)
         log.warning("not resuming from %s (%s): moved to %s; training starts fresh", folder, why, dest)
     if main and not ok:
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(marker, {"inputs": ctx.inputs, "detail": ctx.detail})
+        record_inputs(folder, ctx)
     return ok
 
 
@@ -176,8 +171,8 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
     if t.early_stopping_patience:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
     trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks or []))
-    ok = (run.checkpoints / CHECKPOINT_INPUTS).exists() and json.loads(
-        (run.checkpoints / CHECKPOINT_INPUTS).read_text()).get("inputs") == ctx.inputs
+    # Rank 0 has settled the folder above: its recorded inputs are this stage's unless it must start fresh.
+    ok = recorded_inputs(run.checkpoints) == ctx.inputs
     resume = last_checkpoint(run.checkpoints) if t.resume and ok else None
     if resume:
         log.info("resuming from %s", resume)

@@ -27,6 +27,7 @@ from typing import Any
 from datasets import DatasetDict, concatenate_datasets, load_from_disk
 from filelock import FileLock
 
+from xlt.contract import record_inputs, recorded_inputs
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir, atomic_write_json, shard
@@ -169,9 +170,6 @@ def _empty():
     return Dataset.from_dict({k: [] for k in TRANSLATED_FEATURES}, features=TRANSLATED_FEATURES)
 
 
-INPUTS_FILE = "xlt_inputs.json"
-
-
 def discard_stale(cfg: Any, run: RunDir, ctx: Any) -> None:
     """Drop parts and merged translations made from other inputs (another training set, other settings)
     or, with ``force`` in an unsharded run, all of them. The segment cache is kept: its keys hold
@@ -179,8 +177,7 @@ def discard_stale(cfg: Any, run: RunDir, ctx: Any) -> None:
     (``force`` is ignored in a sharded job: run the stage once unsharded with force=true to redo it).
     """
     folder = translated_dir(run)
-    marker = folder / INPUTS_FILE
-    stored = json.loads(marker.read_text()).get("inputs") if marker.exists() else None
+    stored = recorded_inputs(folder)
     sharded = int(cfg.translate.num_shards) > 1
     if ctx.force and sharded:
         log.warning("translate: force=true is ignored in a sharded job (it would discard other shards' parts)")
@@ -190,9 +187,8 @@ def discard_stale(cfg: Any, run: RunDir, ctx: Any) -> None:
         log.info("translate: discarding earlier translations in %s (%s)", folder, why)
         with FileLock(str(run.data / ".translated.lock")):
             shutil.rmtree(folder, ignore_errors=True)
-    if redo or not marker.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(marker, {"inputs": ctx.inputs})
+    if redo or stored is None:
+        record_inputs(folder, ctx)
 
 
 def run_stage(cfg: Any, run: RunDir, ctx: Any = None) -> dict[str, Any] | None:
