@@ -8,7 +8,6 @@ bypass the schema.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +21,12 @@ from xlt.config.eval import EvalConfig
 from xlt.config.fields import check_values, neutral, opt
 from xlt.config.logger import LoggerConfig
 from xlt.config.model import ModelConfig
+from xlt.config.paths import CONF_DIR  # noqa: F401  (re-exported)
 from xlt.config.training import TrainingConfig
 from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 
 STAGES = ("build_data", "translate", "train", "evaluate", "report")
-# The Hydra config folder (conf/); XLT_CONF_DIR points elsewhere.
-CONF_DIR = os.environ.get("XLT_CONF_DIR", str(Path(__file__).resolve().parent.parent.parent / "conf"))
 
 
 @dataclass

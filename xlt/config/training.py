@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xlt.config.fields import neutral, opt
+from xlt.config.paths import CONF_DIR
 from xlt.errors import ConfigError
 
-DEEPSPEED_DIR = Path(__file__).resolve().parent.parent.parent / "conf" / "deepspeed"
+DEEPSPEED_DIR = Path(CONF_DIR) / "deepspeed"
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
                  "inverse_sqrt", "reduce_lr_on_plateau", "cosine_with_min_lr", "warmup_stable_decay")
