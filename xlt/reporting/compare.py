@@ -24,6 +24,8 @@ import yaml
 
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
+from xlt.reporting.findings import add_findings
+from xlt.reporting.html import write_compare_page
 from xlt.reporting.plots import comparison_plot
 from xlt.reporting.render import markdown_table
 from xlt.reporting.tables import BenchmarkResults, load_run_results
@@ -188,8 +190,10 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
             md += ["\n### rankings on full, MA, CS, CA\n\n", markdown_table(scores.merge(ranks, on="system")),
                    "\n### rank changes between subsets\n\n", markdown_table(changes, digits=2)]
         payload["benchmarks"][bench] = entry
+    md.append(add_findings(runs, payload, samples, seed))  # the papers' findings (xlt/reporting/findings.py)
     atomic_write_text(out / "compare.md", "".join(md))
     atomic_write_text(out / "compare.json", json.dumps(_clean(payload), indent=2, ensure_ascii=False, default=str) + "\n")
+    write_compare_page(out / "compare.html", runs, _clean(payload))
     return payload
 
 
