@@ -105,7 +105,7 @@ def frame_table(id_: str, title: str, df: pd.DataFrame) -> dict[str, Any]:
             kind = "int"
         elif pd.api.types.is_float_dtype(df[c]):
             kind = "num"
-        cols.append(col(str(c), str(c), kind))
+        cols.append({**col(str(c), str(c), kind), "filter": False})
     return table(id_, title, cols, df.to_dict(orient="records"), search=False)
 
 

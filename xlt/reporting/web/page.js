@@ -21,7 +21,7 @@
   }
   function isNum(v) { return typeof v === "number" && isFinite(v); }
   function fmt(v, d) { return isNum(v) ? v.toFixed(d === undefined ? 1 : d) : (v === null || v === undefined ? "" : String(v)); }
-  function slug(s) { return String(s).toLowerCase().replace(/[^a-z0-9]+/g, "-"); }
+  function slug(s) { return String(s).toLowerCase().replace(/[^a-z0-9_]+/g, "-").replace(/^-+|-+$/g, ""); }
 
   function showTip(text, ev) {
     tip.textContent = text;
