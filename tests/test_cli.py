@@ -30,8 +30,11 @@ def test_demo_learns_and_writes_the_report(demo_run):
     assert {"eng_Latn", "fra_Latn", "deu_Latn", "rus_Cyrl", "zho_Hans", "arb_Arab"} <= langs
     gm = {p.stem for p in (run / "eval" / "global_mmlu").glob("*.json") if p.stem != "plan"}
     assert {"en", "fr", "de", "ru", "zh", "ar"} <= gm
-    for name in ("report.md", "report.csv", "report.json", "report.tex", "config.yaml"):
+    for name in ("report.md", "report.csv", "report.json", "report.tex", "report.html", "config.yaml"):
         assert (run / name).stat().st_size > 0, name
+    page = (run / "report.html").read_text()  # self-contained: data and renderer inlined (browser test: tests/reporting)
+    assert '<script type="application/json" id="xlt-data">' in page and "zho_Hans" in page
+    assert "<script src" not in page and "<link" not in page and 'href="http' not in page
     assert list((run / "plots").glob("*.png"))
     assert (run / "model" / "model.safetensors").is_file()
     card = (run / "model" / "README.md").read_text()
