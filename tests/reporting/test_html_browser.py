@@ -116,6 +116,9 @@ def test_report_page_sorts_filters_and_shows_intervals(browser, pages):
     assert page.is_visible("#tip") and "accuracy" in tip and "[" in tip and "(" in tip
     page.select_option(f"#tb-{table} select[data-filter='script']", "")
     page.fill(f"#tb-{table} input[data-search]", "")
+    page.click(f"table[data-table='{table}'] th[data-key='accuracy']")  # numeric: best first
+    accs = [float(x.split()[0]) for x in first_column(page, table, 5)]
+    assert accs == sorted(accs, reverse=True) and accs[0] > accs[-1]
     page.evaluate("document.getElementById('tb-belebele-langs').scrollIntoView()")
     save_shot(page, pages, "report_html.png")
     assert problems == []

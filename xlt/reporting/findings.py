@@ -15,6 +15,9 @@ A *system* is a seed group of :func:`xlt.reporting.compare.seed_groups` (runs th
 bootstrap (:func:`xlt.scoring.metrics.paired_bootstrap`) on the questions both systems answered, the
 k-th seed of one system paired with the k-th seed of the other, and the spread over seeds (std).
 
+A finding *holds* when the point estimates go the paper's way; whether the margin is significant is
+reported beside it (``why`` and the ``significant`` / ``p_value`` numbers), not folded into the verdict.
+
 Belebele (Bandarkar et al., 2024): among XLM-R, XLM-V and InfoXLM in the same setting and size, InfoXLM is
 best on high- and medium-resource languages and XLM-V on the lowest-resource ones; XLM-V has the most
 languages >= 50, InfoXLM the most >= 70; translate-train-all beats zero-shot for the same model;

@@ -284,6 +284,12 @@ def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: 
             df = r.results[bench].per_language
             key = "tier" if r.results[bench].is_gmmlu else "resource"
             resource.update({k: v for k, v in zip(df["language"], df[key].astype(str), strict=True) if k not in resource})
+    for r in runs:  # LLM numbers that cannot stand beside lm-evaluation-harness's (see report.md)
+        df = r.results[bench].per_language if bench in r.results else None
+        if df is not None and "comparable_to_harness" in df and (~df["comparable_to_harness"].astype(bool)).any():
+            bad = df[~df["comparable_to_harness"].astype(bool)]
+            notes.append(f"{bench}, {r.label}: {len(bad)} language(s) not comparable with lm-evaluation-harness "
+                         f"numbers: {bad['not_comparable_because'].iloc[0]}")
     present = [lab for lab in labels if any(lab in row for row in entry.get("side_by_side", []))]
     n_langs = {lab: sum(row.get(lab) is not None for row in entry.get("side_by_side", [])) for lab in present}
     if len(set(n_langs.values())) > 1:
