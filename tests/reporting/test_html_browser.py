@@ -38,7 +38,7 @@ def pages(tmp_path_factory):
                                                                   "name_or_path": "FacebookAI/xlm-roberta-base"}})
     prov = {"stage": "report", "inputs": "3f2a9c", "upstream": {"evaluate": "e41b"}, "xlt_version": "0.1.0",
             "model": {"sha256": "ab12"}, "data": {"belebele": "hub:facebook/belebele@main"}}
-    report = write_run_page(root / "report.html", cfg, load_run_results(runs[0]), prov,
+    report = write_run_page(runs[0] / "report.html", cfg, load_run_results(runs[0]), prov,
                             ["belebele: Data checks: 0 odd item(s) in the benchmark files; 0 prediction(s) were argmax ties."])
     shots = root / "screenshots"
     shots.mkdir()
@@ -167,9 +167,12 @@ def test_inlined_strings_cannot_break_out_of_the_page(tmp_path):
 
 def test_run_page_lists_provenance_and_notes(pages):
     cfg = xcfg.validate({})
-    results = load_run_results(pages["report"].parent / "runs" / "xlmr_zeroshot" / "default")
-    page = run_page(cfg, results, None, ["belebele: not comparable"])
+    results = load_run_results(pages["report"].parent)
+    page = run_page(cfg, results, None, ["belebele: not comparable"], pages["report"].parent)
     assert page["notes"] == ["belebele: not comparable"]
-    assert page["sections"][0]["blocks"][0]["rows"] == [["provenance", "not recorded"]]
+    rows = page["sections"][0]["blocks"][0]["rows"]
+    assert rows[0] == ["provenance", "not recorded"]  # the report stage's record; then each benchmark's results'
+    assert ["belebele: scored model fingerprint", '{"sha": "m"}'] in rows
+    assert any(k.startswith("global_mmlu: data") and v == "hub:fake" for k, v in rows)
     titles = [s["title"] for s in page["sections"]]
     assert titles == ["provenance", "belebele (belebele)", "global_mmlu (global_mmlu)"]

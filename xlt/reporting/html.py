@@ -181,8 +181,25 @@ def _gmmlu_blocks(name: str, res: Any) -> list[dict[str, Any]]:
             bars(f"{name}-bars", "accuracy per language and subset (pick the subset)", series, chance=25)]
 
 
+def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[list[str]]:
+    """Per benchmark, the scored model's fingerprint and the data source recorded in its first result."""
+    rows: list[list[str]] = []
+    for bench in benchmarks if run_path is not None else []:
+        files = sorted(f for f in (Path(run_path) / "eval" / bench).glob("*.json") if f.name != "plan.json")
+        try:
+            prov = json.loads(files[0].read_text(encoding="utf-8")).get("provenance") or {} if files else {}
+        except (OSError, ValueError):
+            prov = {}
+        if prov.get("model") is not None:
+            rows.append([f"{bench}: scored model fingerprint", json.dumps(prov["model"], sort_keys=True, default=str)])
+        if prov.get("data") is not None:
+            rows.append([f"{bench}: data ({files[0].stem}; every language in eval/{bench}/<lang>.json)",
+                         json.dumps(prov["data"], sort_keys=True, default=str) if not isinstance(prov["data"], str) else prov["data"]])
+    return rows
+
+
 def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
-             notes: list[str] | None = None) -> dict[str, Any]:
+             notes: list[str] | None = None, run_path: Path | None = None) -> dict[str, Any]:
     """The page of one run's report (the same numbers as ``report.md``)."""
     from xlt.reporting.tables import summary_frames
 
@@ -190,7 +207,8 @@ def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | Non
     meta = [["recipe", str(cfg.recipe_name)], ["model", str(model)], ["scorer", str(cfg.eval.scorer)],
             ["seed", str(cfg.seed)], ["intervals", f"95% bootstrap, {cfg.eval.bootstrap_samples} resamples"],
             ["xlt", (provenance or {}).get("xlt_version", __version__)]]
-    sections = [{"title": "provenance", "blocks": [{"type": "kv", "rows": provenance_rows(provenance)}]}]
+    sections = [{"title": "provenance", "blocks": [{"type": "kv", "rows": provenance_rows(provenance)
+                                                     + evaluation_provenance(run_path, list(results))}]}]
     for name, res in results.items():
         s = res.summary
         if res.is_gmmlu:
@@ -351,7 +369,8 @@ def _f(v: Any, digits: int = 1) -> str:
 
 def write_run_page(path: Path, cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
                    notes: list[str] | None = None) -> Path:
-    return write_page(path, run_page(cfg, results, provenance, notes))
+    """``report.html`` of the run directory holding ``path``."""
+    return write_page(path, run_page(cfg, results, provenance, notes, Path(path).parent))
 
 
 def write_compare_page(path: Path, runs: list[Any], payload: dict[str, Any]) -> Path:

@@ -85,7 +85,7 @@
     }
     var count = el("span", {"class": "count"});
     controls.appendChild(count);
-    box.appendChild(controls);
+    if (b.search || controls.querySelector("select")) box.appendChild(controls);
     var wrap = el("div", {"class": "tablewrap"});
     var t = el("table", {"data-table": b.id});
     var thead = el("thead"), hr = el("tr");
