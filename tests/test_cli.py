@@ -43,6 +43,23 @@ def test_demo_learns_and_writes_the_report(demo_run):
     assert "eng_Latn" in report and "CS" in report
 
 
+def test_demo_report_page_works_in_chromium(demo_run, tmp_path):
+    """The demo's report.html in headless Chromium: no console errors, a header click sorts, a filter filters."""
+    from tests.reporting.browser import chromium, first_column, open_page
+
+    run, _ = demo_run
+    with chromium(tmp_path / "profile") as browser:
+        page, problems = open_page(browser, run / "report.html")
+        names = first_column(page, "belebele-langs")
+        assert len(names) == 6 and len(first_column(page, "global_mmlu-langs")) == 6
+        page.click("table[data-table='belebele-langs'] th[data-key='name']")
+        assert first_column(page, "belebele-langs") == page.evaluate("n => n.slice().sort((a, b) => a.localeCompare(b))", names)
+        page.select_option("#tb-belebele-langs select[data-filter='script']", "Latn")
+        assert sorted(first_column(page, "belebele-langs", 1)) == ["deu_Latn", "eng_Latn", "fra_Latn"]
+        page.screenshot(path=str(tmp_path / "demo_report_html.png"))
+        assert problems == []
+
+
 def test_demo_rerun_skips_finished_stages(demo_run):
     run, _ = demo_run
     marker = (run / "stages" / "train.json").stat().st_mtime_ns

@@ -15,16 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.reporting.browser import first_column, open_page
 from tests.reporting.fake_runs import paper_like_set
 from xlt import config as xcfg
 from xlt import languages as langtab
 from xlt.reporting.compare import compare_runs
 from xlt.reporting.html import render_page, run_page, write_run_page
 from xlt.reporting.tables import load_run_results
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 @pytest.fixture(scope="module")
@@ -43,37 +40,6 @@ def pages(tmp_path_factory):
     shots = root / "screenshots"
     shots.mkdir()
     return {"report": report, "compare": root / "cmp" / "compare.html", "shots": shots}
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
-    if CHROMIUM is None:
-        if os.environ.get("CI"):  # .ci/run installs it: a missing browser there is a failure, not a skip
-            pytest.fail("chromium is not installed in CI (.ci/run installs Debian's chromium)")
-        pytest.skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
-    profile = tmp_path_factory.mktemp("chromium-profile")
-    with sync_api.sync_playwright() as p:
-        ctx = p.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True, args=ARGS,
-                                                   viewport={"width": 1280, "height": 860}, offline=True)
-        yield ctx
-        ctx.close()
-
-
-def open_page(browser, path: Path):
-    page = browser.new_page()
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type in ("error", "warning") else None)
-    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    page.on("request", lambda r: problems.append(f"request: {r.url}") if not r.url.startswith(("file:", "data:")) else None)
-    page.goto(path.as_uri())
-    page.wait_for_selector("body[data-ready='1']", timeout=20_000)
-    return page, problems
-
-
-def first_column(page, table: str, column: int = 0) -> list[str]:
-    return page.eval_on_selector_all(f"table[data-table='{table}'] tbody tr",
-                                     f"rows => rows.map(r => r.cells[{column}].textContent)")
 
 
 def save_shot(page, pages, name: str) -> Path:
