@@ -9,7 +9,9 @@ Writes to ``DIR``: ``compare.md``, ``compare.json`` and CSVs with
   seeds of each benchmark's mean accuracy (and per language);
 * Global-MMLU rankings: the systems ranked on full, MA, CS and CA, each system's rank per subset, and
   for each pair of subsets the number of rank changes and the mean absolute position shift (as the
-  Global-MMLU paper compares rankings on CS vs CA).
+  Global-MMLU paper compares rankings on CS vs CA);
+* the seed papers' findings, each holds / does not hold / cannot be tested (:mod:`xlt.reporting.findings`),
+  and ``compare.html``, the self-contained page of all of it (:mod:`xlt.reporting.html`).
 """
 
 from __future__ import annotations
