@@ -159,3 +159,21 @@ def test_findings_that_cannot_be_tested_say_why(untestable):
     assert "at least two systems evaluated on Global-MMLU; found 1" in f["gmmlu_rankings_change_cs_ca"]["why"]
     assert "machine-translated" in f["gmmlu_human_translated_above_machine_translated"]["why"]
     assert all(not x["numbers"] for x in f.values())
+
+
+def test_resource_findings_need_two_known_resource_levels(tmp_path):
+    """All three models, but only high-resource and untiered languages: the resource findings cannot be
+    tested, the threshold counts can."""
+    from xlt.reporting.compare import RunInfo
+    from xlt.reporting.findings import check_findings
+
+    accs = {"deu_Latn": 80.0, "fra_Latn": 75.0, "bam_Latn": 40.0}
+    runs = [RunInfo(write_run(tmp_path / name / "default", MODELS[family], 1, belebele={k: v - shift for k, v in accs.items()}))
+            for name, family, shift in (("r", "XLM-R", 20), ("v", "XLM-V", 10), ("i", "InfoXLM", 0))]
+    f = {x["id"]: x for x in check_findings(runs, samples=50)}
+    for key in ("belebele_infoxlm_best_high_medium", "belebele_xlmv_best_lowest"):
+        assert f[key]["verdict"] == UNTESTABLE and "at least two known resource levels" in f[key]["why"]
+        assert "['high']" in f[key]["why"]
+    assert f["belebele_infoxlm_most_ge_70"]["verdict"] == HOLDS  # InfoXLM 2, XLM-V 1, XLM-R 0
+    assert f["belebele_xlmv_most_ge_50"]["verdict"] == FAILS  # InfoXLM 2 = XLM-V 2: a tie is not "the most"
+    assert "XLM-V and InfoXLM share the most (2.0)" in f["belebele_xlmv_most_ge_50"]["why"]

@@ -257,7 +257,7 @@ def check_resource_winners(systems: list[System], samples: int, seed: int) -> li
                 _untestable("belebele_xlmv_best_lowest", BELEBELE_PAPER, claim_low, why)]
     means = {f: language_means(s, benches[f]) for f, s in fam.items()}
     shared = sorted(set.intersection(*(set(m) for m in means.values())))
-    level_of = language_attr(fam["InfoXLM"], benches["InfoXLM"], "resource")
+    level_of = {k: v.lower() for k, v in language_attr(fam["InfoXLM"], benches["InfoXLM"], "resource").items()}
     levels = {lv for lv in (level_of.get(lang) for lang in shared) if lv in RESOURCE_ORDER}
     unknown = sorted({level_of.get(lang, "n/a") for lang in shared} - set(RESOURCE_ORDER) - {"n/a"})
     if len(levels) < 2:
