@@ -30,14 +30,34 @@ def test_demo_learns_and_writes_the_report(demo_run):
     assert {"eng_Latn", "fra_Latn", "deu_Latn", "rus_Cyrl", "zho_Hans", "arb_Arab"} <= langs
     gm = {p.stem for p in (run / "eval" / "global_mmlu").glob("*.json") if p.stem != "plan"}
     assert {"en", "fr", "de", "ru", "zh", "ar"} <= gm
-    for name in ("report.md", "report.csv", "report.json", "report.tex", "config.yaml"):
+    for name in ("report.md", "report.csv", "report.json", "report.tex", "report.html", "config.yaml"):
         assert (run / name).stat().st_size > 0, name
+    page = (run / "report.html").read_text()  # self-contained: data and renderer inlined (browser test: tests/reporting)
+    assert '<script type="application/json" id="xlt-data">' in page and "zho_Hans" in page
+    assert "<script src" not in page and "<link" not in page and 'href="http' not in page
     assert list((run / "plots").glob("*.png"))
     assert (run / "model" / "model.safetensors").is_file()
     card = (run / "model" / "README.md").read_text()
     assert "| belebele | 6 |" in card and "| global_mmlu | 6 |" in card  # filled by the report stage
     report = (run / "report.md").read_text()
     assert "eng_Latn" in report and "CS" in report
+
+
+def test_demo_report_page_works_in_chromium(demo_run, tmp_path):
+    """The demo's report.html in headless Chromium: no console errors, a header click sorts, a filter filters."""
+    from tests.reporting.browser import chromium, first_column, open_page
+
+    run, _ = demo_run
+    with chromium(tmp_path / "profile") as browser:
+        page, problems = open_page(browser, run / "report.html")
+        names = first_column(page, "belebele-langs")
+        assert len(names) == 6 and len(first_column(page, "global_mmlu-langs")) == 6
+        page.click("table[data-table='belebele-langs'] th[data-key='name']")
+        assert first_column(page, "belebele-langs") == page.evaluate("n => n.slice().sort((a, b) => a.localeCompare(b))", names)
+        page.select_option("#tb-belebele-langs select[data-filter='script']", "Latn")
+        assert sorted(first_column(page, "belebele-langs", 1)) == ["deu_Latn", "eng_Latn", "fra_Latn"]
+        page.screenshot(path=str(tmp_path / "demo_report_html.png"))
+        assert problems == []
 
 
 def test_demo_rerun_skips_finished_stages(demo_run):

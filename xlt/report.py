@@ -34,7 +34,7 @@ def compare_main(argv: list[str]) -> int:
     except XltError as err:
         print(f"\nxlt: error: {err}", file=sys.stderr)
         return 2
-    print(f"comparison written to {args.out}/compare.md")
+    print(f"comparison written to {args.out}/compare.md (findings of the papers included; page: compare.html)")
     return 0
 
 

@@ -5,7 +5,8 @@
   resolved config is logged with secrets removed.
 * Train/dev metrics reach W&B through the Trainer's own ``report_to=["wandb"]`` callback, which reuses
   the run :func:`init` started (:func:`report_to`).
-* :func:`log_report` uploads evaluation tables and plots (used by the report stage).
+* :func:`log_report` uploads evaluation tables, plots and the HTML results page (an ``Html`` panel, and
+  with the other report files in the ``report-<id>`` artifact; used by the report stage).
 """
 
 from __future__ import annotations
@@ -116,6 +117,8 @@ def log_report(cfg: Any, run: RunDir, files: list[Path], tables: dict[str, Any])
         if f.suffix.lower() in (".png", ".jpg", ".jpeg"):
             payload[f"plots/{f.stem}"] = wandb.Image(str(f))
         else:
+            if f.suffix.lower() == ".html":  # the self-contained results page, shown in the W&B UI too
+                payload[f"report/{f.stem}_page"] = wandb.Html(f, inject=False)
             others.append(f)
     if payload:
         wb_run.log(payload)

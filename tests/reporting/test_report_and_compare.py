@@ -55,7 +55,7 @@ def test_report_files_and_hand_computed_summaries(data, tmp_path):
     summary = report_stage.run_stage(cfg, run)
     assert summary == {"belebele": {"mean_accuracy": 25.0, "n_languages": 4},
                        "global_mmlu": {"mean_accuracy": 25.0, "n_languages": 3}}
-    for ext in ("md", "csv", "json", "tex"):
+    for ext in ("md", "csv", "json", "tex", "html"):
         assert (run.path / f"report.{ext}").stat().st_size > 0
     rep = json.loads((run.path / "report.json").read_text())
     bb = rep["benchmarks"]["belebele"]["summary"]
@@ -113,7 +113,7 @@ def test_compare_runs(data, tmp_path):
     changes = {(c["from"], c["to"]): c for c in gm["rank_changes"]}
     assert changes[("CS", "CA")]["rank_changes"] == 2 and changes[("CS", "CA")]["mean_abs_position_shift"] == 1.0
     assert changes[("full", "MA")]["rank_changes"] == 0
-    for name in ("compare.md", "compare.json", "belebele_side_by_side.csv", "global_mmlu_rankings.csv",
+    for name in ("compare.md", "compare.json", "compare.html", "belebele_side_by_side.csv", "global_mmlu_rankings.csv",
                  "belebele_compare.png"):
         assert (out / name).is_file(), name
 
@@ -126,6 +126,8 @@ def test_compare_cli(data, tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "a/default" in (tmp_path / "cmp" / "compare.md").read_text()
+    assert "## Findings of the papers" in (tmp_path / "cmp" / "compare.md").read_text()
+    assert (tmp_path / "cmp" / "compare.html").stat().st_size > 0
     bad = subprocess.run([sys.executable, "-m", "xlt.report", "--compare", str(a.path), str(tmp_path / "nope"),
                           "--out", str(tmp_path / "cmp2")], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "config.yaml" in bad.stderr

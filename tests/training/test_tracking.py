@@ -55,13 +55,24 @@ def test_offline_wandb_run_logs_redacted_config_and_report(run_dir, tmp_path, mo
     plt.close()
     csv = tmp_path / "report.csv"
     csv.write_text("lang,acc\neng,0.5\n")
+    page = tmp_path / "report.html"
+    page.write_text("<!DOCTYPE html><html><body>results</body></html>")
     wb = tracking.init(cfg, run_dir)
+    logged, artifacts = {}, []
+    real_log, real_log_artifact = wb.log, wb.log_artifact
+    monkeypatch.setattr(wb, "log", lambda data, *a, **k: (logged.update(data), real_log(data, *a, **k))[1])
+    monkeypatch.setattr(wb, "log_artifact", lambda art, *a, **k: (artifacts.append(art), real_log_artifact(art, *a, **k))[1])
     assert wb is not None and wb.id == tracking.run_id(run_dir) and wb.group == "g"
     assert wb.config["translate"]["model_name_or_path"] == "***"  # secret-looking value redacted
     # Run-level values go to the summary, not into the curves as one more step.
     tracking.summarize({"best_dev_accuracy": 0.5, "train_loss": 1.2})
     assert wb.summary["best_dev_accuracy"] == 0.5 and wb.summary["train_loss"] == 1.2
-    tracking.log_report(cfg, run_dir, [plot, csv], {"belebele": pd.DataFrame({"lang": ["eng"], "acc": [0.5]})})
+    tracking.log_report(cfg, run_dir, [plot, csv, page], {"belebele": pd.DataFrame({"lang": ["eng"], "acc": [0.5]})})
     assert wandb.run is None  # log_report finished the run
+    # tables, plots and the results page (an Html panel, and a file of the report artifact beside the tables)
+    assert isinstance(logged["report/belebele"], wandb.Table) and isinstance(logged["plots/acc"], wandb.Image)
+    assert isinstance(logged["report/report_page"], wandb.Html) and "results" in logged["report/report_page"].html
+    report = [a for a in artifacts if a.name.startswith("report-")]  # (wandb.Table makes its own artifact too)
+    assert len(report) == 1 and set(report[0].manifest.entries) == {"report.csv", "report.html"}
     runs = list((run_dir.path / "wandb").glob("offline-run-*"))
     assert len(runs) == 1 and any(runs[0].rglob("*.wandb"))

@@ -9,7 +9,9 @@ Writes to ``DIR``: ``compare.md``, ``compare.json`` and CSVs with
   seeds of each benchmark's mean accuracy (and per language);
 * Global-MMLU rankings: the systems ranked on full, MA, CS and CA, each system's rank per subset, and
   for each pair of subsets the number of rank changes and the mean absolute position shift (as the
-  Global-MMLU paper compares rankings on CS vs CA).
+  Global-MMLU paper compares rankings on CS vs CA);
+* the seed papers' findings, each holds / does not hold / cannot be tested (:mod:`xlt.reporting.findings`),
+  and ``compare.html``, the self-contained page of all of it (:mod:`xlt.reporting.html`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import yaml
 
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
+from xlt.reporting.findings import add_findings
+from xlt.reporting.html import write_compare_page
 from xlt.reporting.plots import comparison_plot
 from xlt.reporting.render import markdown_table
 from xlt.reporting.tables import BenchmarkResults, load_run_results
@@ -188,8 +192,10 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
             md += ["\n### rankings on full, MA, CS, CA\n\n", markdown_table(scores.merge(ranks, on="system")),
                    "\n### rank changes between subsets\n\n", markdown_table(changes, digits=2)]
         payload["benchmarks"][bench] = entry
+    md.append(add_findings(runs, payload, samples, seed))  # the papers' findings (xlt/reporting/findings.py)
     atomic_write_text(out / "compare.md", "".join(md))
     atomic_write_text(out / "compare.json", json.dumps(_clean(payload), indent=2, ensure_ascii=False, default=str) + "\n")
+    write_compare_page(out / "compare.html", runs, _clean(payload))
     return payload
 
 

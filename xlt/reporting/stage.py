@@ -8,6 +8,8 @@ CA, by category, tier and translation source), and writes:
 * ``report.csv``  — one row per (benchmark, language), all columns;
 * ``report.json`` — summaries and per-language rows;
 * ``report.md`` / ``report.tex`` — the summary tables and the per-language table;
+* ``report.html`` — one self-contained page: sortable, filterable tables and interactive charts
+  (:mod:`xlt.reporting.html`);
 * ``plots/*.png`` — accuracy per language (sorted), grouped bars, CS vs CA per language.
 """
 
@@ -20,6 +22,7 @@ from typing import Any
 import pandas as pd
 
 from xlt.reporting import plots
+from xlt.reporting.html import write_run_page
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, summary_frames
 from xlt.run import RunDir, atomic_write_text
@@ -113,6 +116,9 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
     atomic_write_text(run / "report.md", render_markdown(cfg, results))
     atomic_write_text(run / "report.tex", render_latex(results))
     files += [run / f"report.{ext}" for ext in ("md", "csv", "json", "tex")]
+    notes = [f"{name}: {line}" for name, r in results.items()
+             for line in (data_checks_line(r.per_language), comparability_line(r.per_language)) if line.strip()]
+    files.append(write_run_page(run / "report.html", cfg, results, provenance, [n.replace("**", "") for n in notes]))
     files += plots.all_plots(results, run / "plots")
     return files
 

@@ -1,0 +1,179 @@
+"""The papers' findings in ``report --compare``: fake result sets for which every verdict is known.
+
+Three models (XLM-R, XLM-V, InfoXLM, told apart by their recorded ``model`` config only: the run
+directories carry misleading names) in two settings (zero-shot, translate-train-all), plus an LLM
+evaluated in-language and translate-test, all written as real run directories.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.reporting.fake_runs import MODELS, TTA, write_run
+from xlt.reporting.compare import compare_runs
+from xlt.reporting.findings import FAILS, HOLDS, UNTESTABLE, model_family, model_size, training_setting
+
+HIGH, MID, LOW = ["deu_Latn", "fra_Latn"], ["ell_Grek", "heb_Hebr"], ["swh_Latn", "yor_Latn"]
+# de, fr, sw: human-translated; pl, el, ha: machine-translated; en: the original (left out of HT vs MT).
+GMMLU = ("de", "fr", "sw", "en", "pl", "el", "ha")
+HUMAN = ("de", "fr", "sw")
+
+
+def bel(high, mid, low, other=30.0):
+    """Belebele accuracies by Global-MMLU tier; bam_Latn has no tier (n/a)."""
+    out = {c: high for c in HIGH} | {c: mid for c in MID} | {c: low for c in LOW}
+    return out | {"bam_Latn": other}
+
+
+def gm(cs, ca, ht_bonus):
+    return {c: (cs + (ht_bonus if c in HUMAN else 0), ca + (ht_bonus if c in HUMAN else 0)) for c in GMMLU}
+
+
+def findings(payload):
+    return {f["id"]: f for f in payload["findings"]}
+
+
+@pytest.fixture(scope="module")
+def holds(tmp_path_factory):
+    """Every finding holds. Names lie: the XLM-R runs live under 'infoxlm_*', InfoXLM under 'xlmr_*'."""
+    root = tmp_path_factory.mktemp("holds")
+    runs = [
+        write_run(root / "infoxlm_zs" / "seed=1", MODELS["XLM-R"], 1, belebele=bel(60, 55, 30), gmmlu=gm(40, 70, 10)),
+        write_run(root / "infoxlm_zs" / "seed=2", MODELS["XLM-R"], 2, belebele=bel(62, 55, 32), gmmlu=gm(40, 70, 10),
+                  offset=1),
+        write_run(root / "b" / "default", MODELS["XLM-V"], 1, belebele=bel(70, 60, 60), gmmlu=gm(50, 60, 10)),
+        write_run(root / "xlmr_zs" / "default", MODELS["InfoXLM"], 1, belebele=bel(90, 80, 40), gmmlu=gm(60, 50, 10)),
+        write_run(root / "t1" / "default", MODELS["XLM-R"], 1, translate=TTA, belebele=bel(70, 65, 40)),
+        write_run(root / "t2" / "default", MODELS["XLM-V"], 1, translate=TTA, belebele=bel(75, 65, 65)),
+        write_run(root / "t3" / "default", MODELS["InfoXLM"], 1, translate=TTA, belebele=bel(95, 85, 45)),
+        write_run(root / "llm" / "default", None, 1, belebele=bel(30, 30, 30, 30), belebele_tt=bel(70, 60, 50, 45),
+                  llm="Qwen/Qwen2.5-7B"),
+    ]
+    out = root / "cmp"
+    return compare_runs(runs, out, samples=200), out
+
+
+@pytest.fixture(scope="module")
+def fails(tmp_path_factory):
+    """Every finding is testable and does not hold."""
+    root = tmp_path_factory.mktemp("fails")
+    runs = [
+        write_run(root / "a" / "default", MODELS["XLM-R"], 1, belebele=bel(90, 85, 70), gmmlu=gm(70, 70, -10)),
+        write_run(root / "b" / "default", MODELS["XLM-V"], 1, belebele=bel(70, 60, 45), gmmlu=gm(50, 50, -10)),
+        write_run(root / "c" / "default", MODELS["InfoXLM"], 1, belebele=bel(75, 62, 40), gmmlu=gm(60, 60, -10)),
+        write_run(root / "t" / "default", MODELS["InfoXLM"], 1, translate=TTA, belebele=bel(60, 50, 35)),
+        write_run(root / "llm" / "default", None, 1, belebele=bel(60, 60, 60, 60), belebele_tt=bel(40, 40, 70, 40),
+                  llm="Qwen/Qwen2.5-7B"),
+    ]
+    return compare_runs(runs, root / "cmp", samples=200)
+
+
+@pytest.fixture(scope="module")
+def untestable(tmp_path_factory):
+    """Runs that cannot test any finding: no XLM-V, no same-model zero-shot / translate-train-all pair, an
+    LLM evaluated in-language only, one Global-MMLU system, with human-translated languages only."""
+    root = tmp_path_factory.mktemp("untestable")
+    runs = [
+        write_run(root / "a" / "default", MODELS["XLM-R"], 1, belebele=bel(60, 50, 40),
+                  gmmlu={"de": (50, 60), "fr": (55, 65)}),
+        write_run(root / "b" / "default", MODELS["InfoXLM"], 1, translate=TTA, belebele=bel(70, 60, 50)),
+        write_run(root / "llm" / "default", None, 1, belebele=bel(50, 50, 50), llm="Qwen/Qwen2.5-7B"),
+    ]
+    return compare_runs(runs, root / "cmp", samples=100)
+
+
+def test_systems_are_read_from_the_config_not_the_run_names(holds):
+    payload, _ = holds
+    systems = {s["system"]: s for s in payload["systems"]}
+    assert systems["infoxlm_zs/seed=1 (+1 seeds)"]["family"] == "XLM-R"
+    assert systems["infoxlm_zs/seed=1 (+1 seeds)"]["seeds"] == "1,2"
+    assert systems["xlmr_zs/default"]["family"] == "InfoXLM"
+    assert systems["t2/default"]["setting"] == "translate-train-all" and systems["b/default"]["setting"] == "zero-shot"
+    assert systems["llm/default"]["setting"] == "llm"
+    assert model_family({"model": {"name": "x", "name_or_path": "/models/xlm-v-base"}}) == "XLM-V"
+    assert model_family({"model": {"name_or_path": "FacebookAI/xlm-roberta-large"}}) == "XLM-R"
+    # eval.model (another model scored than the run's) decides
+    assert model_family({"model": {"name_or_path": "xlt-tiny"}, "eval": {"model": "microsoft/infoxlm-large"}}) == "InfoXLM"
+    assert model_size({"model": {"name_or_path": "microsoft/infoxlm-large"}}) == "large"
+    assert model_family({"model": {"name_or_path": "xlt-tiny"}}) is None
+    assert training_setting({"translate": {"import_dir": "/tr"}, "stages": ["train"]}) == "translate-train-all"
+    assert training_setting({"translate": {"languages": []}, "stages": ["train", "evaluate"]}) == "zero-shot"
+
+
+def test_every_finding_holds(holds):
+    payload, out = holds
+    f = findings(payload)
+    assert len(f) == 8 and {x["verdict"] for x in f.values()} == {HOLDS}
+    hm = {r["resource"]: r for r in f["belebele_infoxlm_best_high_medium"]["numbers"]}
+    assert set(hm) == {"high", "mid", "low"} and hm["high"]["best"] == "InfoXLM" and hm["low"]["best"] == "XLM-V"
+    # XLM-R is a seed group: mean over seeds 1 and 2 of (60, 62) on high-resource languages
+    assert hm["high"]["XLM-R (infoxlm_zs/seed=1 (+1 seeds))"] == pytest.approx(61.25, abs=1.3)
+    assert hm["high"]["significant"] and hm["high"]["best_minus_runner_up"] == pytest.approx(20.0)
+    ge50 = {r["model"]: r for r in f["belebele_xlmv_most_ge_50"]["numbers"]}
+    assert ge50["XLM-V"]["languages >= 50 (mean over seeds)"] == 6 and ge50["InfoXLM"]["languages >= 50 (mean over seeds)"] == 4
+    ge70 = {r["model"]: r for r in f["belebele_infoxlm_most_ge_70"]["numbers"]}
+    assert ge70["InfoXLM"]["languages >= 70 (mean over seeds)"] == 4 and ge70["XLM-V"]["languages >= 70 (mean over seeds)"] == 2
+    tta = {r["model"]: r for r in f["belebele_translate_train_all_beats_zero_shot"]["numbers"]}
+    assert set(tta) == {"XLM-R", "XLM-V", "InfoXLM"} and all(r["diff"] > 0 for r in tta.values())
+    llm = f["belebele_translate_test_beats_in_language_llm"]["numbers"][0]
+    assert llm["translate-test higher"] == 7 and llm["languages"] == 7 and llm["significantly lower"] == 0
+    assert llm["significantly higher"] >= 4  # the 30- and 40-point gains (n=40); smaller ones may not be
+    ranks = {r["system"]: r for r in f["gmmlu_rankings_change_cs_ca"]["numbers"]}
+    assert ranks["xlmr_zs/default"]["rank CS"] == 1 and ranks["xlmr_zs/default"]["rank CA"] == 3
+    assert "2 of 3 systems change rank" in f["gmmlu_rankings_change_cs_ca"]["why"]
+    ht = f["gmmlu_human_translated_above_machine_translated"]["numbers"]
+    assert len(ht) == 3 and all(r["HT - MT"] == pytest.approx(10.0) and r["HT languages"] == 3 for r in ht)
+    # in the Markdown, the JSON and the page
+    md = (out / "compare.md").read_text()
+    assert "## Findings of the papers" in md and "| **holds** |" in md
+    assert [x["verdict"] for x in json.loads((out / "compare.json").read_text())["findings"]] == [HOLDS] * 8
+    page = (out / "compare.html").read_text()
+    assert "belebele_xlmv_best_lowest" in page and "InfoXLM is the best of XLM-R" in page
+
+
+def test_every_finding_does_not_hold(fails):
+    f = findings(fails)
+    assert {k: v["verdict"] for k, v in f.items()} == {k: FAILS for k in f}
+    hm = {r["resource"]: r["best"] for r in f["belebele_infoxlm_best_high_medium"]["numbers"]}
+    assert hm == {"high": "XLM-R", "mid": "XLM-R", "low": "XLM-R"}
+    assert "XLM-R has the most" in f["belebele_xlmv_most_ge_50"]["why"]
+    tta = f["belebele_translate_train_all_beats_zero_shot"]["numbers"]
+    assert len(tta) == 1 and tta[0]["model"] == "InfoXLM" and tta[0]["diff"] < 0 and tta[0]["significant"]
+    llm = f["belebele_translate_test_beats_in_language_llm"]["numbers"][0]
+    assert llm["translate-test higher"] == 2 and llm["languages"] == 7
+    assert "0 of 3 systems change rank" in f["gmmlu_rankings_change_cs_ca"]["why"]
+    assert all(r["HT - MT"] == pytest.approx(-10.0) for r in f["gmmlu_human_translated_above_machine_translated"]["numbers"])
+
+
+def test_findings_that_cannot_be_tested_say_why(untestable):
+    f = findings(untestable)
+    assert {k: v["verdict"] for k, v in f.items()} == {k: UNTESTABLE for k in f}
+    for key in ("belebele_infoxlm_best_high_medium", "belebele_xlmv_best_lowest", "belebele_xlmv_most_ge_50",
+                "belebele_infoxlm_most_ge_70"):
+        assert "needs an XLM-R, an XLM-V and an InfoXLM system in the same setting" in f[key]["why"]
+        assert "zero-shot base: XLM-R" in f[key]["why"] and "translate-train-all base: InfoXLM" in f[key]["why"]
+    assert "same model config" in f["belebele_translate_train_all_beats_zero_shot"]["why"]
+    assert "found the LLM only in-language" in f["belebele_translate_test_beats_in_language_llm"]["why"]
+    assert "at least two systems evaluated on Global-MMLU; found 1" in f["gmmlu_rankings_change_cs_ca"]["why"]
+    assert "machine-translated" in f["gmmlu_human_translated_above_machine_translated"]["why"]
+    assert all(not x["numbers"] for x in f.values())
+
+
+def test_resource_findings_need_two_known_resource_levels(tmp_path):
+    """All three models, but only high-resource and untiered languages: the resource findings cannot be
+    tested, the threshold counts can."""
+    from xlt.reporting.compare import RunInfo
+    from xlt.reporting.findings import check_findings
+
+    accs = {"deu_Latn": 80.0, "fra_Latn": 75.0, "bam_Latn": 40.0}
+    runs = [RunInfo(write_run(tmp_path / name / "default", MODELS[family], 1, belebele={k: v - shift for k, v in accs.items()}))
+            for name, family, shift in (("r", "XLM-R", 20), ("v", "XLM-V", 10), ("i", "InfoXLM", 0))]
+    f = {x["id"]: x for x in check_findings(runs, samples=50)}
+    for key in ("belebele_infoxlm_best_high_medium", "belebele_xlmv_best_lowest"):
+        assert f[key]["verdict"] == UNTESTABLE and "at least two known resource levels" in f[key]["why"]
+        assert "['high']" in f[key]["why"]
+    assert f["belebele_infoxlm_most_ge_70"]["verdict"] == HOLDS  # InfoXLM 2, XLM-V 1, XLM-R 0
+    assert f["belebele_xlmv_most_ge_50"]["verdict"] == FAILS  # InfoXLM 2 = XLM-V 2: a tie is not "the most"
+    assert "XLM-V and InfoXLM share the most (2.0)" in f["belebele_xlmv_most_ge_50"]["why"]

@@ -1,0 +1,377 @@
+"""Self-contained HTML pages of a run (``report.html``) and of a comparison (``compare.html``).
+
+One file each, viewable offline: the page's data is inlined as JSON in a
+``<script type="application/json">`` element, and the small vanilla-JS renderer and its style sheet
+(``xlt/reporting/web/``, package data) are inlined too; nothing is fetched at view time. The renderer
+draws, from the JSON, sortable and filterable tables (click a header to sort; selects per script,
+family, resource tier, translation; a text search) and inline SVG bar charts with hover tooltips
+(language, value, interval). Every string reaches the page through ``textContent`` (never parsed as
+HTML), and the inlined JSON has ``<``, ``>`` and ``&`` escaped, so no value can close the script element.
+
+A page is a dict: ``title``, ``subtitle``, ``meta`` ([label, value] pairs), ``notes`` and ``sections``
+(each a ``title`` and ``blocks``); a block is a ``kv`` list, a ``text``, a ``table`` (``columns`` with
+``key``, ``label``, ``kind`` in text/num/int/ci/diff/pm/bool/verdict and optional ``filter``; ``rows``),
+a ``bars`` chart (``series`` of bars with ``label``, ``value``, optional ``low``/``high``/``tip``) or a
+``findings`` list.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from xlt import __version__
+from xlt import languages as langtab
+from xlt.run import atomic_write_text
+
+WEB = Path(__file__).resolve().parent / "web"
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe: NaN/inf -> None, numpy/pandas scalars -> Python."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if obj is None or obj is pd.NA:
+        return None
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        try:
+            obj = obj.item()
+        except (ValueError, TypeError):
+            return str(obj)
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, (str, int, float, bool)):
+        return obj
+    return str(obj)
+
+
+def script_json(data: Any) -> str:
+    """JSON safe to inline in ``<script type="application/json">`` (no ``</script>``, no ``<!--``)."""
+    text = json.dumps(_clean(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    for a, b in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(a, b)
+    return text
+
+
+def render_page(page: dict[str, Any]) -> str:
+    """The complete HTML document of ``page`` (template, style, data and script inlined)."""
+    js = (WEB / "page.js").read_text(encoding="utf-8")
+    css = (WEB / "page.css").read_text(encoding="utf-8")
+    if re.search(r"</(script|style)", js + css, re.I):
+        raise ValueError("xlt/reporting/web: an asset contains a closing script/style tag")
+    parts = {"title": html.escape(str(page.get("title", "xlt"))), "css": css, "js": js, "data": script_json(page)}
+    template = (WEB / "page.html").read_text(encoding="utf-8")
+    # One pass: an inlined part that happens to contain "{{js}}" is not substituted again.
+    return re.sub(r"\{\{(\w+)\}\}", lambda m: parts[m.group(1)], template)
+
+
+def write_page(path: Path, page: dict[str, Any]) -> Path:
+    atomic_write_text(path, render_page(page))
+    return path
+
+
+# --- building blocks ---------------------------------------------------------------------------------
+
+_FILTERED = {"script", "family", "resource", "tier", "translation", "setting", "family_model", "verdict", "paper"}
+
+
+def col(key: str, label: str | None = None, kind: str = "text", **extra: Any) -> dict[str, Any]:
+    c = {"key": key, "label": label or key, "kind": kind, **extra}
+    if kind == "text" and key in _FILTERED:
+        c["filter"] = True
+    return c
+
+
+def table(id_: str, title: str, columns: list[dict[str, Any]], rows: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"type": "table", "id": id_, "title": title, "columns": columns, "rows": _clean(rows), **extra}
+
+
+def frame_table(id_: str, title: str, df: pd.DataFrame) -> dict[str, Any]:
+    """A table block of a small DataFrame (kinds from dtypes)."""
+    cols = []
+    for c in df.columns:
+        kind = "text"
+        if pd.api.types.is_bool_dtype(df[c]):
+            kind = "bool"
+        elif pd.api.types.is_integer_dtype(df[c]):
+            kind = "int"
+        elif pd.api.types.is_float_dtype(df[c]):
+            kind = "num"
+        cols.append({**col(str(c), str(c), kind), "filter": False})
+    return table(id_, title, cols, df.to_dict(orient="records"), search=False)
+
+
+def bars(id_: str, title: str, series: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+    return {"type": "bars", "id": id_, "title": title, "series": _clean(series), **extra}
+
+
+def _interval_tip(name: str, code: str, value: float, low: Any, high: Any, what: str = "accuracy") -> str:
+    if value is None or value != value:
+        return f"{name} ({code}): no value"
+    ci = f" [{low:.1f}, {high:.1f}]" if isinstance(low, (int, float)) and isinstance(high, (int, float)) \
+        and low == low and high == high else ""
+    return f"{name} ({code}): {what} {value:.1f}{ci}"
+
+
+def provenance_rows(prov: dict[str, Any] | None) -> list[list[str]]:
+    """[label, value] rows of a provenance record (:meth:`xlt.contract.StageContext.record`)."""
+    if not prov:
+        return [["provenance", "not recorded"]]
+    rows = [["xlt version", str(prov.get("xlt_version", "?"))], ["stage", str(prov.get("stage", "?"))],
+            ["config / inputs hash", str(prov.get("inputs", "?"))]]
+    if prov.get("model") is not None:
+        rows.append(["model fingerprint", json.dumps(prov["model"], sort_keys=True, default=str)])
+    for k, v in sorted((prov.get("data") or {}).items()):
+        rows.append([f"data: {k}", json.dumps(v, sort_keys=True, default=str) if not isinstance(v, str) else v])
+    for k, v in sorted((prov.get("upstream") or {}).items()):
+        rows.append([f"upstream {k} output id", str(v)])
+    return rows
+
+
+# --- report.html ---------------------------------------------------------------------------------------
+
+
+def _belebele_blocks(name: str, res: Any) -> list[dict[str, Any]]:
+    df = res.per_language.sort_values("accuracy", ascending=False)
+    columns = [col("name", "language"), col("language", "code"), col("script"), col("family"), col("resource", "resource tier"),
+               col("accuracy", "accuracy (95% CI)", "ci", low="ci_low", high="ci_high"), col("n", "n", "int"),
+               col("odd_items", "odd items", "int"), col("ties", "ties", "int")]
+    series = [{"name": "accuracy", "bars": [{"label": r.language, "value": r.accuracy, "low": r.ci_low, "high": r.ci_high,
+                                              "tip": _interval_tip(r.name, r.language, r.accuracy, r.ci_low, r.ci_high)}
+                                             for r in df.itertuples()]}]
+    group_series = []
+    for by in ("script", "family", "resource"):
+        g = df.groupby(by)["accuracy"].agg(["mean", "count"]).sort_values("mean", ascending=False)
+        group_series.append({"name": f"by {by}", "bars": [
+            {"label": str(k), "value": float(v["mean"]), "tip": f"{by} {k}: mean {v['mean']:.1f} over {int(v['count'])} language(s)"}
+            for k, v in g.iterrows()]})
+    return [table(f"{name}-langs", "per language", columns, df.to_dict(orient="records"), search=True),
+            bars(f"{name}-bars", "accuracy per language (95% bootstrap interval; dashed: chance)", series, chance=25),
+            bars(f"{name}-groups", "mean accuracy by group", group_series, chance=25)]
+
+
+def _gmmlu_blocks(name: str, res: Any) -> list[dict[str, Any]]:
+    df = res.per_language.sort_values("acc_full", ascending=False).copy()
+    df["ht_mt"] = df["translation"].map({"human": "HT (human)", "machine": "MT (machine)"}).fillna(df["translation"])
+    columns = [col("name", "language"), col("language", "code"), col("code", "Belebele code"), col("script"),
+               col("family"), col("tier", "resource tier"), col("ht_mt", "translation", filter=True),
+               col("acc_full", "full (95% CI)", "ci", low="ci_low", high="ci_high"),
+               *[col(f"acc_{s}", s, "num") for s in ("MA", "CS", "CA")], col("n", "n", "int"),
+               col("odd_items", "odd items", "int"), col("ties", "ties", "int")]
+    series = []
+    for s in ("full", "MA", "CS", "CA"):
+        key = f"acc_{s}"
+        if key not in df:
+            continue
+        series.append({"name": s, "bars": [{"label": r["language"], "value": r[key],
+                                            "low": r["ci_low"] if s == "full" else None, "high": r["ci_high"] if s == "full" else None,
+                                            "tip": _interval_tip(r["name"], r["language"], r[key],
+                                                                 *((r["ci_low"], r["ci_high"]) if s == "full" else (None, None)), s)}
+                                           for _, r in df.iterrows()]})
+    return [table(f"{name}-langs", "per language (full, MA, CS, CA; HT/MT = human / machine translated)", columns,
+                  df.to_dict(orient="records"), search=True),
+            bars(f"{name}-bars", "accuracy per language and subset (pick the subset)", series, chance=25)]
+
+
+def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[list[str]]:
+    """Per benchmark, the scored model's fingerprint and the data source recorded in its first result."""
+    rows: list[list[str]] = []
+    for bench in benchmarks if run_path is not None else []:
+        files = sorted(f for f in (Path(run_path) / "eval" / bench).glob("*.json") if f.name != "plan.json")
+        try:
+            prov = json.loads(files[0].read_text(encoding="utf-8")).get("provenance") or {} if files else {}
+        except (OSError, ValueError):
+            prov = {}
+        if prov.get("model") is not None:
+            rows.append([f"{bench}: scored model fingerprint", json.dumps(prov["model"], sort_keys=True, default=str)])
+        if prov.get("data") is not None:
+            rows.append([f"{bench}: data ({files[0].stem}; every language in eval/{bench}/<lang>.json)",
+                         json.dumps(prov["data"], sort_keys=True, default=str) if not isinstance(prov["data"], str) else prov["data"]])
+    return rows
+
+
+def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
+             notes: list[str] | None = None, run_path: Path | None = None) -> dict[str, Any]:
+    """The page of one run's report (the same numbers as ``report.md``)."""
+    from xlt.reporting.tables import summary_frames
+
+    model = cfg.eval.model if cfg.eval.model != "run" else f"run's model ({cfg.model.name_or_path})"
+    meta = [["recipe", str(cfg.recipe_name)], ["model", str(model)], ["scorer", str(cfg.eval.scorer)],
+            ["seed", str(cfg.seed)], ["intervals", f"95% bootstrap, {cfg.eval.bootstrap_samples} resamples"],
+            ["xlt", (provenance or {}).get("xlt_version", __version__)]]
+    sections = [{"title": "provenance", "blocks": [{"type": "kv", "rows": provenance_rows(provenance)
+                                                     + evaluation_provenance(run_path, list(results))}]}]
+    for name, res in results.items():
+        s = res.summary
+        if res.is_gmmlu:
+            head = [["languages", str(s["n_languages"])], *[[k, _num(s.get(k))] for k in ("full", "MA", "CS", "CA")]]
+        else:
+            head = [["languages", str(s["n_languages"])], ["mean accuracy", _num(s["mean"])],
+                    ["languages >= 50", str(s["n_ge_50"])], ["languages >= 70", str(s["n_ge_70"])],
+                    ["resource levels", str(s.get("resource_taxonomy", ""))]]
+        blocks: list[dict[str, Any]] = [{"type": "kv", "rows": head, "cards": True}]
+        blocks += [frame_table(f"{name}-{t.replace(' ', '-')}", t, f) for t, f in summary_frames(res).items()]
+        blocks += _gmmlu_blocks(name, res) if res.is_gmmlu else _belebele_blocks(name, res)
+        sections.append({"title": f"{name} ({res.kind})", "blocks": blocks})
+    return {"title": f"xlt report: {cfg.recipe_name}", "subtitle": "accuracies in %", "meta": meta,
+            "notes": [n.strip() for n in (notes or []) if n.strip()], "sections": sections}
+
+
+def _num(v: Any) -> str:
+    return "n/a" if v is None or v != v else f"{float(v):.1f}"
+
+
+# --- compare.html --------------------------------------------------------------------------------------
+
+
+def run_provenance(path: Path) -> dict[str, Any] | None:
+    """A run's provenance: its report's, else the first evaluation result's."""
+    report = path / "report.json"
+    try:
+        if report.is_file():
+            prov = json.loads(report.read_text(encoding="utf-8")).get("provenance")
+            if prov:
+                return prov
+        for f in sorted((path / "eval").glob("*/*.json")):
+            if f.name != "plan.json":
+                return json.loads(f.read_text(encoding="utf-8")).get("provenance")
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _lang_info(code: str, resource: dict[str, str]) -> dict[str, str]:
+    lang = langtab.lookup(code)
+    return {"name": lang.name if lang else code, "script": lang.script if lang else "n/a",
+            "family": lang.family if lang else "n/a", "resource": resource.get(code, langtab.UNGROUPED),
+            "translation": (lang.translation or "n/a") if lang else "n/a"}
+
+
+def compare_page(runs: list[Any], payload: dict[str, Any]) -> dict[str, Any]:
+    """The page of a comparison: findings, runs and their provenance, then per benchmark the side-by-side
+    accuracies, differences against the baseline (paired test), seed groups and Global-MMLU rankings."""
+    labels = [r.label for r in runs]
+    systems = {s["system"]: s for s in payload.get("systems", [])}
+    setting_of = {lab: s["setting"] for s in systems.values() for lab in str(s.get("runs", "")).split(", ")}
+    run_rows, notes = [], []
+    for r in runs:
+        prov = run_provenance(r.path) or {}
+        cfg = r.config
+        run_rows.append({"run": r.label, "baseline": r is runs[0], "seed": r.seed,
+                         "model": (cfg.get("eval") or {}).get("model") if (cfg.get("eval") or {}).get("model") not in (None, "run")
+                         else (cfg.get("model") or {}).get("name_or_path"),
+                         "scorer": (cfg.get("eval") or {}).get("scorer"),
+                         "setting": setting_of.get(r.label, ""),
+                         "xlt": prov.get("xlt_version", "?"), "config hash": prov.get("inputs", "?"),
+                         "model fingerprint": json.dumps(prov.get("model"), sort_keys=True, default=str) if prov.get("model") else "",
+                         "data fingerprint": json.dumps(prov.get("data"), sort_keys=True, default=str) if prov.get("data") else ""})
+    versions = {row["xlt"] for row in run_rows}
+    if len(versions) > 1:
+        notes.append(f"runs were produced by different xlt versions: {', '.join(sorted(map(str, versions)))}")
+    sections: list[dict[str, Any]] = []
+    findings = payload.get("findings", [])
+    sections.append({"title": "findings of the papers", "blocks": [
+        {"type": "findings", "items": findings},
+        table("systems", "systems (read from each run's config; seeds grouped)",
+              [col("system"), col("model"), col("family", filter=True), col("size", filter=True), col("setting"), col("seeds")],
+              list(systems.values()), search=False)]})
+    sections.append({"title": "runs (baseline first)", "blocks": [table("runs", "runs and provenance", [
+        col("run"), col("baseline", kind="bool"), col("seed", kind="text"), col("model"), col("scorer", filter=True),
+        col("setting", filter=True), col("xlt"), col("config hash"), col("model fingerprint"), col("data fingerprint")],
+        run_rows, search=True)]})
+    for bench, entry in payload.get("benchmarks", {}).items():
+        sections.append({"title": bench, "blocks": _compare_blocks(bench, entry, runs, labels, notes)})
+    return {"title": "xlt comparison", "subtitle": f"{len(runs)} runs; baseline {labels[0]}; accuracies in %",
+            "meta": [["runs", str(len(runs))], ["baseline", labels[0]], ["systems (seed groups)", str(len(systems))],
+                     ["xlt (this page)", __version__]],
+            "notes": notes, "sections": sections}
+
+
+def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: list[str], notes: list[str]) -> list[dict[str, Any]]:
+    resource: dict[str, str] = {}
+    for r in runs:
+        if bench in r.results:
+            df = r.results[bench].per_language
+            key = "tier" if r.results[bench].is_gmmlu else "resource"
+            resource.update({k: v for k, v in zip(df["language"], df[key].astype(str), strict=True) if k not in resource})
+    for r in runs:  # LLM numbers that cannot stand beside lm-evaluation-harness's (see report.md)
+        df = r.results[bench].per_language if bench in r.results else None
+        if df is not None and "comparable_to_harness" in df and (~df["comparable_to_harness"].astype(bool)).any():
+            bad = df[~df["comparable_to_harness"].astype(bool)]
+            notes.append(f"{bench}, {r.label}: {len(bad)} language(s) not comparable with lm-evaluation-harness "
+                         f"numbers: {bad['not_comparable_because'].iloc[0]}")
+    present = [lab for lab in labels if any(lab in row for row in entry.get("side_by_side", []))]
+    n_langs = {lab: sum(row.get(lab) is not None for row in entry.get("side_by_side", [])) for lab in present}
+    if len(set(n_langs.values())) > 1:
+        notes.append(f"{bench}: runs cover different languages ({', '.join(f'{k}: {v}' for k, v in n_langs.items())}); "
+                     "means over languages are not comparable across them")
+    info_cols = [col("name", "language"), col("language", "code"), col("script"), col("family"), col("resource", "resource tier")]
+    sbs_rows = [{**row, **_lang_info(row["language"], resource)} for row in entry.get("side_by_side", [])]
+    sbs_cols = info_cols + [col(lab, lab + (" (baseline)" if lab == labels[0] else ""), "num") for lab in present]
+    blocks = [table(f"{bench}-sbs", "accuracy per language, runs side by side", sbs_cols, sbs_rows, search=True)]
+    diffs = entry.get("differences", [])
+    if diffs:
+        pivot: dict[str, dict[str, Any]] = {}
+        others = [lab for lab in present[1:]]
+        for d in diffs:
+            row = pivot.setdefault(d["language"], {"language": d["language"], **_lang_info(d["language"], resource)})
+            row[d["run"]] = d["diff"]
+            row[f"{d['run']}#sig"] = bool(d["significant"])
+            row[f"{d['run']}#tip"] = (f"{d['run']} - {d['baseline']} on {d['language']}: {d['diff']:+.1f} "
+                                      f"[{_f(d.get('ci_low'))}, {_f(d.get('ci_high'))}], p={_f(d.get('p_value'), 3)}, n={d['n']}")
+        dcols = info_cols + [col(lab, lab, "diff", sig=f"{lab}#sig", tip=f"{lab}#tip") for lab in others]
+        blocks.append(table(f"{bench}-diff", f"difference to the baseline {labels[0]} (points; ★ = significant, "
+                                              "paired bootstrap p < 0.05)", dcols, list(pivot.values()), search=True))
+        series = []
+        for lab in others:
+            rows = sorted((d for d in diffs if d["run"] == lab), key=lambda d: -(d["diff"] if d["diff"] is not None else -1e9))
+            series.append({"name": lab, "bars": [{"label": d["language"], "value": d["diff"], "low": d.get("ci_low"),
+                                                  "high": d.get("ci_high"), "sig": bool(d["significant"]),
+                                                  "tip": pivot[d["language"]][f"{lab}#tip"]} for d in rows]})
+        blocks.append(bars(f"{bench}-diffbars", "difference to the baseline per language (pick the run; dark = significant)",
+                           series, signed=True))
+    acc_series = []
+    base_order = sorted(sbs_rows, key=lambda r: -(r.get(labels[0]) if r.get(labels[0]) is not None else -1))
+    for lab in present:
+        acc_series.append({"name": lab, "bars": [{"label": r["language"], "value": r.get(lab),
+                                                  "tip": f"{r['name']} ({r['language']}): {lab} {_f(r.get(lab))}"
+                                                  + (f"; baseline {_f(r.get(labels[0]))}" if lab != labels[0] else "")}
+                                                 for r in base_order]})
+    blocks.append(bars(f"{bench}-accbars", "accuracy per language (pick the run; sorted by the baseline)", acc_series, chance=25))
+    seeds = entry.get("seeds", [])
+    if seeds:
+        blocks.append(table(f"{bench}-seeds", "systems: mean ± std over seeds (of the mean over languages)",
+                            [col("system"), col("runs", kind="int"), col("seeds"), col("mean", "mean ± std", "pm", std="std")],
+                            seeds, search=False))
+    if entry.get("rankings"):
+        rk = entry["rankings"]
+        rcols = [col("system")] + [col(s, s, "num") for s in ("full", "MA", "CS", "CA")] + \
+            [col(k, k.replace("_", " "), "int") for k in rk[0] if k.startswith(("rank_", "shift_"))]
+        blocks.append(table(f"{bench}-ranks", "rankings on full, MA, CS, CA (1 = best) and position shifts", rcols, rk, search=False))
+        blocks.append(table(f"{bench}-rankchanges", "rank changes between subsets",
+                            [col("from"), col("to"), col("rank_changes", "rank changes", "int"),
+                             col("mean_abs_position_shift", "mean |position shift|", "num")], entry.get("rank_changes", []),
+                            search=False))
+    return blocks
+
+
+def _f(v: Any, digits: int = 1) -> str:
+    return "n/a" if v is None or v != v else f"{float(v):.{digits}f}"
+
+
+def write_run_page(path: Path, cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
+                   notes: list[str] | None = None) -> Path:
+    """``report.html`` of the run directory holding ``path``."""
+    return write_page(path, run_page(cfg, results, provenance, notes, Path(path).parent))
+
+
+def write_compare_page(path: Path, runs: list[Any], payload: dict[str, Any]) -> Path:
+    return write_page(path, compare_page(runs, payload))
