@@ -25,7 +25,7 @@ R = TypeVar("R")
 
 def is_oom(err: BaseException) -> bool:
     """Whether ``err`` is an out-of-memory error a smaller batch may avoid."""
-    from accelerate.utils import should_reduce_batch_size
+    from accelerate.utils.memory import should_reduce_batch_size
 
     return isinstance(err, torch.OutOfMemoryError) or (isinstance(err, Exception) and should_reduce_batch_size(err))
 
@@ -69,7 +69,7 @@ class AdaptiveBatcher:
         return results
 
     def _reduce(self, failed: int) -> None:
-        from accelerate.utils import clear_device_cache
+        from accelerate.utils.memory import clear_device_cache
 
         clear_device_cache(garbage_collection=True)
         self.batch_size = max(1, min(self.batch_size, failed) // 2)
