@@ -15,8 +15,6 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import torch
-
 log = logging.getLogger("xlt.batching")
 
 T = TypeVar("T")
@@ -25,6 +23,7 @@ R = TypeVar("R")
 
 def is_oom(err: BaseException) -> bool:
     """Whether ``err`` is an out-of-memory error a smaller batch may avoid."""
+    import torch
     from accelerate.utils.memory import should_reduce_batch_size
 
     return isinstance(err, torch.OutOfMemoryError) or (isinstance(err, Exception) and should_reduce_batch_size(err))

@@ -19,8 +19,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from xlt.config.model import TINY_MODEL_ID, ModelConfig
 from xlt.errors import ConfigError
 from xlt.hub import hub_resource, is_local, looks_like_path
