@@ -60,7 +60,7 @@ def build_training_arguments(cfg: Any, run: RunDir, report_to: list[str] | None 
         length_column_name="length",
         # Keep the `length` column: the Trainer drops unused columns *before* building the sampler, and
         # without it LengthGroupedSampler measures len(input_ids) = 4 options for every item (no grouping).
-        # MCCollator only reads input_ids and labels.
+        # MCCollator hands only the model inputs and labels to DataCollatorForMultipleChoice.
         remove_unused_columns=False,
         dataloader_num_workers=t.dataloader_num_workers,
         activation_checkpointing=t.gradient_checkpointing,  # v5 name of gradient_checkpointing

@@ -7,7 +7,7 @@ already gives what a research run needs and that would otherwise be re-implement
   that skips the batches already seen, so a killed run ends with the same metrics as an uninterrupted one;
 * DeepSpeed (ZeRO-2/3, offload) and multi-process data parallelism through accelerate, from one config;
 * length-grouped batches (``train_sampling_strategy="group_by_length"`` over the ``length`` column), so
-  dynamic padding (:class:`xlt.modeling.features.MCCollator`) pads little;
+  dynamic padding (:class:`xlt.modeling.features.MCCollator`, transformers' DataCollatorForMultipleChoice) pads little;
 * callbacks for periodic dev evaluation, keeping the best checkpoint, early stopping, the collapse
   detector and W&B logging (``report_to``).
 
