@@ -16,3 +16,10 @@ def xlt(*args: str, env: dict[str, str] | None = None, timeout: int = 600) -> su
     """``python -m *args`` in the repository root with the offline test environment (plus ``env``)."""
     return subprocess.run([sys.executable, "-m", *args], cwd=REPO, env={**ENV, **(env or {})},
                           capture_output=True, text=True, timeout=timeout)
+
+
+def start(*args: str, log: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """:func:`xlt` started in the background, stdout and stderr into ``log`` (``wait()`` for it)."""
+    with open(log, "w") as out:
+        return subprocess.Popen([sys.executable, "-m", *args], cwd=REPO, env={**ENV, **(env or {})},
+                                stdout=out, stderr=subprocess.STDOUT, text=True)

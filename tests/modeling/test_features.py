@@ -101,3 +101,39 @@ def test_over_long_texts_are_cut_before_tokenization_without_changing_ids(tok):
 
     encode_batch(batch, Spy(), max_length=32)
     assert seen == [max_chars(32)]  # the tokenizer never sees more than the cut
+
+
+def test_bert_segment_ids_and_truncation_flags():
+    """A WordPiece tokenizer with token_type_ids (all-MiniLM-L6-v2): 0 for [CLS] passage [SEP], 1 for
+    question + option [SEP], padded by the collator; items whose passage was cut are flagged."""
+    from transformers import AutoTokenizer
+
+    from tests.pretrained import minilm_dir
+
+    bert = AutoTokenizer.from_pretrained(minilm_dir())
+    batch = {"passage": ["Anna went to the market.", " ".join(["Anna went to the market."] * 20)],
+             "question": ["Where did Anna go?"] * 2, "options": [["the market", "the park", "the beach", "the school"]] * 2,
+             "label": [0, 1]}
+    out = encode_batch(batch, bert, max_length=32)
+    assert out["truncated"] == [False, True]
+    ids, types = out["input_ids"][0][1], out["token_type_ids"][0][1]
+    sep = ids.index(bert.sep_token_id)
+    assert types == [0] * (sep + 1) + [1] * (len(ids) - sep - 1)
+    assert bert.decode(ids[sep + 1 : -1]) == "where did anna go? the park"
+    feats = Dataset.from_dict(out)
+    collated = MCCollator(bert)([feats[0], feats[1]])
+    assert collated["token_type_ids"].shape == collated["input_ids"].shape == (2, 4, 32)
+    short = len(ids)
+    assert collated["token_type_ids"][0, 1, :short].tolist() == types
+    assert collated["token_type_ids"][0, 1, short:].eq(bert.pad_token_type_id).all()
+    assert collated["labels"].tolist() == [0, 1]
+
+
+def test_xlmr_features_have_no_segment_ids_and_padding_to_a_multiple(tok):
+    batch = {"passage": ["Anna went to the market."], "question": ["Where did Anna go?"],
+             "options": [["the market", "the park", "the beach", "the school"]], "label": [0]}
+    out = encode_batch(batch, tok, max_length=64)
+    assert "token_type_ids" not in out and out["truncated"] == [False]
+    feats = Dataset.from_dict(out)
+    collated = MCCollator(tok, pad_to_multiple_of=8)([feats[0]])
+    assert collated["input_ids"].shape[-1] % 8 == 0 and set(collated) == {"input_ids", "attention_mask", "labels"}

@@ -66,3 +66,24 @@ def test_trained_model_reloads_with_its_tokenizer(tmp_path):
     model.eval()
     again.eval()
     assert torch.allclose(model(**batch).logits, again(**batch).logits)
+
+
+def test_pretrained_head_is_seeded_and_reported():
+    """The new MC head of a pretrained checkpoint is drawn after set_seed(seed): same seed, same head."""
+    import torch
+
+    from tests.pretrained import minilm_dir
+    from xlt.config.model import ModelConfig
+    from xlt.modeling.load import load_model
+
+    cfg = ModelConfig(name="minilm", name_or_path=str(minilm_dir()), max_length=64)
+    torch.manual_seed(123)  # whatever ran before must not matter
+    a = load_model(cfg, seed=1)
+    torch.rand(10)
+    b = load_model(cfg, seed=1)
+    c = load_model(cfg, seed=2)
+    assert a.xlt_new_weights == ["classifier.bias", "classifier.weight"]
+    assert torch.equal(a.classifier.weight, b.classifier.weight) and torch.equal(a.classifier.bias, b.classifier.bias)
+    assert not torch.equal(a.classifier.weight, c.classifier.weight)
+    # The pretrained body is loaded, not drawn: the same whatever the seed.
+    assert torch.equal(a.bert.encoder.layer[0].attention.self.query.weight, c.bert.encoder.layer[0].attention.self.query.weight)

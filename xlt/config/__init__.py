@@ -53,7 +53,7 @@ class XltConfig:
 
 def register() -> None:
     """Register the root schema (as ``xlt_schema``) so ``conf/config.yaml`` can extend it, and the
-    resolvers the config files use (``xlt_assets``, ``xlt_run_root``, ``xlt_run_name``)."""
+    resolvers the config files use (``xlt_assets``, ``xlt_run_root``, ``xlt_run_name``, ``xlt_model_name``)."""
     from xlt.config.keys import run_name
     from xlt.config.overrides import checked_run_root
 
@@ -61,6 +61,8 @@ def register() -> None:
         "xlt_run_name": lambda overrides: run_name(list(overrides)),
         "xlt_run_root": checked_run_root,
         "xlt_assets": lambda: str(Path(__file__).resolve().parent.parent / "assets"),
+        # A short model name from a checkpoint: its folder name or the last part of its Hub id.
+        "xlt_model_name": lambda name_or_path: Path(str(name_or_path).rstrip("/")).name or str(name_or_path),
     }
     for name, fn in resolvers.items():
         if not OmegaConf.has_resolver(name):

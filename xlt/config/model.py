@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from xlt.config.fields import neutral, opt
 
 TINY_MODEL_ID = "xlt-tiny"
+# conf/model/own.yaml: the user names the checkpoint (a config rule says so when they do not).
+UNSET_CHECKPOINT = "<set model.name_or_path>"
 
 
 @dataclass

@@ -100,7 +100,17 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     return out
 
 
-RULES: tuple[Callable[[Any, Sequence[str] | None], list[str]], ...] = (_stages, _shards, _training, _sources, _translate, _eval)
+def _model(cfg: Any, stages: Sequence[str] | None) -> list[str]:
+    from xlt.config.model import UNSET_CHECKPOINT
+
+    if cfg.model.name_or_path == UNSET_CHECKPOINT:  # conf/model/own.yaml asks for a checkpoint
+        return ["model.name_or_path is not set: this recipe trains your own checkpoint; add "
+                "model.name_or_path=/path/to/checkpoint (a local folder) or a Hub id"]
+    return []
+
+
+RULES: tuple[Callable[[Any, Sequence[str] | None], list[str]], ...] = (_stages, _shards, _model, _training, _sources,
+                                                                        _translate, _eval)
 
 
 def cross_field_errors(cfg: Any, stages: Sequence[str] | None = None) -> list[str]:

@@ -15,8 +15,20 @@ from xlt.errors import ConfigError
 
 DEEPSPEED_DIR = Path(CONF_DIR) / "deepspeed"
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
-LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
-                 "inverse_sqrt", "reduce_lr_on_plateau", "cosine_with_min_lr", "warmup_stable_decay")
+
+
+def lr_schedulers() -> tuple[str, ...]:
+    """The scheduler names the installed transformers accepts (``trainer_utils.SchedulerType``)."""
+    from transformers.trainer_utils import SchedulerType
+
+    return tuple(s.value for s in SchedulerType)
+
+
+def optimizers() -> tuple[str, ...]:
+    """The optimizer names the installed transformers accepts (``training_args.OptimizerNames``)."""
+    from transformers.training_args import OptimizerNames
+
+    return tuple(o.value for o in OptimizerNames)
 
 
 @dataclass
@@ -32,8 +44,9 @@ class TrainingConfig:
     warmup_ratio: float = opt(0.1, ge=0, le=0.999)
     weight_decay: float = opt(0.01, ge=0)
     max_grad_norm: float = opt(1.0, gt=0)
-    lr_scheduler_type: str = opt("linear", choices=LR_SCHEDULERS)
-    optim: str = "adamw_torch"
+    # Checked against transformers' own enums when the config is validated (before any stage runs).
+    lr_scheduler_type: str = opt("linear", choices=lr_schedulers)
+    optim: str = opt("adamw_torch", choices=optimizers)
     logging_steps: int = neutral(20, ge=1)
     # Evaluate on the dev split every eval_steps and checkpoint at the same steps (save_steps: None or
     # equal to eval_steps), so the best dev checkpoint is always a saved one, restored at the end.

@@ -4,7 +4,8 @@ Only the passage is truncated (``only_first``). Items without a passage (Global-
 (question, option) pairs. Before tokenization every text is cut to :func:`max_chars` characters
 (``CHARS_PER_TOKEN`` x ``max_length``, far more than ``max_length`` tokens can hold), so one
 pathological row (a 10 MB passage) cannot blow up memory; the token ids do not change. Tokenization is batched and cached per (tokenizer, max length, data
-fingerprint); padding is dynamic (per batch) in :class:`MCCollator`.
+fingerprint); padding is dynamic (per batch) in :class:`MCCollator` (transformers'
+``DataCollatorForMultipleChoice``). ``token_type_ids`` are kept where the tokenizer makes them (BERT family).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datasets import Dataset
 
 from xlt.data.schema import NUM_OPTIONS
 
-FEATURES_VERSION = "2"
+FEATURES_VERSION = "3"
 # A token of XLM-R's vocabulary is at most ~16 characters of ordinary text: 32 is a generous bound.
 CHARS_PER_TOKEN = 32
 
@@ -60,30 +61,65 @@ def _pairs(passages: Sequence[str], questions: Sequence[str], options: Sequence[
     return first, second
 
 
-def _encode_pair(tokenizer, first: str, second: str, max_length: int) -> list[int]:
-    """One pair, truncating the passage only when that suffices, else both sides (longest first)."""
+# The model inputs a feature may carry: token_type_ids only where the tokenizer makes them (BERT family).
+MODEL_INPUTS = ("input_ids", "token_type_ids", "attention_mask")
+
+
+def _cut_flags(enc, max_length: int) -> list[bool]:
+    """Per pair of one tokenizer call: whether truncation removed tokens to fit ``max_length``.
+
+    A fast tokenizer keeps what truncation removed in each encoding's ``overflowing``; without one, a
+    sequence of exactly ``max_length`` tokens counts as cut (an upper bound)."""
+    encodings = getattr(enc, "encodings", None)
+    if encodings:
+        return [bool(e.overflowing) for e in encodings]
+    return [len(ids) >= max_length for ids in enc["input_ids"]]
+
+
+def _encode(tokenizer, first: list[str], second: list[str], max_length: int) -> tuple[dict[str, list], list[bool]]:
+    """The pairs' model inputs and cut flags, truncating the passage only when that suffices, else both
+    sides (longest first)."""
     try:
-        return tokenizer(first, second, truncation="only_first", max_length=max_length)["input_ids"]
-    except Exception:
-        return tokenizer(first, second, truncation="longest_first", max_length=max_length)["input_ids"]
+        enc = tokenizer(first, second, truncation="only_first", max_length=max_length, padding=False)
+        return dict(enc), _cut_flags(enc, max_length)
+    except Exception:  # tokenizers refuses `only_first` when a (question + option) alone is too long
+        pass
+    merged: dict[str, list] = {}
+    cut: list[bool] = []
+    for a, b in zip(first, second, strict=True):
+        try:
+            enc = tokenizer([a], [b], truncation="only_first", max_length=max_length)
+        except Exception:
+            enc = tokenizer([a], [b], truncation="longest_first", max_length=max_length)
+        for key, value in enc.items():
+            merged.setdefault(key, []).extend(value)
+        cut += _cut_flags(enc, max_length)
+    return merged, cut
 
 
 def encode_batch(batch: dict[str, list[Any]], tokenizer, max_length: int) -> dict[str, list[Any]]:
-    """Tokenize a batch of MC items into per-item lists of 4 sequences (no padding)."""
-    first, second = _pairs(batch["passage"], batch["question"], batch["options"], max_chars(max_length))
-    try:
-        ids = tokenizer(first, second, truncation="only_first", max_length=max_length, padding=False)["input_ids"]
-    except Exception:  # tokenizers refuses `only_first` when a (question + option) alone is too long
-        ids = [_encode_pair(tokenizer, a, b, max_length) for a, b in zip(first, second, strict=True)]
+    """Tokenize a batch of MC items into per-item lists of 4 sequences (no padding).
+
+    Columns: the model inputs the tokenizer produces (``input_ids``, ``attention_mask`` and, for the
+    BERT family, ``token_type_ids``: 0 for the passage segment, 1 for question + option), ``labels``,
+    ``length`` (the item's longest option: what batches are grouped and sorted by) and ``truncated``
+    (whether any of its pairs was cut to fit ``max_length``)."""
+    limit = max_chars(max_length)
+    first, second = _pairs(batch["passage"], batch["question"], batch["options"], limit)
+    enc, cut = _encode(tokenizer, first, second, max_length)
+    cut = [c or len(a) >= limit for c, a in zip(cut, first, strict=True)]  # the character cut counts too
     n = len(batch["passage"])
-    input_ids = [ids[i * NUM_OPTIONS : (i + 1) * NUM_OPTIONS] for i in range(n)]
-    return {
-        "input_ids": input_ids,
-        "attention_mask": [[[1] * len(s) for s in item] for item in input_ids],
-        "labels": list(batch["label"]),
-        # Padded length of the item (its longest option): what batches are grouped and sorted by.
-        "length": [max(len(s) for s in item) for item in input_ids],
-    }
+    out: dict[str, list[Any]] = {}
+    for key in MODEL_INPUTS:
+        if key in enc:
+            flat = enc[key]
+            out[key] = [flat[i * NUM_OPTIONS : (i + 1) * NUM_OPTIONS] for i in range(n)]
+    if "attention_mask" not in out:
+        out["attention_mask"] = [[[1] * len(s) for s in item] for item in out["input_ids"]]
+    out["labels"] = list(batch["label"])
+    out["length"] = [max(len(s) for s in item) for item in out["input_ids"]]
+    out["truncated"] = [any(cut[i * NUM_OPTIONS : (i + 1) * NUM_OPTIONS]) for i in range(n)]
+    return out
 
 
 def tokenize_mc(dataset: Dataset, tokenizer, max_length: int, batch_size: int = 1000, desc: str = "tokenize") -> Dataset:
@@ -107,24 +143,24 @@ def tokenize_mc(dataset: Dataset, tokenizer, max_length: int, batch_size: int = 
 
 
 class MCCollator:
-    """Pads a list of MC features to the longest sequence in the batch: tensors of shape (B, 4, L)."""
+    """Pads a list of MC features to the longest sequence in the batch: tensors of shape (B, 4, L).
+
+    transformers' ``DataCollatorForMultipleChoice`` does the padding (with the tokenizer's pad id, pad side
+    and ``pad_token_type_id``; ``pad_to_multiple_of`` on GPU). It flattens every key of a feature, so only
+    the model inputs and ``labels`` are handed to it: the ``length`` and ``truncated`` columns, kept for the
+    length-grouped sampler and the truncation count, are not nested per option. Features without labels
+    (benchmark scoring) get no ``labels`` tensor.
+    """
 
     def __init__(self, tokenizer, pad_to_multiple_of: int | None = None):
-        self.pad_id = tokenizer.pad_token_id
-        self.multiple = pad_to_multiple_of
+        from transformers import DataCollatorForMultipleChoice
+
+        self.inner = DataCollatorForMultipleChoice(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
-        longest = max(len(seq) for f in features for seq in f["input_ids"])
-        if self.multiple:
-            longest = -(-longest // self.multiple) * self.multiple
-        b = len(features)
-        input_ids = torch.full((b, NUM_OPTIONS, longest), self.pad_id, dtype=torch.long)
-        attention = torch.zeros((b, NUM_OPTIONS, longest), dtype=torch.long)
-        for i, f in enumerate(features):
-            for j, seq in enumerate(f["input_ids"]):
-                input_ids[i, j, : len(seq)] = torch.tensor(seq, dtype=torch.long)
-                attention[i, j, : len(seq)] = 1
-        batch = {"input_ids": input_ids, "attention_mask": attention}
-        if "labels" in features[0]:
-            batch["labels"] = torch.tensor([f["labels"] for f in features], dtype=torch.long)
-        return batch
+        labelled = "labels" in features[0]
+        batch = self.inner([{**{k: f[k] for k in MODEL_INPUTS if k in f}, "labels": f["labels"] if labelled else -100}
+                            for f in features])
+        if not labelled:
+            del batch["labels"]
+        return dict(batch)

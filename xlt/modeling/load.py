@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import torch
 
 from xlt.config.model import TINY_MODEL_ID, ModelConfig
 from xlt.errors import ConfigError
 from xlt.hub import hub_resource, is_local, looks_like_path
 from xlt.modeling.tiny import cache_dir, tiny_config, tiny_tokenizer
 from xlt.run import atomic_dir
+
+log = logging.getLogger("xlt.modeling")
 
 
 def _cached_tokenizer_dir(repo_id: str, revision: str | None) -> Path:
@@ -53,20 +54,35 @@ def load_tokenizer(model: ModelConfig | Any):
 
 
 def load_model(model: ModelConfig | Any, tokenizer=None, seed: int = 0):
-    """A fresh ``AutoModelForMultipleChoice`` for ``model``: random init for the tiny model (seeded),
-    pretrained weights (with a new classifier head) otherwise."""
-    from transformers import AutoModelForMultipleChoice
+    """A fresh ``AutoModelForMultipleChoice`` for ``model``: random init for the tiny model, pretrained
+    weights otherwise. Every random number (the tiny model's weights, the new classifier head of a
+    pretrained checkpoint) is drawn after ``transformers.set_seed(seed)``, as HF's ``run_swag.py`` does:
+    the same seed gives the same initial model, another seed another head.
 
+    The names of the weights the checkpoint did not hold (newly initialised: the MC head of an encoder
+    saved without one) are logged and kept in ``model.xlt_new_weights`` for the model card.
+    """
+    from transformers import AutoModelForMultipleChoice, set_seed
+
+    set_seed(seed)
     if model.name_or_path == TINY_MODEL_ID:
         tokenizer = tokenizer if tokenizer is not None else load_tokenizer(model)
-        torch.manual_seed(seed)
-        return AutoModelForMultipleChoice.from_config(tiny_config(tokenizer, model.tiny, model.max_length))
+        net = AutoModelForMultipleChoice.from_config(tiny_config(tokenizer, model.tiny, model.max_length))
+        net.xlt_new_weights = ["(all: random initialisation)"]
+        return net
     kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code,
-                              "use_safetensors": bool(model.use_safetensors)}
+                              "use_safetensors": bool(model.use_safetensors), "output_loading_info": True}
     if is_local(model.name_or_path):
-        return AutoModelForMultipleChoice.from_pretrained(model.name_or_path, **kwargs)
-    with hub_resource("model", model.name_or_path, model.revision, config_key="model.name_or_path"):
-        return AutoModelForMultipleChoice.from_pretrained(model.name_or_path, revision=model.revision, **kwargs)
+        net, info = AutoModelForMultipleChoice.from_pretrained(model.name_or_path, **kwargs)
+    else:
+        with hub_resource("model", model.name_or_path, model.revision, config_key="model.name_or_path"):
+            net, info = AutoModelForMultipleChoice.from_pretrained(model.name_or_path, revision=model.revision,
+                                                                    **kwargs)
+    net.xlt_new_weights = sorted(info.get("missing_keys") or [])
+    if net.xlt_new_weights:
+        log.info("%s holds no weights for %s: newly initialised (seed %d)", model.name_or_path,
+                 ", ".join(net.xlt_new_weights), seed)
+    return net
 
 
 def load_trained(path: str | Path, trust_remote_code: bool = False, revision: str | None = None):

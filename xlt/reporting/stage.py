@@ -29,8 +29,9 @@ from xlt.run import RunDir, atomic_write_text
 
 log = logging.getLogger("xlt.report")
 
-PER_LANG_COLUMNS = ["language", "name", "script", "family", "resource", "accuracy", "ci_low", "ci_high", "n"]
-GMMLU_COLUMNS = ["language", "name", "tier", "translation", "acc_full", "acc_MA", "acc_CS", "acc_CA", "n"]
+PER_LANG_COLUMNS = ["language", "name", "script", "family", "resource", "accuracy", "ci_low", "ci_high", "n",
+                    "truncated"]
+GMMLU_COLUMNS = ["language", "name", "tier", "translation", "acc_full", "acc_MA", "acc_CS", "acc_CA", "n", "truncated"]
 
 
 def display_frame(res: BenchmarkResults) -> pd.DataFrame:
@@ -81,8 +82,11 @@ def data_checks_line(df: pd.DataFrame) -> str:
         return ""
     odd = df[df["odd_items"] > 0]
     where = f" ({', '.join(f'{r.language} {r.odd_items}' for r in odd.itertuples())})" if len(odd) else ""
+    cut = (f"; {int(df['truncated'].sum())} item(s) truncated to fit the model's max_length (column `truncated`)"
+           if "truncated" in df else "")
     return (f"\nData checks: {int(df['odd_items'].sum())} odd item(s) in the benchmark files{where}; "
-            f"{int(df['ties'].sum())} prediction(s) were argmax ties (see each result's `data_checks` and `ties`).\n")
+            f"{int(df['ties'].sum())} prediction(s) were argmax ties (see each result's `data_checks` and `ties`)"
+            f"{cut}.\n")
 
 
 def render_latex(results: dict[str, BenchmarkResults]) -> str:

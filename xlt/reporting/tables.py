@@ -62,6 +62,8 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
                "accuracy": r["accuracy"], "n": r["n"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
                # argmax ties and odd items of the benchmark file (counted by the loader, see data_checks)
                "ties": r.get("ties", 0), "odd_items": sum((r.get("data_checks") or {}).values())}
+        if r.get("truncated") is not None:  # items cut to fit max_length (encoder scorers count them)
+            row["truncated"] = int(r["truncated"])
         meta = r.get("scorer_meta") or {}
         if "comparable_to_harness" in meta:  # LLM scoring: can this number stand beside the harness's?
             row["comparable_to_harness"] = bool(meta["comparable_to_harness"])

@@ -1,9 +1,12 @@
 """Score benchmark items with an encoder multiple-choice model (``AutoModelForMultipleChoice``).
 
-Items are tokenized with :func:`xlt.modeling.features.tokenize_mc` (batched, cached), sorted by length
-(longest first, so an out-of-memory shows up at once) and cut into batches padded only to the batch's
-longest sequence (:class:`~xlt.modeling.features.MCCollator`); the forward passes run under
-``torch.inference_mode()`` with bf16 autocast on GPUs that support it. Scores come back in item order.
+Items are tokenized with :func:`xlt.modeling.features.tokenize_mc` (batched, cached; with
+``token_type_ids`` where the tokenizer makes them), sorted by length (longest first, so an
+out-of-memory shows up at once) and cut into batches padded only to the batch's longest sequence
+(:class:`~xlt.modeling.features.MCCollator`; to a multiple of 8 on GPU); the batch size halves on
+out-of-memory, keeping finished batches (:class:`xlt.batching.AdaptiveBatcher`). The forward passes run
+under ``torch.inference_mode()`` with bf16 autocast on GPUs that support it. Scores come back in item
+order; :meth:`MCScorer.language_meta` counts the items truncated to fit ``max_length``.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import torch
 from datasets import Dataset
 from tqdm.auto import tqdm
 
+from xlt.batching import AdaptiveBatcher
 from xlt.data.schema import NUM_OPTIONS
 from xlt.errors import ConfigError
 
@@ -34,8 +38,11 @@ class MCScorer:
         self.tokenizer = tokenizer
         self.max_length = int(max_length)
         self.batch_size = int(batch_size)
-        self.collate = MCCollator(tokenizer)
+        # Tensor-core friendly lengths on GPU; exact lengths elsewhere (padding only costs time there).
+        self.collate = MCCollator(tokenizer, pad_to_multiple_of=8 if self.device.type == "cuda" else None)
+        self.batcher = AdaptiveBatcher(self.batch_size, what="MC scoring")
         self.progress = progress
+        self._truncated: dict[tuple[str, str], int] = {}
 
     @classmethod
     def from_config(cls, cfg: Any, run: Any) -> MCScorer:
@@ -61,21 +68,37 @@ class MCScorer:
         return contextlib.nullcontext()
 
     def score(self, items: Dataset, *, benchmark: str = "", language: str = "") -> np.ndarray:
-        from xlt.modeling.features import tokenize_mc
+        from xlt.modeling.features import MODEL_INPUTS, tokenize_mc
 
         n = len(items)
         scores = np.zeros((n, NUM_OPTIONS), dtype=np.float32)
+        self._truncated[(benchmark, language)] = 0
         if n == 0:
             return scores
         feats = tokenize_mc(items, self.tokenizer, self.max_length, desc=f"tokenize {benchmark}/{language}")
-        order = np.argsort(-np.asarray(feats["length"]), kind="stable")
-        batches = [order[i : i + self.batch_size] for i in range(0, n, self.batch_size)]
+        self._truncated[(benchmark, language)] = int(sum(feats["truncated"]))
+        inputs = feats.select_columns([c for c in MODEL_INPUTS if c in feats.column_names])
+        order = np.argsort(-np.asarray(feats["length"]), kind="stable").tolist()
+        bar = tqdm(total=n, desc=f"{benchmark}/{language}", unit="q", leave=False, disable=not self.progress)
+
+        def forward(idx: list[int]) -> np.ndarray:
+            rows = inputs[idx]
+            batch = self.collate([{k: rows[k][i] for k in rows} for i in range(len(idx))])
+            return self.model(**{k: v.to(self.device) for k, v in batch.items()}).logits.float().cpu().numpy()
+
+        def done(idx: list[int], logits: np.ndarray) -> None:
+            scores[idx] = logits
+            bar.update(len(idx))
+
         with torch.inference_mode(), self._autocast():
-            for idx in tqdm(batches, desc=f"{benchmark}/{language}", unit="batch", leave=False,
-                            disable=not self.progress):
-                rows = feats.select_columns(["input_ids"])[idx.tolist()]["input_ids"]
-                batch = self.collate([{"input_ids": r} for r in rows])
-                logits = self.model(input_ids=batch["input_ids"].to(self.device),
-                                    attention_mask=batch["attention_mask"].to(self.device)).logits
-                scores[idx] = logits.float().cpu().numpy()
+            self.batcher.map(forward, order, on_batch=done)
+        bar.close()
         return scores
+
+    def language_meta(self, benchmark: str, language: str) -> dict[str, Any]:
+        """``truncated``: items with a passage cut to fit ``max_length``; the batch size if it was reduced."""
+        meta: dict[str, Any] = {"truncated": self._truncated.get((benchmark, language), 0),
+                                "max_length": self.max_length}
+        if self.batcher.reductions:
+            meta["oom_batch_size"] = self.batcher.batch_size
+        return meta

@@ -87,6 +87,8 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "settings": job_settings(cfg, job),
         **accuracy_with_ci(correct, samples, seed),
         "ties": ties,  # predictions whose top score is shared by several options (argmax picks the first)
+        # Items whose passage (or question) was cut to fit the model's max_length; None: the scorer does not say.
+        "truncated": None,
         "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.base.data_checks)
     }
     if get_benchmark(job.kind).has_subsets:
@@ -97,7 +99,9 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         result["provenance"] = provenance
     meta_fn = getattr(scorer, "language_meta", None)
     if callable(meta_fn):
-        extra = meta_fn(job.benchmark, job.language)
+        extra = dict(meta_fn(job.benchmark, job.language) or {})
+        if "truncated" in extra:
+            result["truncated"] = int(extra.pop("truncated"))
         if extra:
             result["scorer_meta"] = extra
     atomic_write_json(result_path(run, job), result)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import torch
@@ -60,10 +61,9 @@ def build_training_arguments(cfg: Any, run: RunDir, report_to: list[str] | None 
         length_column_name="length",
         # Keep the `length` column: the Trainer drops unused columns *before* building the sampler, and
         # without it LengthGroupedSampler measures len(input_ids) = 4 options for every item (no grouping).
-        # MCCollator only reads input_ids and labels.
+        # MCCollator hands only the model inputs and labels to DataCollatorForMultipleChoice.
         remove_unused_columns=False,
         dataloader_num_workers=t.dataloader_num_workers,
-        activation_checkpointing=t.gradient_checkpointing,  # v5 name of gradient_checkpointing
         deepspeed=resolve_deepspeed(t.deepspeed),
         # The MC head ignores num_items_in_batch, so token averaging would multiply the loss by the
         # number of processes.
@@ -75,5 +75,9 @@ def build_training_arguments(cfg: Any, run: RunDir, report_to: list[str] | None 
         disable_tqdm=False,
         ddp_find_unused_parameters=False,
     )
+    # transformers >= 5.23 calls it activation_checkpointing (gradient_checkpointing is the deprecated alias).
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    kwargs["activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"] = (
+        t.gradient_checkpointing)
     kwargs.update(overrides)
     return TrainingArguments(**kwargs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from xlt.hub import is_local
 from xlt.training.data import translate_train_all
 
 EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"
@@ -27,8 +28,20 @@ def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) ->
     """Markdown model card for a run: base model, recipe, data, hyperparameters, dev results."""
     m, t = cfg.model, cfg.training
     lora = bool(m.lora.enabled)
-    base = None if m.name_or_path == "xlt-tiny" else m.name_or_path
-    rev = f" (revision `{m.revision}`)" if m.revision else ""
+    local = m.name_or_path != "xlt-tiny" and is_local(m.name_or_path)
+    # ``base_model`` is a Hub id on the Hub: the tiny model has none, a local folder is named, not linked.
+    base = None if m.name_or_path == "xlt-tiny" or local else m.name_or_path
+    rev = f" (revision `{m.revision}`)" if m.revision and not local else ""
+    base_text = f"local checkpoint `{Path(m.name_or_path).name}`" if local else f"`{m.name_or_path}`"
+    new_weights = summary.get("new_weights") or []
+    if m.name_or_path == "xlt-tiny":
+        head = "randomly initialised with the whole model (no pretraining)"
+    elif new_weights:
+        head = (f"newly initialised (seed {cfg.seed}; the checkpoint holds no weights for "
+                f"{', '.join(f'`{k}`' for k in new_weights)})")
+    else:
+        head = "loaded from the checkpoint (it already held a multiple-choice head)"
+    sources = sorted(name for name, src in cfg.data.sources.items() if getattr(src, "enabled", True))
     hyper = {
         "learning_rate": t.learning_rate,
         "effective batch size": summary.get("effective_batch_size"),
@@ -55,10 +68,10 @@ def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) ->
 
 Trained with xlt, recipe `{cfg.recipe_name}`.
 
-- **Base model:** `{m.name_or_path}`{rev}
-- **Head:** `AutoModelForMultipleChoice` (4 options, passage truncated, question and option kept)
+- **Base model:** {base_text}{rev}
+- **Head:** `AutoModelForMultipleChoice` (4 options, passage truncated, question and option kept); {head}
 - **Training setting:** {setting}
-- **Training data:** {splits} (sources: {", ".join(sorted(cfg.data.sources)) or "n/a"})
+- **Training data:** {splits} (sources: {", ".join(sources) or "n/a"})
 - **Format:** {"LoRA adapter (with the classifier head in modules_to_save); load with `xlt.modeling.load.load_trained`" if lora else "full model, safetensors"}
 
 ## Training hyperparameters

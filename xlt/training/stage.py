@@ -7,7 +7,7 @@ already gives what a research run needs and that would otherwise be re-implement
   that skips the batches already seen, so a killed run ends with the same metrics as an uninterrupted one;
 * DeepSpeed (ZeRO-2/3, offload) and multi-process data parallelism through accelerate, from one config;
 * length-grouped batches (``train_sampling_strategy="group_by_length"`` over the ``length`` column), so
-  dynamic padding (:class:`xlt.modeling.features.MCCollator`) pads little;
+  dynamic padding (:class:`xlt.modeling.features.MCCollator`, transformers' DataCollatorForMultipleChoice) pads little;
 * callbacks for periodic dev evaluation, keeping the best checkpoint, early stopping, the collapse
   detector and W&B logging (``report_to``).
 
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import torch
 
 from xlt import tracking
 from xlt.cluster import checkpoint_callback
@@ -97,7 +98,8 @@ def make_trainer(args, model, tokenizer, feats, callbacks: list[Any] | None = No
         args=args,
         train_dataset=feats["train"],
         eval_dataset=feats["dev"],
-        data_collator=MCCollator(tokenizer),
+        # Tensor-core friendly lengths on GPU; exact lengths on CPU, where padding only costs time.
+        data_collator=MCCollator(tokenizer, pad_to_multiple_of=8 if torch.cuda.is_available() else None),
         processing_class=tokenizer,
         compute_metrics=compute_metrics,
         callbacks=callbacks or [],
@@ -160,6 +162,7 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
 
         deepspeed.init_distributed()
     model = load_model(cfg.model, tokenizer, seed=cfg.seed)
+    new_weights = list(getattr(model, "xlt_new_weights", []))
     if cfg.model.lora.enabled:
         model = wrap_lora(model, cfg.model.lora)
         if main:
@@ -199,6 +202,7 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
         "lora": bool(cfg.model.lora.enabled),
         "resumed_from": resume,
         "collapsed": collapse.collapsed,
+        "new_weights": new_weights,  # not in the checkpoint: initialised (seeded) before training
         "dev_accuracy_history": history["dev"],
     }
     if main:

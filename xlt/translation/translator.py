@@ -20,6 +20,7 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from xlt.batching import AdaptiveBatcher
 from xlt.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -99,9 +100,12 @@ class Translator:
         """Yield ``(indices into texts, translations)`` per length-sorted batch."""
         if not texts:
             return
+        # On out-of-memory a batch is split (halving, kept for the next batches); its finished parts are kept.
+        oom = getattr(self, "_oom", None) or AdaptiveBatcher(max(self.batch_size, 1), what="translation")
+        self._oom = oom
         for batch in length_sorted_batches(self.lengths(texts), self.batch_size, self.max_batch_tokens):
             self.stats["generate_calls"] += 1
-            yield batch, self._generate([texts[i] for i in batch], src_lang, tgt_lang)
+            yield batch, oom.map(lambda chunk: self._generate(chunk, src_lang, tgt_lang), [texts[i] for i in batch])
 
     def translate(self, texts: Sequence[str], src_lang: str, tgt_lang: str) -> list[str]:
         """Translate all of ``texts`` (in order); no cache."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import torch
 from tqdm.auto import tqdm
 
+from xlt.batching import AdaptiveBatcher
 from xlt.data.schema import LETTERS
 from xlt.errors import ConfigError
 from xlt.scoring.llm.loglik import encode_texts
@@ -76,6 +77,7 @@ class GreedyGenerator:
         self.add_bos_token = add_bos_token
         self.progress = progress
         self.generated_tokens = 0
+        self.batcher = AdaptiveBatcher(self.batch_size, what="LLM generation")  # halves on OOM, keeps done batches
 
     def generate(self, prompts: Sequence[str]) -> list[str]:
         tok = self.tokenizer
@@ -85,24 +87,16 @@ class GreedyGenerator:
         enc = encode_texts(tok, list(prompts), self.add_bos_token)
         order = sorted(range(len(enc)), key=lambda i: -len(enc[i]))
         out: list[str | None] = [None] * len(enc)
-        i = 0
         bar = tqdm(total=len(order), desc="LLM generation", unit="q", disable=not self.progress)
-        while i < len(order):
-            idx = order[i : i + self.batch_size]
-            try:
-                texts = self._generate_batch([enc[j] for j in idx], pad_id)
-            except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-                if "out of memory" not in str(err).lower() or self.batch_size == 1:
-                    raise
-                self.batch_size //= 2
-                log.warning("out of memory; retrying generation with batch size %d", self.batch_size)
-                if torch.cuda.is_available():
-                    torch.cuda.empty_cache()
-                continue
+
+        def done(idx: list[int], texts: list[str]) -> None:
             for j, t in zip(idx, texts, strict=True):
                 out[j] = t
-            i += len(idx)
             bar.update(len(idx))
+
+        self.batcher.batch_size = self.batch_size
+        self.batcher.map(lambda idx: self._generate_batch([enc[j] for j in idx], pad_id), order, on_batch=done)
+        self.batch_size = self.batcher.batch_size
         bar.close()
         return out  # type: ignore[return-value]
 

@@ -28,6 +28,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from xlt.batching import AdaptiveBatcher
+
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_LENGTH = 2048
@@ -160,10 +162,6 @@ class ForwardStats:
         return dict(self.__dict__)
 
 
-def _is_oom(err: BaseException) -> bool:
-    return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
-
-
 def _cache_kwarg(model) -> str:
     """The forward argument that takes a KV cache: ``cache`` (transformers >= 5.2x) or ``past_key_values``."""
     import inspect
@@ -198,6 +196,8 @@ class LoglikelihoodEngine:
         self.progress = progress
         self.score_dtype = score_dtype
         self.stats = ForwardStats()
+        self.batcher = AdaptiveBatcher(self.batch_size, what="LLM scoring")  # halves on OOM, keeps done batches
+        self._reductions_seen = 0
         self._cache_ok: bool | None = None
 
     def scores(self, seqs: list[ForwardInput], n_questions: int, n_options: int,
@@ -251,25 +251,18 @@ class LoglikelihoodEngine:
 
     def _run(self, seqs: list[ForwardInput], out: np.ndarray, bar, past: PrefixKV | None) -> None:
         order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i].tokens))  # longest first: OOM early
-        i = 0
-        while i < len(order):
-            chunk = [seqs[j] for j in order[i : i + self.batch_size]]
-            try:
-                lls = self._forward(chunk, past)
-            except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
-                if not _is_oom(err) or self.batch_size == 1:
-                    raise
-                self.batch_size //= 2
-                self.stats.oom_halvings += 1
-                log.warning("out of memory; retrying with batch size %d", self.batch_size)
-                if torch.cuda.is_available():
-                    torch.cuda.empty_cache()
-                continue
+
+        def done(chunk: list[ForwardInput], lls) -> None:
             for seq, row in zip(chunk, lls, strict=True):
                 for m, (q, j, _) in enumerate(seq.members):
                     out[q, j] = row[m]
-            i += len(chunk)
             bar.update(len(chunk))
+
+        self.batcher.batch_size = self.batch_size
+        self.batcher.map(lambda chunk: self._forward(chunk, past), [seqs[j] for j in order], on_batch=done)
+        self.stats.oom_halvings += self.batcher.reductions - self._reductions_seen
+        self._reductions_seen = self.batcher.reductions
+        self.batch_size = self.batcher.batch_size
 
     @torch.inference_mode()
     def _encode_prefix(self, prefix: tuple[int, ...]) -> PrefixKV:

@@ -1,0 +1,29 @@
+"""`xlt <command> [args]` (the console script) and `python -m xlt <command>`: the same entry points as
+`python -m xlt.<command>`, e.g. `xlt train +recipe=demo`, `xlt report --compare runs/a runs/b --out cmp/`."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = ("train", "build_data", "translate", "finetune", "evaluate", "report", "prefetch")
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = argv[0].replace("-", "_") if argv else ""
+    if command not in COMMANDS:
+        print(f"usage: xlt {{{','.join(COMMANDS)}}} [overrides or options]\n"
+              f"  e.g. xlt train +recipe=demo; xlt report --compare RUN_DIR ... --out DIR", file=sys.stderr)
+        sys.exit(0 if command in ("", "_h", "__help", "help") and not argv[1:] else 2)
+    module = importlib.import_module(f"xlt.{command}")
+    sys.argv = [f"xlt {command}", *argv[1:]]  # what Hydra (or argparse) parses
+    if command == "report" and "--compare" in argv[1:]:
+        sys.exit(module.compare_main(argv[1:]))
+    result = module.main()
+    if command == "prefetch":  # an argparse tool returning its exit status
+        sys.exit(result)
+
+
+if __name__ == "__main__":
+    main()
