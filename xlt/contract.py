@@ -20,6 +20,7 @@ evaluation languages, translation parts) only when its recorded inputs still mat
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -39,7 +40,8 @@ from xlt.config.keys import stage_values
 from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, XltError
 from xlt.fingerprint import path_fingerprint, resource_fingerprint
-from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, world_size
+from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, remove_path, world_size
+from xlt.state import Damaged, StateError, read_state
 
 log = logging.getLogger("xlt")
 
@@ -111,6 +113,88 @@ def _report_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     return {"eval.resource_groups": _local(cfg.eval.resource_groups)}
 
 
+# --- output checks of a done stage (xlt.state): damaged derivable outputs rerun the stage ----------------
+
+def _json_problems(run: RunDir, files: dict[str, Any]) -> list[str]:
+    out = []
+    for rel, schema in files.items():
+        try:
+            if read_state(run.path / rel, schema) is None:
+                out.append(f"{rel} missing")
+        except Damaged as err:
+            out.append(f"{rel} damaged ({err.why})")
+    return out
+
+
+def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    from xlt.state import BUILD_REPORT, load_dataset_dir
+
+    out = _json_problems(run, {"data/build_report.json": BUILD_REPORT})
+    try:
+        load_dataset_dir(run.train_set)
+    except Damaged as err:
+        out.append(f"data/train_set damaged ({err.why})")
+    return out
+
+
+def _check_translate(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    return _json_problems(run, {"data/translation_report.json": None})
+
+
+def model_problem(run: RunDir) -> str | None:
+    """Why ``run.model`` is not the model the train stage saved (None: its files match the fingerprint
+    recorded in ``model/xlt_provenance.json``)."""
+    from xlt.state import MODEL_PROVENANCE
+
+    prov_file = run.model / "xlt_provenance.json"
+    try:
+        prov = read_state(prov_file, MODEL_PROVENANCE)
+    except Damaged as err:
+        return f"{prov_file} is damaged ({err.why}), so the weights cannot be checked"
+    if prov is None:
+        return f"{prov_file} is missing, so the weights in {run.model} cannot be checked"
+    now = path_fingerprint(run.model)
+    if now != prov["fingerprint"]:
+        return (f"the files in {run.model} no longer match what the train stage saved ({prov_file} records "
+                f"fingerprint {prov['fingerprint']}, the files give {now}: weights replaced, edited or truncated)")
+    return None
+
+
+def check_model(run: RunDir) -> None:
+    """Refuse a run model that is not what training produced: the user decides what it should be."""
+    problem = model_problem(run)
+    if problem:
+        raise StateError(
+            f"{problem}.\n  To retrain it: add force=true 'stages=[train,evaluate,report]' to the command. To score "
+            f"other weights, give them their own folder and pass eval.model=/path/to/that/folder (another run).")
+
+
+def _check_train(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    from xlt.state import TRAIN_METRICS
+
+    check_model(run)
+    return _json_problems(run, {"train_metrics.json": TRAIN_METRICS})
+
+
+def _check_evaluate(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    from xlt.scoring.results import current_jobs, plan_jobs, result_path, result_problem
+
+    jobs = plan_jobs(cfg)
+    current = current_jobs(cfg, run, jobs, ctx)
+    out = []
+    for job in jobs:
+        problem = result_problem(run, job, current)
+        if problem:
+            out.append(f"{result_path(run, job).relative_to(run.path)} {problem}")
+    return out
+
+
+def _check_report(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    from xlt.state import REPORT
+
+    return _json_problems(run, {"report.json": REPORT})
+
+
 def _evaluate_upstream(cfg: Any) -> tuple[str, ...]:
     return ("train",) if cfg.eval.scorer == "mc" and cfg.eval.model == "run" else ()
 
@@ -123,20 +207,23 @@ class StageSpec:
     files: Callable[[Any, RunDir], dict[str, Any]]
     outputs: tuple[str, ...]
     shard_section: str | None = None  # config section whose shard_index/num_shards split this stage
+    # Checks the outputs of a done stage beyond their existence (:mod:`xlt.state`): the list of missing or
+    # damaged ones (derivable: the stage reruns); raises StateError for what the user must decide.
+    check: Callable[[Any, RunDir, Any], list[str]] | None = None
 
 
 STAGES: dict[str, StageSpec] = {s.name: s for s in (
     StageSpec("build_data", "xlt.data.assemble:run_stage", lambda cfg: (), _build_data_files,
-              ("data/train_set", "data/build_report.json")),
+              ("data/train_set", "data/build_report.json"), check=_check_build_data),
     StageSpec("translate", "xlt.translation.stage:run_stage", lambda cfg: ("build_data",), _translate_files,
-              ("data/translation_report.json",), shard_section="translate"),
+              ("data/translation_report.json",), shard_section="translate", check=_check_translate),
     StageSpec("train", "xlt.training.stage:run_stage",
               lambda cfg: ("build_data", "translate") if translate_train_all(cfg) else ("build_data",),
-              _train_files, ("model", "train_metrics.json")),
+              _train_files, ("model", "train_metrics.json"), check=_check_train),
     StageSpec("evaluate", "xlt.scoring.stage:run_stage", _evaluate_upstream, _evaluate_files, ("eval",),
-              shard_section="eval"),
+              shard_section="eval", check=_check_evaluate),
     StageSpec("report", "xlt.reporting.stage:run_stage", lambda cfg: ("evaluate",), _report_files,
-              ("report.json",)),
+              ("report.json",), check=_check_report),
 )}
 
 
@@ -171,24 +258,26 @@ INPUTS_FILE = "xlt_inputs.json"
 
 
 def recorded_inputs(folder: Path) -> str | None:
-    """The input hash recorded in ``folder`` (None: nothing recorded)."""
-    marker = folder / INPUTS_FILE
-    return json.loads(marker.read_text()).get("inputs") if marker.exists() else None
+    """The input hash recorded in ``folder`` (None: nothing recorded, or a damaged record: logged, and the
+    partial work is then treated as made under unknown inputs)."""
+    from xlt.state import INPUTS, read_or_redo
+
+    value = read_or_redo(folder / INPUTS_FILE, INPUTS, what="ignored: the partial work in its folder is not resumed")
+    return value["inputs"] if value else None
 
 
 def record_inputs(folder: Path, ctx: StageContext) -> None:
     """Record ``ctx``'s inputs in ``folder`` (created if needed): its partial work is made under them."""
     folder.mkdir(parents=True, exist_ok=True)
+    remove_path(folder / INPUTS_FILE)
     atomic_write_json(folder / INPUTS_FILE, {"inputs": ctx.inputs, "detail": ctx.detail})
 
 
 def output_id(run: RunDir, stage: str) -> str | None:
     """The ``output_id`` of ``stage``'s done-marker (None if the stage is not done)."""
-    if not run.is_done(stage):
-        return None
     try:
         return run.done_info(stage).get("provenance", {}).get("output_id")
-    except (OSError, ValueError):
+    except Damaged:
         return None
 
 
@@ -212,22 +301,28 @@ def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return out
 
 
-def stale_reason(run: RunDir, ctx: StageContext) -> str | None:
+def stale_reason(run: RunDir, ctx: StageContext, cfg: Any = None) -> str | None:
     """Why ``ctx.stage`` must run (None: its done-marker matches and its outputs exist)."""
     if ctx.force:
         return "force=true"
-    if not run.is_done(ctx.stage):
-        return "not done yet"
     try:
-        prov = run.done_info(ctx.stage).get("provenance", {})
-    except (OSError, ValueError):
-        return "its done-marker is unreadable"
+        info = run.done_info(ctx.stage)
+    except Damaged as err:
+        return f"its done-marker is damaged ({err}); redoing the stage"
+    if not info:
+        return "not done yet"
+    prov = info["provenance"]
     if prov.get("inputs") != ctx.inputs:
-        changed = _changes(prov.get("detail", {}), ctx.detail)
+        detail = prov.get("detail")
+        changed = _changes(detail, ctx.detail) if isinstance(detail, dict) else []
         return "inputs changed: " + (", ".join(changed[:8]) if changed else "(an earlier xlt version's marker)")
     missing = [o for o in STAGES[ctx.stage].outputs if not (run.path / o).exists()]
     if missing:
         return f"outputs missing: {', '.join(missing)}"
+    check = STAGES[ctx.stage].check
+    problems = check(cfg, run, ctx) if check is not None and cfg is not None else []
+    if problems:
+        return "outputs missing or damaged: " + "; ".join(problems[:8])
     return None
 
 
@@ -241,8 +336,9 @@ def _wait_for_rank0(run: RunDir, name: str, ctx: StageContext) -> None:
     log.info("stage %-10s runs on rank 0; waiting for it", name)
     failed = run.path / "stages" / f"{name}.failed"
     while True:
-        if run.is_done(name) and run.done_info(name).get("provenance", {}).get("inputs") == ctx.inputs:
-            return
+        with contextlib.suppress(Damaged):  # being rewritten by rank 0
+            if run.done_info(name).get("provenance", {}).get("inputs") == ctx.inputs:
+                return
         if failed.exists():
             raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
         time.sleep(WAIT_POLL_S)
@@ -269,7 +365,7 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
     ran: list[str] = []
     for i, name in enumerate(stages):
         ctx = context(cfg, run, name)
-        reason = stale_reason(run, ctx)
+        reason = stale_reason(run, ctx, cfg)
         if reason is None:
             log.info("stage %-10s up to date (%s); skipping. Use force=true to redo it.", name, run.marker(name))
             continue

@@ -90,19 +90,34 @@ class RunDir:
         return self.marker(stage).exists()
 
     def done_info(self, stage: str) -> dict[str, Any]:
-        return json.loads(self.marker(stage).read_text())
+        """The stage's done-marker, checked (:func:`xlt.state.read_state`): {} when absent;
+        :class:`xlt.state.Damaged` when it is not a marker xlt wrote."""
+        from xlt.state import MARKER, read_state
+
+        return read_state(self.marker(stage), MARKER) or {}
 
     def mark_done(self, stage: str, info: dict[str, Any] | None = None) -> None:
         atomic_write_json(self.marker(stage), info or {})
 
     def clear(self, stage: str) -> None:
-        self.marker(stage).unlink(missing_ok=True)
+        remove_path(self.marker(stage))
+
+
+def remove_path(path: str | os.PathLike[str]) -> None:
+    """Remove a file, or a folder found where a file belongs (a damaged run directory)."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    if path.is_dir() and not path.is_symlink():  # a damaged run directory: a folder where the file belongs
+        shutil.rmtree(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
