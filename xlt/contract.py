@@ -126,6 +126,25 @@ def _json_problems(run: RunDir, files: dict[str, Any]) -> list[str]:
     return out
 
 
+def sealed_fingerprint(path: Path) -> str:
+    """Fingerprint of an output folder as its stage wrote it (``datasets`` map caches left out)."""
+    if not path.is_dir():
+        return path_fingerprint(path)
+    files = [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(("cache-", "."))]
+    return path_fingerprint(path, files)
+
+
+def sealed_problems(run: RunDir, stage: str) -> list[str]:
+    """Outputs of a done stage whose content is no longer what the stage wrote (its marker records their
+    fingerprints): Arrow files cannot be checked by their structure alone (a truncated stream reads short)."""
+    try:
+        recorded = run.done_info(stage).get("provenance", {}).get("outputs") or {}
+    except Damaged:
+        return []
+    return [f"{rel} changed or damaged since {stage} wrote it" for rel, fp in recorded.items()
+            if sealed_fingerprint(run.path / rel) != fp]
+
+
 def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     from xlt.state import BUILD_REPORT, load_dataset_dir
 
@@ -134,7 +153,7 @@ def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
         load_dataset_dir(run.train_set)
     except Damaged as err:
         out.append(f"data/train_set damaged ({err.why})")
-    return out
+    return out or sealed_problems(run, "build_data")
 
 
 def _check_translate(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
@@ -177,11 +196,14 @@ def _check_train(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
 
 
 def _check_evaluate(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    from xlt.scoring.results import current_jobs, plan_jobs, result_path, result_problem
+    from xlt.scoring.results import current_jobs, enabled_benchmarks, plan_jobs, plan_path, result_path, result_problem
+    from xlt.state import PLAN
 
+    if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
+        check_model(run)
     jobs = plan_jobs(cfg)
     current = current_jobs(cfg, run, jobs, ctx)
-    out = []
+    out = _json_problems(run, {str(plan_path(run, b).relative_to(run.path)): PLAN for b in enabled_benchmarks(cfg)})
     for job in jobs:
         problem = result_problem(run, job, current)
         if problem:
@@ -207,6 +229,9 @@ class StageSpec:
     files: Callable[[Any, RunDir], dict[str, Any]]
     outputs: tuple[str, ...]
     shard_section: str | None = None  # config section whose shard_index/num_shards split this stage
+    # Outputs whose fingerprints go into the done-marker and are compared on every check (folders whose
+    # damage their structure does not show, e.g. Arrow files).
+    sealed: tuple[str, ...] = ()
     # Checks the outputs of a done stage beyond their existence (:mod:`xlt.state`): the list of missing or
     # damaged ones (derivable: the stage reruns); raises StateError for what the user must decide.
     check: Callable[[Any, RunDir, Any], list[str]] | None = None
@@ -214,7 +239,7 @@ class StageSpec:
 
 STAGES: dict[str, StageSpec] = {s.name: s for s in (
     StageSpec("build_data", "xlt.data.assemble:run_stage", lambda cfg: (), _build_data_files,
-              ("data/train_set", "data/build_report.json"), check=_check_build_data),
+              ("data/train_set", "data/build_report.json"), check=_check_build_data, sealed=("data/train_set",)),
     StageSpec("translate", "xlt.translation.stage:run_stage", lambda cfg: ("build_data",), _translate_files,
               ("data/translation_report.json",), shard_section="translate", check=_check_translate),
     StageSpec("train", "xlt.training.stage:run_stage",
@@ -398,7 +423,8 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
             finished = time.time()
             prov = {**ctx.record(), "detail": ctx.detail, "host": socket.gethostname(), "pid": os.getpid(),
                     "started": started, "finished": finished,
-                    "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()])}
+                    "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()]),
+                    "outputs": {rel: sealed_fingerprint(run.path / rel) for rel in STAGES[name].sealed}}
             run.mark_done(name, {**summary, "provenance": prov})
         log.info("stage %-10s finished", name)
     return ran

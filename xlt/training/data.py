@@ -29,9 +29,13 @@ def load_training_set(cfg: Any, run: RunDir) -> DatasetDict:
                 f"no training set at {run.train_set}: run the build_data stage first "
                 "(python -m xlt.build_data with the same recipe and overrides)"
             )
+        from xlt.contract import sealed_problems
         from xlt.state import Damaged, load_dataset_dir
 
         try:
+            changed = sealed_problems(run, "build_data")
+            if changed:
+                raise Damaged(run.train_set, changed[0])
             ds = load_dataset_dir(run.train_set)
         except Damaged as err:
             raise DataError(f"{err}; rerun the build_data stage (python -m xlt.build_data with the same recipe "
