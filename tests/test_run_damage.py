@@ -437,3 +437,38 @@ def test_kill_9_during_a_checkpoint_save_resumes_from_the_previous_one_bit_ident
     assert "checkpoint-8 is incomplete or damaged" in caplog.text
     assert json.loads((run.path / "train_metrics.json").read_text())["resumed_from"].endswith("checkpoint-4")
     assert _weights(run) == base.weights
+
+
+# --- report --compare on damaged or repeated runs ---------------------------------------------------
+
+def test_compare_refuses_the_same_run_twice_and_an_out_that_is_a_file(base, tmp_path):
+    from xlt.reporting.compare import compare_runs
+
+    other = base.copy(tmp_path / "b")
+    with pytest.raises(XltError, match="is the same run directory as"):
+        compare_runs([base.run.path, other.path, Path(str(base.run.path) + "/")], tmp_path / "cmp")
+    afile = tmp_path / "cmp.txt"
+    afile.write_text("x")
+    with pytest.raises(XltError, match="--out .*cmp.txt: is a file"):
+        compare_runs([base.run.path, other.path], afile)
+    payload = compare_runs([base.run.path, other.path], tmp_path / "cmp")  # two distinct copies compare
+    assert len(payload["runs"]) == 2
+
+
+@pytest.mark.parametrize(("rel", "kind"), [("config.yaml", "garbage"), ("config.yaml", "other_shape"),
+                                           ("eval/belebele/plan.json", "truncated"),
+                                           ("eval/belebele/predictions/fra_Latn.jsonl", "truncated"),
+                                           ("eval/global_mmlu/en.json", "other_shape")])
+def test_compare_names_a_damaged_run(base, tmp_path, rel, kind):
+    from xlt.reporting.compare import compare_runs
+
+    other = base.copy(tmp_path / "b")
+    damage(other.path / rel, kind)
+    with pytest.raises(XltError) as err:
+        compare_runs([base.run.path, other.path], tmp_path / "cmp")
+    assert Path(rel).name in str(err.value) and str(other.path) in str(err.value)
+
+
+def test_compare_through_the_cli_is_an_xlt_error(base, tmp_path):
+    proc = xlt("xlt.report", "--compare", str(base.run.path), str(base.run.path), "--out", str(tmp_path / "cmp"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "xlt: error:" in proc.stderr
