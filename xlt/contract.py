@@ -165,6 +165,8 @@ def model_problem(run: RunDir) -> str | None:
     recorded in ``model/xlt_provenance.json``)."""
     from xlt.state import MODEL_PROVENANCE
 
+    if not run.model.exists():
+        return None  # no model yet: scoring says so (train first)
     prov_file = run.model / "xlt_provenance.json"
     try:
         prov = read_state(prov_file, MODEL_PROVENANCE)
@@ -195,22 +197,6 @@ def _check_train(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     return _json_problems(run, {"train_metrics.json": TRAIN_METRICS})
 
 
-def _check_evaluate(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    from xlt.scoring.results import current_jobs, enabled_benchmarks, plan_jobs, plan_path, result_path, result_problem
-    from xlt.state import PLAN
-
-    if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
-        check_model(run)
-    jobs = plan_jobs(cfg)
-    current = current_jobs(cfg, run, jobs, ctx)
-    out = _json_problems(run, {str(plan_path(run, b).relative_to(run.path)): PLAN for b in enabled_benchmarks(cfg)})
-    for job in jobs:
-        problem = result_problem(run, job, current)
-        if problem:
-            out.append(f"{result_path(run, job).relative_to(run.path)} {problem}")
-    return out
-
-
 def _check_report(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     from xlt.state import REPORT
 
@@ -234,7 +220,8 @@ class StageSpec:
     sealed: tuple[str, ...] = ()
     # Checks the outputs of a done stage beyond their existence (:mod:`xlt.state`): the list of missing or
     # damaged ones (derivable: the stage reruns); raises StateError for what the user must decide.
-    check: Callable[[Any, RunDir, Any], list[str]] | None = None
+    # (a function, or "module:function" for a module that imports this one)
+    check: Callable[[Any, RunDir, Any], list[str]] | str | None = None
 
 
 STAGES: dict[str, StageSpec] = {s.name: s for s in (
@@ -246,7 +233,7 @@ STAGES: dict[str, StageSpec] = {s.name: s for s in (
               lambda cfg: ("build_data", "translate") if translate_train_all(cfg) else ("build_data",),
               _train_files, ("model", "train_metrics.json"), check=_check_train),
     StageSpec("evaluate", "xlt.scoring.stage:run_stage", _evaluate_upstream, _evaluate_files, ("eval",),
-              shard_section="eval", check=_check_evaluate),
+              shard_section="eval", check="xlt.scoring.results:check_outputs"),
     StageSpec("report", "xlt.reporting.stage:run_stage", lambda cfg: ("evaluate",), _report_files,
               ("report.json",), check=_check_report),
 )}
@@ -345,6 +332,9 @@ def stale_reason(run: RunDir, ctx: StageContext, cfg: Any = None) -> str | None:
     if missing:
         return f"outputs missing: {', '.join(missing)}"
     check = STAGES[ctx.stage].check
+    if isinstance(check, str):
+        module, _, func = check.partition(":")
+        check = getattr(importlib.import_module(module), func)
     problems = check(cfg, run, ctx) if check is not None and cfg is not None else []
     if problems:
         return "outputs missing or damaged: " + "; ".join(problems[:8])
@@ -362,7 +352,8 @@ def _wait_for_rank0(run: RunDir, name: str, ctx: StageContext) -> None:
     failed = run.path / "stages" / f"{name}.failed"
     while True:
         with contextlib.suppress(Damaged):  # being rewritten by rank 0
-            if run.done_info(name).get("provenance", {}).get("inputs") == ctx.inputs:
+            info = read_state(run.marker(name), {"provenance": {"inputs": str}}) or {}
+            if info.get("provenance", {}).get("inputs") == ctx.inputs:
                 return
         if failed.exists():
             raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")

@@ -254,3 +254,28 @@ def missing_message(missing: list[Job], num_shards: int = 1) -> str:
             if num_shards > 1 else "")
     return (f"evaluation incomplete: {len(missing)} (benchmark, language) result(s) missing: "
             + "; ".join(parts) + f".{hint} rerun the evaluate stage (it resumes) before the report.")
+
+
+def check_outputs(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    """The evaluate stage's output check (:class:`xlt.contract.StageSpec`): the plans and every planned
+    result, sound and current; the run's model must be what training saved (else :class:`StateError`)."""
+    from xlt.contract import check_model
+
+    if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
+        check_model(run)
+    if not any(b.enabled for b in cfg.eval.benchmarks.values()):
+        return []  # nothing planned (the config check refuses this before a real evaluation)
+    out = []
+    for name in enabled_benchmarks(cfg):
+        try:
+            if read_state(plan_path(run, name), PLAN) is None:
+                out.append(f"eval/{name}/plan.json missing")
+        except Damaged as err:
+            out.append(f"eval/{name}/plan.json damaged ({err.why})")
+    jobs = plan_jobs(cfg)
+    current = current_jobs(cfg, run, jobs, ctx)
+    for job in jobs:
+        problem = result_problem(run, job, current)
+        if problem:
+            out.append(f"{result_path(run, job).relative_to(run.path)} {problem}")
+    return out
