@@ -27,6 +27,7 @@ from xlt.scoring.results import (
     missing_message,
     planned_jobs,
     read_result,
+    result_path,
 )
 
 
@@ -119,7 +120,7 @@ def load_run_results(run_path: str | Path) -> dict[str, BenchmarkResults]:
         except Damaged as err:
             raise DataError(f"{err}; rerun the evaluate stage of {run.path} (it rewrites the plan)") from None
         jobs = [Job(plan["benchmark"], lang, plan["kind"]) for lang in plan["languages"]]
-        missing = missing_jobs(run, jobs)
+        missing = [j for j in missing_jobs(run, jobs) if not result_path(run, j).exists()]  # damaged: read_result says why
         if missing:
             raise DataError(f"{run.eval}: " + missing_message(missing))
         out[plan["benchmark"]] = results_from_files(plan["benchmark"], plan["kind"],
