@@ -472,3 +472,16 @@ def test_compare_names_a_damaged_run(base, tmp_path, rel, kind):
 def test_compare_through_the_cli_is_an_xlt_error(base, tmp_path):
     proc = xlt("xlt.report", "--compare", str(base.run.path), str(base.run.path), "--out", str(tmp_path / "cmp"))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr and "xlt: error:" in proc.stderr
+
+
+@pytest.mark.parametrize("rel", ["eval/belebele/predictions", "stages"])
+def test_a_file_where_a_folder_belongs_is_named_with_the_fix(base, tmp_path, rel):
+    run = base.copy(tmp_path)
+    (run.eval / "belebele" / "fra_Latn.json").unlink()  # something to write
+    (run.path / "stages" / "evaluate.json").unlink()
+    target = run.path / rel
+    shutil.rmtree(target)
+    target.write_text("not a folder")
+    with pytest.raises(XltError) as err:
+        run_stages(base.cfg, run, ["evaluate"])
+    assert f"{target} is a file where a folder belongs: remove it" in str(err.value)

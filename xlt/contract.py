@@ -375,6 +375,9 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
     ``num_shards`` > 1 job of translate or evaluate) runs only its own stage and what follows it; the
     stages before must be done.
     """
+    markers = run.path / "stages"
+    if markers.exists() and not markers.is_dir():
+        raise StateError(f"{markers} is a file where a folder belongs: remove it, then rerun (its stages are redone)")
     distributed = world_size() > 1
     train_at = list(stages).index("train") if "train" in stages else len(stages)
     sharded_at = next((i for i, s in enumerate(stages) if _sharded(cfg, STAGES[s])), None)
