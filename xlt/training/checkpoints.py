@@ -129,6 +129,10 @@ def completeness_callback() -> Any:
 
     class CompletenessMarker(TrainerCallback):
         def on_save(self, args, state, control, **kwargs):
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                dist.barrier()  # every rank's files (RNG states, ZeRO shards) are written before the record
             if state.is_world_process_zero:
                 folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 if folder.is_dir():
