@@ -203,6 +203,11 @@ def _check_report(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     return _json_problems(run, {"report.json": REPORT})
 
 
+def _evaluate_guard(cfg: Any, run: RunDir) -> None:
+    if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
+        check_model(run)
+
+
 def _evaluate_upstream(cfg: Any) -> tuple[str, ...]:
     return ("train",) if cfg.eval.scorer == "mc" and cfg.eval.model == "run" else ()
 
@@ -222,6 +227,9 @@ class StageSpec:
     # damaged ones (derivable: the stage reruns); raises StateError for what the user must decide.
     # (a function, or "module:function" for a module that imports this one)
     check: Callable[[Any, RunDir, Any], list[str]] | str | None = None
+    # Runs before the stage is skipped or run (and before its marker is cleared): raises StateError for
+    # state the user must decide about (e.g. scoring a model that is not what training saved).
+    guard: Callable[[Any, RunDir], None] | None = None
 
 
 STAGES: dict[str, StageSpec] = {s.name: s for s in (
@@ -233,7 +241,7 @@ STAGES: dict[str, StageSpec] = {s.name: s for s in (
               lambda cfg: ("build_data", "translate") if translate_train_all(cfg) else ("build_data",),
               _train_files, ("model", "train_metrics.json"), check=_check_train),
     StageSpec("evaluate", "xlt.scoring.stage:run_stage", _evaluate_upstream, _evaluate_files, ("eval",),
-              shard_section="eval", check="xlt.scoring.results:check_outputs"),
+              shard_section="eval", check="xlt.scoring.results:check_outputs", guard=_evaluate_guard),
     StageSpec("report", "xlt.reporting.stage:run_stage", lambda cfg: ("evaluate",), _report_files,
               ("report.json",), check=_check_report),
 )}
@@ -383,6 +391,8 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
     sharded_at = next((i for i, s in enumerate(stages) if _sharded(cfg, STAGES[s])), None)
     ran: list[str] = []
     for i, name in enumerate(stages):
+        if STAGES[name].guard is not None:
+            STAGES[name].guard(cfg, run)
         ctx = context(cfg, run, name)
         reason = stale_reason(run, ctx, cfg)
         if reason is None:
