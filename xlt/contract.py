@@ -10,8 +10,10 @@ Every stage (build_data, translate, train, evaluate, report) is declared in :dat
 * its **outputs** in the run directory.
 
 Their hash is the stage's *input hash*. :func:`run_stages` skips a stage only when its done-marker was
-written under the same input hash and its outputs exist; otherwise it runs it and logs why (never run,
-``force=true``, which inputs changed, outputs missing). Because a stage that runs gets a new
+written under the same input hash and its outputs exist and pass its check; otherwise it runs it and logs why (never
+run, ``force=true``, which inputs changed, outputs missing or damaged). Every file read back goes
+through :mod:`xlt.state`: a damaged marker or output of a derivable kind reruns the stage, while a model
+that is not what training saved stops with an :class:`~xlt.state.StateError` (a stage's ``guard``). Because a stage that runs gets a new
 ``output_id``, everything downstream of it is stale by construction: ``force=true`` on train makes every
 evaluation recompute, and a rebuilt training set retrains. Every result file records the provenance of
 what produced it (:meth:`StageContext.record`); the stages reuse partial work (training checkpoints,
@@ -130,7 +132,7 @@ def sealed_fingerprint(path: Path) -> str:
     """Fingerprint of an output folder as its stage wrote it (``datasets`` map caches left out)."""
     if not path.is_dir():
         return path_fingerprint(path)
-    files = [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(("cache-", "."))]
+    files = [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(("cache-", "tmp", "."))]
     return path_fingerprint(path, files)
 
 
