@@ -7,6 +7,7 @@ import json
 import pytest
 
 from xlt.run import RunDir, atomic_dir, atomic_write_json, run_name
+from xlt.state import Damaged
 
 
 def test_run_name_from_recipe_and_sorted_overrides() -> None:
@@ -40,8 +41,12 @@ def test_long_names_are_hashed_and_distinct() -> None:
 def test_markers(tmp_path) -> None:
     run = RunDir(tmp_path)
     assert not run.is_done("train")
-    run.mark_done("train", {"steps": 3})
-    assert run.is_done("train") and run.done_info("train") == {"steps": 3}
+    info = {"steps": 3, "provenance": {"inputs": "abc", "output_id": "def"}}
+    run.mark_done("train", info)
+    assert run.is_done("train") and run.done_info("train") == info
+    run.mark_done("train", {"steps": 3})  # not a marker the contract writes: read back as damaged
+    with pytest.raises(Damaged, match="field 'provenance' missing"):
+        run.done_info("train")
     run.clear("train")
     assert not run.is_done("train")
 

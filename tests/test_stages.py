@@ -13,6 +13,25 @@ from xlt.errors import XltError
 from xlt.run import RunDir
 
 
+def _write_outputs(run: RunDir, name: str) -> None:
+    """Outputs of the shape the real stage writes (the contract checks them when it decides to skip)."""
+    from datasets import Dataset, DatasetDict
+
+    from xlt.fingerprint import path_fingerprint
+    from xlt.run import atomic_write_json
+
+    for out in contract.STAGES[name].outputs:
+        path = run.path / out
+        if out == "data/train_set":
+            DatasetDict({"train": Dataset.from_dict({"x": [1]})}).save_to_disk(str(path))
+        elif path.suffix == ".json":
+            atomic_write_json(path, {"provenance": {}, "global_step": 1})
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+    if name == "train":  # what the real stage records: the saved model's fingerprint
+        atomic_write_json(run.model / "xlt_provenance.json", {"fingerprint": path_fingerprint(run.model)})
+
+
 @pytest.fixture
 def calls(monkeypatch):
     seen: list[str] = []
@@ -20,8 +39,7 @@ def calls(monkeypatch):
     def fake(name):
         def stage(cfg, run, ctx=None):
             seen.append(name)
-            for out in contract.STAGES[name].outputs:
-                (run.path / out).mkdir(parents=True, exist_ok=True)
+            _write_outputs(run, name)
             return {"ok": True}
         return stage
 

@@ -36,6 +36,24 @@ def _fail(err: XltError) -> None:
     sys.exit(2)
 
 
+# Jobs of a Hydra multirun that failed (their overrides, the error): listed once the sweep ends.
+_FAILED_JOBS: list[tuple[str, str]] = []
+
+
+def _multirun_continues(cfg: DictConfig, err: XltError) -> bool:
+    """In a multirun, record a failed job and let the sweep go on (unless ``multirun_fail_fast=true``)."""
+    from hydra.types import RunMode
+
+    hc = HydraConfig.get()
+    if hc.mode != RunMode.MULTIRUN or OmegaConf.select(cfg, "multirun_fail_fast", default=False) is True:
+        return False
+    job = " ".join(hc.overrides.task)
+    print(f"\nxlt: error: job {hc.job.num} ({job}): {err}\n  The sweep goes on with the next job "
+          "(multirun_fail_fast=true stops at the first failure).", file=sys.stderr)
+    _FAILED_JOBS.append((job, str(err).splitlines()[0]))
+    return True
+
+
 xcfg.register()
 
 
@@ -90,7 +108,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                 if is_main_process():
                     _record_call(run, stages, ran)
         except XltError as err:
-            _fail(err)
+            if not _multirun_continues(cfg, err):
+                _fail(err)
         except KeyboardInterrupt:
             print("\nxlt: interrupted; rerun the same command to resume.", file=sys.stderr)
             sys.exit(130)
@@ -103,5 +122,9 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
         except XltError as err:
             _fail(err)
         _hydra_main()
+        if _FAILED_JOBS:
+            lines = "\n".join(f"  {job}: {why}" for job, why in _FAILED_JOBS)
+            print(f"\nxlt: error: {len(_FAILED_JOBS)} job(s) of the multirun failed:\n{lines}", file=sys.stderr)
+            sys.exit(2)
 
     return _main

@@ -41,22 +41,36 @@ class Preempted(KeyboardInterrupt):
 def read_sweep(path: str | Path) -> list[list[str]]:
     """The runs of a sweep file: one list of overrides per non-blank, non-comment line.
 
-    Every run must pick a recipe (``+recipe=<name>``); a line without one raises :class:`ConfigError`
-    naming the file and line.
+    Every run picks exactly one recipe, by name (``+recipe=<name>``); a line without one, with two, or
+    with an empty name, and bytes that are not UTF-8, raise :class:`ConfigError` naming the file and line.
     """
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"sweep file {path} not found")
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        lineno = data[: err.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{lineno}: bytes that are not UTF-8 ({data[err.start:err.start + 4]!r}); "
+                          "save the sweep file as UTF-8") from None
     runs: list[list[str]] = []
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for lineno, line in enumerate(text.splitlines(), 1):
         try:
             args = shlex.split(line, comments=True)
         except ValueError as err:
             raise ConfigError(f"{path}:{lineno}: cannot parse line ({err}): {line!r}") from None
         if not args:
             continue
-        if not any(a.startswith("+recipe=") for a in args):
+        recipes = [a for a in args if a.lstrip("+").startswith("recipe=")]
+        if not recipes:
             raise ConfigError(f"{path}:{lineno}: no '+recipe=<name>' on the line: {line.strip()!r}")
+        if len(recipes) > 1:
+            raise ConfigError(f"{path}:{lineno}: {len(recipes)} recipes on one line ({', '.join(recipes)}); "
+                              "a line is one run: exactly one '+recipe=<name>'")
+        if not recipes[0].startswith("+recipe=") or not recipes[0].partition("=")[2].strip():
+            raise ConfigError(f"{path}:{lineno}: {recipes[0]!r}: write '+recipe=<name>' with the recipe's name "
+                              "(a file in recipes/)")
         runs.append(args)
     if not runs:
         raise ConfigError(f"sweep file {path} lists no runs")

@@ -10,8 +10,10 @@ Every stage (build_data, translate, train, evaluate, report) is declared in :dat
 * its **outputs** in the run directory.
 
 Their hash is the stage's *input hash*. :func:`run_stages` skips a stage only when its done-marker was
-written under the same input hash and its outputs exist; otherwise it runs it and logs why (never run,
-``force=true``, which inputs changed, outputs missing). Because a stage that runs gets a new
+written under the same input hash and its outputs exist and pass its check; otherwise it runs it and logs why (never
+run, ``force=true``, which inputs changed, outputs missing or damaged). Every file read back goes
+through :mod:`xlt.state`: a damaged marker or output of a derivable kind reruns the stage, while a model
+that is not what training saved stops with an :class:`~xlt.state.StateError` (a stage's ``guard``). Because a stage that runs gets a new
 ``output_id``, everything downstream of it is stale by construction: ``force=true`` on train makes every
 evaluation recompute, and a rebuilt training set retrains. Every result file records the provenance of
 what produced it (:meth:`StageContext.record`); the stages reuse partial work (training checkpoints,
@@ -20,6 +22,7 @@ evaluation languages, translation parts) only when its recorded inputs still mat
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -39,7 +42,8 @@ from xlt.config.keys import stage_values
 from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, XltError
 from xlt.fingerprint import path_fingerprint, resource_fingerprint
-from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, world_size
+from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, remove_path, world_size
+from xlt.state import Damaged, StateError, read_state
 
 log = logging.getLogger("xlt")
 
@@ -111,6 +115,101 @@ def _report_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     return {"eval.resource_groups": _local(cfg.eval.resource_groups)}
 
 
+# --- output checks of a done stage (xlt.state): damaged derivable outputs rerun the stage ----------------
+
+def _json_problems(run: RunDir, files: dict[str, Any]) -> list[str]:
+    out = []
+    for rel, schema in files.items():
+        try:
+            if read_state(run.path / rel, schema) is None:
+                out.append(f"{rel} missing")
+        except Damaged as err:
+            out.append(f"{rel} damaged ({err.why})")
+    return out
+
+
+def sealed_fingerprint(path: Path) -> str:
+    """Fingerprint of an output folder as its stage wrote it (``datasets`` map caches left out)."""
+    if not path.is_dir():
+        return path_fingerprint(path)
+    files = [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(("cache-", "tmp", "."))]
+    return path_fingerprint(path, files)
+
+
+def sealed_problems(run: RunDir, stage: str) -> list[str]:
+    """Outputs of a done stage whose content is no longer what the stage wrote (its marker records their
+    fingerprints): Arrow files cannot be checked by their structure alone (a truncated stream reads short)."""
+    try:
+        recorded = run.done_info(stage).get("provenance", {}).get("outputs") or {}
+    except Damaged:
+        return []
+    return [f"{rel} changed or damaged since {stage} wrote it" for rel, fp in recorded.items()
+            if sealed_fingerprint(run.path / rel) != fp]
+
+
+def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    from xlt.state import BUILD_REPORT, load_dataset_dir
+
+    out = _json_problems(run, {"data/build_report.json": BUILD_REPORT})
+    try:
+        load_dataset_dir(run.train_set)
+    except Damaged as err:
+        out.append(f"data/train_set damaged ({err.why})")
+    return out or sealed_problems(run, "build_data")
+
+
+def _check_translate(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    return _json_problems(run, {"data/translation_report.json": None})
+
+
+def model_problem(run: RunDir) -> str | None:
+    """Why ``run.model`` is not the model the train stage saved (None: its files match the fingerprint
+    recorded in ``model/xlt_provenance.json``)."""
+    from xlt.state import MODEL_PROVENANCE
+
+    if not run.model.exists():
+        return None  # no model yet: scoring says so (train first)
+    prov_file = run.model / "xlt_provenance.json"
+    try:
+        prov = read_state(prov_file, MODEL_PROVENANCE)
+    except Damaged as err:
+        return f"{prov_file} is damaged ({err.why}), so the weights cannot be checked"
+    if prov is None:
+        return f"{prov_file} is missing, so the weights in {run.model} cannot be checked"
+    now = path_fingerprint(run.model)
+    if now != prov["fingerprint"]:
+        return (f"the files in {run.model} no longer match what the train stage saved ({prov_file} records "
+                f"fingerprint {prov['fingerprint']}, the files give {now}: weights replaced, edited or truncated)")
+    return None
+
+
+def check_model(run: RunDir) -> None:
+    """Refuse a run model that is not what training produced: the user decides what it should be."""
+    problem = model_problem(run)
+    if problem:
+        raise StateError(
+            f"{problem}.\n  To retrain it: add force=true 'stages=[train,evaluate,report]' to the command. To score "
+            f"other weights, give them their own folder and pass eval.model=/path/to/that/folder (another run).")
+
+
+def _check_train(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    from xlt.state import TRAIN_METRICS
+
+    check_model(run)
+    return _json_problems(run, {"train_metrics.json": TRAIN_METRICS})
+
+
+def _check_report(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    from xlt.state import REPORT
+
+    return _json_problems(run, {"report.json": REPORT})
+
+
+def _evaluate_guard(cfg: Any, run: RunDir) -> None:
+    if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
+        check_model(run)
+
+
 def _evaluate_upstream(cfg: Any) -> tuple[str, ...]:
     return ("train",) if cfg.eval.scorer == "mc" and cfg.eval.model == "run" else ()
 
@@ -123,20 +222,30 @@ class StageSpec:
     files: Callable[[Any, RunDir], dict[str, Any]]
     outputs: tuple[str, ...]
     shard_section: str | None = None  # config section whose shard_index/num_shards split this stage
+    # Outputs whose fingerprints go into the done-marker and are compared on every check (folders whose
+    # damage their structure does not show, e.g. Arrow files).
+    sealed: tuple[str, ...] = ()
+    # Checks the outputs of a done stage beyond their existence (:mod:`xlt.state`): the list of missing or
+    # damaged ones (derivable: the stage reruns); raises StateError for what the user must decide.
+    # (a function, or "module:function" for a module that imports this one)
+    check: Callable[[Any, RunDir, Any], list[str]] | str | None = None
+    # Runs before the stage is skipped or run (and before its marker is cleared): raises StateError for
+    # state the user must decide about (e.g. scoring a model that is not what training saved).
+    guard: Callable[[Any, RunDir], None] | None = None
 
 
 STAGES: dict[str, StageSpec] = {s.name: s for s in (
     StageSpec("build_data", "xlt.data.assemble:run_stage", lambda cfg: (), _build_data_files,
-              ("data/train_set", "data/build_report.json")),
+              ("data/train_set", "data/build_report.json"), check=_check_build_data, sealed=("data/train_set",)),
     StageSpec("translate", "xlt.translation.stage:run_stage", lambda cfg: ("build_data",), _translate_files,
-              ("data/translation_report.json",), shard_section="translate"),
+              ("data/translation_report.json",), shard_section="translate", check=_check_translate),
     StageSpec("train", "xlt.training.stage:run_stage",
               lambda cfg: ("build_data", "translate") if translate_train_all(cfg) else ("build_data",),
-              _train_files, ("model", "train_metrics.json")),
+              _train_files, ("model", "train_metrics.json"), check=_check_train),
     StageSpec("evaluate", "xlt.scoring.stage:run_stage", _evaluate_upstream, _evaluate_files, ("eval",),
-              shard_section="eval"),
+              shard_section="eval", check="xlt.scoring.results:check_outputs", guard=_evaluate_guard),
     StageSpec("report", "xlt.reporting.stage:run_stage", lambda cfg: ("evaluate",), _report_files,
-              ("report.json",)),
+              ("report.json",), check=_check_report),
 )}
 
 
@@ -171,24 +280,26 @@ INPUTS_FILE = "xlt_inputs.json"
 
 
 def recorded_inputs(folder: Path) -> str | None:
-    """The input hash recorded in ``folder`` (None: nothing recorded)."""
-    marker = folder / INPUTS_FILE
-    return json.loads(marker.read_text()).get("inputs") if marker.exists() else None
+    """The input hash recorded in ``folder`` (None: nothing recorded, or a damaged record: logged, and the
+    partial work is then treated as made under unknown inputs)."""
+    from xlt.state import INPUTS, read_or_redo
+
+    value = read_or_redo(folder / INPUTS_FILE, INPUTS, what="ignored: the partial work in its folder is not resumed")
+    return value["inputs"] if value else None
 
 
 def record_inputs(folder: Path, ctx: StageContext) -> None:
     """Record ``ctx``'s inputs in ``folder`` (created if needed): its partial work is made under them."""
     folder.mkdir(parents=True, exist_ok=True)
+    remove_path(folder / INPUTS_FILE)
     atomic_write_json(folder / INPUTS_FILE, {"inputs": ctx.inputs, "detail": ctx.detail})
 
 
 def output_id(run: RunDir, stage: str) -> str | None:
     """The ``output_id`` of ``stage``'s done-marker (None if the stage is not done)."""
-    if not run.is_done(stage):
-        return None
     try:
         return run.done_info(stage).get("provenance", {}).get("output_id")
-    except (OSError, ValueError):
+    except Damaged:
         return None
 
 
@@ -212,22 +323,31 @@ def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return out
 
 
-def stale_reason(run: RunDir, ctx: StageContext) -> str | None:
+def stale_reason(run: RunDir, ctx: StageContext, cfg: Any = None) -> str | None:
     """Why ``ctx.stage`` must run (None: its done-marker matches and its outputs exist)."""
     if ctx.force:
         return "force=true"
-    if not run.is_done(ctx.stage):
-        return "not done yet"
     try:
-        prov = run.done_info(ctx.stage).get("provenance", {})
-    except (OSError, ValueError):
-        return "its done-marker is unreadable"
+        info = run.done_info(ctx.stage)
+    except Damaged as err:
+        return f"its done-marker is damaged ({err}); redoing the stage"
+    if not info:
+        return "not done yet"
+    prov = info["provenance"]
     if prov.get("inputs") != ctx.inputs:
-        changed = _changes(prov.get("detail", {}), ctx.detail)
+        detail = prov.get("detail")
+        changed = _changes(detail, ctx.detail) if isinstance(detail, dict) else []
         return "inputs changed: " + (", ".join(changed[:8]) if changed else "(an earlier xlt version's marker)")
     missing = [o for o in STAGES[ctx.stage].outputs if not (run.path / o).exists()]
     if missing:
         return f"outputs missing: {', '.join(missing)}"
+    check = STAGES[ctx.stage].check
+    if isinstance(check, str):
+        module, _, func = check.partition(":")
+        check = getattr(importlib.import_module(module), func)
+    problems = check(cfg, run, ctx) if check is not None and cfg is not None else []
+    if problems:
+        return "outputs missing or damaged: " + "; ".join(problems[:8])
     return None
 
 
@@ -241,8 +361,10 @@ def _wait_for_rank0(run: RunDir, name: str, ctx: StageContext) -> None:
     log.info("stage %-10s runs on rank 0; waiting for it", name)
     failed = run.path / "stages" / f"{name}.failed"
     while True:
-        if run.is_done(name) and run.done_info(name).get("provenance", {}).get("inputs") == ctx.inputs:
-            return
+        with contextlib.suppress(Damaged):  # being rewritten by rank 0
+            info = read_state(run.marker(name), {"provenance": {"inputs": str}}) or {}
+            if info.get("provenance", {}).get("inputs") == ctx.inputs:
+                return
         if failed.exists():
             raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
         time.sleep(WAIT_POLL_S)
@@ -263,13 +385,18 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
     ``num_shards`` > 1 job of translate or evaluate) runs only its own stage and what follows it; the
     stages before must be done.
     """
+    markers = run.path / "stages"
+    if markers.exists() and not markers.is_dir():
+        raise StateError(f"{markers} is a file where a folder belongs: remove it, then rerun (its stages are redone)")
     distributed = world_size() > 1
     train_at = list(stages).index("train") if "train" in stages else len(stages)
     sharded_at = next((i for i, s in enumerate(stages) if _sharded(cfg, STAGES[s])), None)
     ran: list[str] = []
     for i, name in enumerate(stages):
+        if STAGES[name].guard is not None:
+            STAGES[name].guard(cfg, run)
         ctx = context(cfg, run, name)
-        reason = stale_reason(run, ctx)
+        reason = stale_reason(run, ctx, cfg)
         if reason is None:
             log.info("stage %-10s up to date (%s); skipping. Use force=true to redo it.", name, run.marker(name))
             continue
@@ -302,7 +429,8 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
             finished = time.time()
             prov = {**ctx.record(), "detail": ctx.detail, "host": socket.gethostname(), "pid": os.getpid(),
                     "started": started, "finished": finished,
-                    "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()])}
+                    "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()]),
+                    "outputs": {rel: sealed_fingerprint(run.path / rel) for rel in STAGES[name].sealed}}
             run.mark_done(name, {**summary, "provenance": prov})
         log.info("stage %-10s finished", name)
     return ran

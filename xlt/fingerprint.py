@@ -2,7 +2,7 @@
 
 A fingerprint is a SHA-256 over (relative path, content) of every file, so an edit in place, a swapped
 weights file or a copy with other content changes it, and a copy with the same content does not. Hashing
-is memoised on disk by (path, size, mtime, inode) in ``$XLT_CACHE/fingerprints.json`` (default
+is memoised on disk by (path, size, mtime, ctime, inode) in ``$XLT_CACHE/fingerprints.json`` (default
 ``~/.cache/xlt``), so a multi-GB checkpoint is read once, not at every rerun.
 
 Things that are not local files are fingerprinted by their identity: a Hub id with its revision.
@@ -31,7 +31,8 @@ def _cache_file() -> Path:
 
 def _stat_key(path: Path) -> str:
     st = path.stat()
-    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+    # st_ctime_ns: a rewrite in place whose mtime was restored (touch -d, cp -p) still changes it.
+    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ctime_ns}|{st.st_ino}"
 
 
 def _load_memo() -> None:
@@ -63,7 +64,7 @@ def _save_memo(new: dict[str, str]) -> None:
 
 
 def file_hash(path: str | os.PathLike[str], new: dict[str, str] | None = None) -> str:
-    """SHA-256 of one file's content (memoised by path, size, mtime and inode).
+    """SHA-256 of one file's content (memoised by path, size, mtime, ctime and inode).
 
     A hash computed here is added to ``new`` when given (the caller saves a batch to the disk memo once),
     else saved at once.

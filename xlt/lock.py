@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import XltError
+from xlt.state import LOCK, Damaged, read_state
 
 log = logging.getLogger("xlt.lock")
 
 RUN_LOCK = "run"
 RANK_WAIT_S = 120.0
+DAMAGED_RECHECK_S = 1.0
 
 
 class RunLockedError(XltError):
@@ -84,12 +86,21 @@ class RunLock:
         self.held = False
 
     def _read(self, path: Path) -> dict[str, Any] | None:
-        try:
-            return json.loads(path.read_text())
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError):
-            return {}  # being written: treat as held by an unknown live process for this check
+        """The lock's holder; None when there is no lock. A lock that is not what xlt writes (empty,
+        garbage, another shape, a folder) is re-read once after a moment (a holder may be writing it), then
+        refused as damaged: the message names the file and how to remove it."""
+        for attempt in range(2):
+            try:
+                return read_state(path, LOCK)
+            except Damaged as err:
+                if attempt == 0:
+                    time.sleep(DAMAGED_RECHECK_S)
+                    continue
+                raise RunLockedError(
+                    f"the lock {path} is damaged ({err.why}); it is not a lock xlt writes, so its holder cannot "
+                    f"be checked.\n  If no other xlt process is using {self.dir.parent}, remove it "
+                    f"(rm -r '{path}') and rerun.") from None
+        return None  # pragma: no cover
 
     def _conflicts(self) -> list[tuple[Path, dict[str, Any]]]:
         """Live locks that this one may not coexist with (stale ones are removed on the way)."""
@@ -102,7 +113,7 @@ class RunLock:
             info = self._read(path)
             if info is None:
                 continue
-            if info and _alive(info) is False:
+            if _alive(info) is False:
                 log.warning("removing the stale lock %s of a dead process (%s)", path, describe(info))
                 path.unlink(missing_ok=True)
                 continue
@@ -128,8 +139,10 @@ class RunLock:
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
             except FileExistsError:
-                info = self._read(self.path) or {}
-                if info and _alive(info) is False:
+                info = self._read(self.path)
+                if info is None:  # released meanwhile
+                    continue
+                if _alive(info) is False:
                     log.warning("taking over the stale lock %s of a dead process (%s)", self.path, describe(info))
                     self.path.unlink(missing_ok=True)
                     continue
@@ -138,7 +151,7 @@ class RunLock:
                 json.dump(me, f)
             break
         else:  # pragma: no cover - only when another process keeps recreating the lock
-            raise self._refuse(self.path, self._read(self.path) or {})
+            raise self._refuse(self.path, self._read(self.path) or {})  # noqa: RET503
         self.held = True
         conflicts = self._conflicts()
         if conflicts:
@@ -150,7 +163,10 @@ class RunLock:
         """Ranks > 0: wait for rank 0's lock and check it is this launch's."""
         deadline = time.monotonic() + RANK_WAIT_S
         while time.monotonic() < deadline:
-            info = self._read(self.path)
+            try:
+                info = read_state(self.path, LOCK)
+            except Damaged:
+                info = None  # being written by rank 0
             if info and info.get("launch") == launch_id():
                 return self
             if info and _alive(info) is not False and info.get("launch") != launch_id():
@@ -160,7 +176,10 @@ class RunLock:
 
     def release(self) -> None:
         if self.held:
-            info = self._read(self.path)
+            try:
+                info = read_state(self.path, LOCK)
+            except Damaged:
+                info = None
             if info and info.get("pid") == os.getpid():
                 self.path.unlink(missing_ok=True)
             self.held = False

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from xlt.config.keys import run_name  # noqa: F401  (re-exported: the run directory's name)
+from xlt.errors import XltError
 
 
 def shard(items: list, index: int, num: int) -> list:
@@ -90,30 +91,60 @@ class RunDir:
         return self.marker(stage).exists()
 
     def done_info(self, stage: str) -> dict[str, Any]:
-        return json.loads(self.marker(stage).read_text())
+        """The stage's done-marker, checked (:func:`xlt.state.read_state`): {} when absent;
+        :class:`xlt.state.Damaged` when it is not a marker xlt wrote."""
+        from xlt.state import MARKER, read_state
+
+        return read_state(self.marker(stage), MARKER) or {}
 
     def mark_done(self, stage: str, info: dict[str, Any] | None = None) -> None:
         atomic_write_json(self.marker(stage), info or {})
 
     def clear(self, stage: str) -> None:
-        self.marker(stage).unlink(missing_ok=True)
+        remove_path(self.marker(stage))
+
+
+def remove_path(path: str | os.PathLike[str]) -> None:
+    """Remove a file, or a folder found where a file belongs (a damaged run directory)."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir() and not path.is_symlink():  # a damaged run directory: a folder where the file belongs
+            shutil.rmtree(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise WriteError(path, err) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise WriteError(path, err) from None
         raise
+
+
+class WriteError(XltError, OSError):
+    """A run-directory file cannot be written (no space, no permission, a file where a folder belongs)."""
+
+    def __init__(self, path: Path, err: OSError):
+        where = next((p for p in [path.parent, *path.parent.parents] if p.exists()), path.parent)
+        hint = (f"{where} is a file where a folder belongs: remove it" if where.is_file() else
+                "free some space" if err.errno == 28 else f"make {where} writable, or use another run_root")
+        super().__init__(f"cannot write {path}: {err.strerror or err}; {hint}, then rerun")
 
 
 def strict_json(obj: Any) -> Any:

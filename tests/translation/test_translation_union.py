@@ -139,6 +139,6 @@ def test_import_missing_language(tmp_path, run):
     _write_jsonl(tmp_path / "imp" / "fra_Latn.jsonl", english_rows(2, "train"))
     with pytest.raises(DataError, match="no translation of 'deu_Latn'"):
         stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp")), run)
-    (tmp_path / "imp" / "bad.jsonl").write_text("{not json\n")
-    with pytest.raises(DataError, match=r"bad.jsonl, line 1: not valid JSON"):
-        stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp"), languages=["bad"]), run)
+    (tmp_path / "imp" / "spa_Latn.jsonl").write_text("{not json\n")
+    with pytest.raises(DataError, match=r"spa_Latn.jsonl, line 1: not valid JSON"):
+        stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp"), languages=["spa_Latn"]), run)

@@ -35,7 +35,7 @@ class XltConfig:
 
     # The stages `python -m xlt.train` runs, in this order (a subset of STAGES).
     stages: list[str] = neutral(default_factory=lambda: ["build_data", "train", "evaluate", "report"])
-    seed: int = opt(42, affects="train")
+    seed: int = opt(42, affects="train", ge=0, le=2**32 - 1)  # numpy seeds take 0..2**32-1
     # Root folder of run directories; each run's folder is derived from the recipe and its overrides.
     run_root: str = neutral("runs")
     # Set by the recipe file (its own name); used to name the run directory.
@@ -43,6 +43,8 @@ class XltConfig:
     description: str = neutral("")
     # Redo the stages that run (and so everything downstream of them): see xlt/contract.py.
     force: bool = neutral(False)
+    # Hydra multirun (-m): stop the sweep at the first job that fails (default: report it, run the rest).
+    multirun_fail_fast: bool = neutral(False)
     model: ModelConfig = opt(default_factory=ModelConfig, affects="train")
     data: DataConfig = opt(default_factory=DataConfig, affects="build_data")
     translate: TranslateConfig = opt(default_factory=TranslateConfig, affects="translate")

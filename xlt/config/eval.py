@@ -46,7 +46,7 @@ class EvalConfig:
     batch_size: int = opt(64, ge=1)
     bootstrap_samples: int = opt(1000, ge=1)
     # Seed of the bootstrap resampling (independent of the training seed, so seeds compare fairly).
-    bootstrap_seed: int = 0
+    bootstrap_seed: int = opt(0, ge=0, le=2**32 - 1)
     # TSV of `code<TAB>group` lines grouping languages by resource level; null: the Global-MMLU tiers.
     resource_groups: str | None = opt(None, affects="report")
     # Shard the (benchmark, language) jobs: this process evaluates shard `shard_index` of `num_shards`.

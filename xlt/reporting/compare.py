@@ -49,7 +49,19 @@ def read_config(path: Path) -> dict[str, Any]:
     cfg_file = path / "config.yaml"
     if not cfg_file.is_file():
         raise DataError(f"{cfg_file}: missing; is {path} an xlt run directory?")
-    return yaml.safe_load(cfg_file.read_text()) or {}
+    from xlt.state import Damaged, read_text
+
+    try:
+        cfg = yaml.safe_load(read_text(cfg_file) or "")
+    except Damaged as err:
+        raise DataError(f"{err}; this run cannot be compared (rerun it, or leave it out of --compare)") from None
+    except yaml.YAMLError as err:
+        raise DataError(f"{cfg_file}: damaged, not YAML ({str(err).splitlines()[0]}); this run cannot be compared "
+                        "(rerun a stage of it to rewrite config.yaml, or leave it out of --compare)") from None
+    if not isinstance(cfg, dict):
+        raise DataError(f"{cfg_file}: damaged, not a mapping of config keys; this run cannot be compared "
+                        "(rerun a stage of it to rewrite config.yaml, or leave it out of --compare)")
+    return cfg
 
 
 def config_key(cfg: dict[str, Any]) -> str:
@@ -162,8 +174,17 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
     """Compare ``run_dirs`` (the first is the baseline) and write the comparison files under ``out``."""
     if len(run_dirs) < 2:
         raise DataError("--compare needs at least two run directories")
-    runs = [RunInfo(Path(p)) for p in run_dirs]
+    seen: dict[Path, str] = {}
+    for p in run_dirs:
+        real = Path(p).expanduser().resolve()
+        if real in seen:
+            raise DataError(f"--compare: {p} is the same run directory as {seen[real]}; a run counted twice would "
+                            "pass for two seeds. Give each run once")
+        seen[real] = str(p)
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise DataError(f"--out {out}: is a file; give a folder (it is created if missing)")
+    runs = [RunInfo(Path(p)) for p in run_dirs]
     benchmarks = sorted({b for r in runs for b in r.results})
     groups = seed_groups(runs)
     md = ["# Comparison of runs\n", "\nRuns (baseline first): " + ", ".join(f"`{r.label}`" for r in runs) + "\n"]

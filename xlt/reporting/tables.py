@@ -27,6 +27,7 @@ from xlt.scoring.results import (
     missing_message,
     planned_jobs,
     read_result,
+    result_path,
 )
 
 
@@ -110,14 +111,18 @@ def results_from_files(name: str, kind: str, results: list[dict[str, Any]],
 
 def load_run_results(run_path: str | Path) -> dict[str, BenchmarkResults]:
     """Results of a finished run directory without its config: every ``eval/<benchmark>/plan.json``."""
-    import json
 
     run = RunDir(run_path)
     out: dict[str, BenchmarkResults] = {}
+    from xlt.state import PLAN, Damaged, read_state
+
     for plan_file in sorted(run.eval.glob("*/plan.json")):
-        plan = json.loads(plan_file.read_text())
+        try:
+            plan = read_state(plan_file, PLAN)
+        except Damaged as err:
+            raise DataError(f"{err}; rerun the evaluate stage of {run.path} (it rewrites the plan)") from None
         jobs = [Job(plan["benchmark"], lang, plan["kind"]) for lang in plan["languages"]]
-        missing = missing_jobs(run, jobs)
+        missing = [j for j in missing_jobs(run, jobs) if not result_path(run, j).exists()]  # damaged: read_result says why
         if missing:
             raise DataError(f"{run.eval}: " + missing_message(missing))
         out[plan["benchmark"]] = results_from_files(plan["benchmark"], plan["kind"],

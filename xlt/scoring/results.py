@@ -13,7 +13,8 @@ A job is one (benchmark, language) pair. Jobs are sorted by (benchmark, language
 
 from __future__ import annotations
 
-import json
+import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,9 @@ from omegaconf import OmegaConf
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_write_json, shard
+from xlt.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
+
+log = logging.getLogger("xlt.evaluate")
 
 
 @dataclass(frozen=True, order=True)
@@ -68,13 +72,21 @@ def plan_jobs(cfg: Any, run: RunDir | None = None) -> list[Job]:
     return sorted(jobs)
 
 
+def read_plan(run: RunDir, benchmark: str) -> dict[str, Any] | None:
+    """A benchmark's ``plan.json``, checked; None when absent or damaged (logged: it is planned again)."""
+    plan = read_or_redo(plan_path(run, benchmark), PLAN, what="planned again from the config")
+    if plan is not None and not all(isinstance(x, str) for x in plan["languages"]):
+        redo(Damaged(plan_path(run, benchmark), "field 'languages' holds a non-string"), "planned again from the config")
+        return None
+    return plan
+
+
 def planned_jobs(cfg: Any, run: RunDir) -> list[Job]:
     """The jobs recorded by the evaluate stage (``plan.json``), else planned from the config."""
     jobs: list[Job] = []
     for name, bcfg in enabled_benchmarks(cfg).items():
-        path = plan_path(run, name)
-        if path.is_file():
-            plan = json.loads(path.read_text())
+        plan = read_plan(run, name)
+        if plan is not None:
             jobs.extend(Job(name, lang, plan["kind"]) for lang in plan["languages"])
         else:
             langs = get_benchmark(bcfg.kind).select_languages(bcfg)
@@ -137,43 +149,100 @@ def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any = None) -> dic
     return {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx)["job"] for j in jobs}
 
 
-def stored_job(run: RunDir, job: Job) -> str | None:
-    """The ``job`` hash recorded in a result file (None: no result, unreadable, or written by an older xlt)."""
+def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
+    """The job's result file, checked (:mod:`xlt.state`): None when there is none.
+
+    Raises :class:`xlt.state.Damaged` when the result or its predictions file is damaged: not JSON of
+    the result's shape, predictions missing, truncated or unreadable, or the result no longer agrees
+    with its own predictions (count, correct, accuracy, the job hash each prediction carries).
+    """
     path = result_path(run, job)
-    if not path.is_file():
+    result = read_state(path, RESULT)
+    if result is None:
         return None
+    preds_file = predictions_path(run, job)
+    preds = read_jsonl_state(preds_file, PREDICTION)
+    if preds is None:
+        raise Damaged(preds_file, f"missing, while its result {path.name} exists")
+    correct = sum(1 for p in preds if p["prediction"] == p["gold"])
+    acc = 100.0 * correct / len(preds) if preds else None
+    if len(preds) != result["n"] or correct != result["correct"] or (
+            acc is not None and not math.isclose(acc, result["accuracy"], rel_tol=1e-9, abs_tol=1e-9)):
+        raise Damaged(path, f"disagrees with its predictions {preds_file.name} (result: n={result['n']}, correct="
+                            f"{result['correct']}, accuracy={result['accuracy']}; predictions: n={len(preds)}, "
+                            f"correct={correct})")
+    tag = (result.get("provenance") or {}).get("job") if isinstance(result.get("provenance"), dict) else None
+    if tag is not None and any(p.get("job") != tag for p in preds):
+        raise Damaged(preds_file, "holds predictions of another computation than its result (job hash differs)")
+    return result
+
+
+def stored_job(run: RunDir, job: Job) -> str | None:
+    """The ``job`` hash recorded in a sound result file (None: no result, damaged, or written by an older xlt)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get("provenance", {}).get("job")
-    except (OSError, json.JSONDecodeError, AttributeError):
+        result = verified_result(run, job)
+    except Damaged:
         return None
+    prov = (result or {}).get("provenance")
+    return prov.get("job") if isinstance(prov, dict) else None
+
+
+def result_problem(run: RunDir, job: Job, current: dict[str, str] | None = None) -> str | None:
+    """Why the job must be (re)computed: None when its result is sound (and, given ``current`` job hashes,
+    was computed under the current one)."""
+    try:
+        result = verified_result(run, job)
+    except Damaged as err:
+        return f"damaged: {err}"
+    if result is None:
+        return "missing"
+    if current is not None:
+        prov = result.get("provenance")
+        if not isinstance(prov, dict) or prov.get("job") != current[job.benchmark + "/" + job.language]:
+            return "computed for another model, data or settings"
+    return None
 
 
 def is_done(run: RunDir, job: Job, current: dict[str, str] | None = None) -> bool:
-    """A job is done when its result file exists (and, given ``current`` job hashes, matches its hash)."""
-    if current is None:
-        return result_path(run, job).is_file()
-    return stored_job(run, job) == current[job.benchmark + "/" + job.language]
+    """A job is done when its result is sound (:func:`verified_result`) and, given ``current`` job hashes,
+    was computed under its current hash."""
+    return result_problem(run, job, current) is None
 
 
 def read_result(run: RunDir, job: Job) -> dict[str, Any]:
-    path = result_path(run, job)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as err:
-        raise DataError(f"{path}: unreadable result file ({err}); delete it and rerun the evaluate stage") from None
+        result = verified_result(run, job)
+    except Damaged as err:
+        raise DataError(f"{err}; rerun the evaluate stage (it recomputes exactly this result)") from None
+    if result is None:
+        raise DataError(f"{result_path(run, job)}: missing; rerun the evaluate stage")
+    return result
 
 
 def read_predictions(run: RunDir, job: Job) -> list[dict[str, Any]]:
     path = predictions_path(run, job)
-    if not path.is_file():
+    try:
+        rows = read_jsonl_state(path, PREDICTION)
+    except Damaged as err:
+        raise DataError(f"{err}; rerun the evaluate stage for {job.benchmark}/{job.language}") from None
+    if rows is None:
         raise DataError(f"{path}: predictions missing; rerun the evaluate stage for {job.benchmark}/{job.language}")
-    with path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return rows
 
 
-def missing_jobs(run: RunDir, jobs: list[Job], current: dict[str, str] | None = None) -> list[Job]:
-    """Jobs without a result (without a current one, given the ``current`` job hashes)."""
-    return [j for j in jobs if not is_done(run, j, current)]
+def missing_jobs(run: RunDir, jobs: list[Job], current: dict[str, str] | None = None,
+                 log_damage: bool = False) -> list[Job]:
+    """Jobs without a sound result (without a current one, given the ``current`` job hashes); with
+    ``log_damage`` each damaged result is logged with the reason it is recomputed."""
+    out = []
+    for j in jobs:
+        problem = result_problem(run, j, current)
+        if problem is None:
+            continue
+        if log_damage and problem.startswith("damaged"):
+            log.warning("%s/%s: result %s; it is recomputed", j.benchmark, j.language, problem)
+        out.append(j)
+    return out
 
 
 def missing_message(missing: list[Job], num_shards: int = 1) -> str:
@@ -185,3 +254,24 @@ def missing_message(missing: list[Job], num_shards: int = 1) -> str:
             if num_shards > 1 else "")
     return (f"evaluation incomplete: {len(missing)} (benchmark, language) result(s) missing: "
             + "; ".join(parts) + f".{hint} rerun the evaluate stage (it resumes) before the report.")
+
+
+def check_outputs(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    """The evaluate stage's output check (:class:`xlt.contract.StageSpec`): the plans and every planned
+    result, sound and current (the run's model is checked by the stage's guard)."""
+    if not any(b.enabled for b in cfg.eval.benchmarks.values()):
+        return []  # nothing planned (the config check refuses this before a real evaluation)
+    out = []
+    for name in enabled_benchmarks(cfg):
+        try:
+            if read_state(plan_path(run, name), PLAN) is None:
+                out.append(f"eval/{name}/plan.json missing")
+        except Damaged as err:
+            out.append(f"eval/{name}/plan.json damaged ({err.why})")
+    jobs = plan_jobs(cfg)
+    current = current_jobs(cfg, run, jobs, ctx)
+    for job in jobs:
+        problem = result_problem(run, job, current)
+        if problem:
+            out.append(f"{result_path(run, job).relative_to(run.path)} {problem}")
+    return out

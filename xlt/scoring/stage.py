@@ -115,14 +115,16 @@ def run_stage(cfg: Any, run: RunDir, ctx: Any = None) -> dict[str, Any] | None:
     language data, upstream training) matches what would be computed now; ``force`` recomputes this
     shard's jobs.
     """
-    from xlt.contract import context
+    from xlt.contract import check_model, context
 
+    if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
+        check_model(run)  # the weights must be the ones training saved (the user decides otherwise)
     ctx = ctx or context(cfg, run, "evaluate")
     jobs = plan_jobs(cfg, run)
     prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx) for j in jobs}
     current = {k: p["job"] for k, p in prov.items()}
     mine = shard_jobs(jobs, int(cfg.eval.shard_index), int(cfg.eval.num_shards))
-    todo = mine if ctx.force else missing_jobs(run, mine, current)
+    todo = mine if ctx.force else missing_jobs(run, mine, current, log_damage=True)
     stale = [j for j in todo if result_path(run, j).is_file()]
     log.info("evaluate: %d job(s) in total, %d in shard %d/%d, %d to do (%d recomputed: %s)", len(jobs), len(mine),
              cfg.eval.shard_index, cfg.eval.num_shards, len(todo), len(stale),

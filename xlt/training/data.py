@@ -7,7 +7,7 @@ import logging
 from collections import Counter
 from typing import Any
 
-from datasets import DatasetDict, load_from_disk
+from datasets import DatasetDict
 
 from xlt.config.translate import translate_train_all
 from xlt.errors import DataError
@@ -29,7 +29,17 @@ def load_training_set(cfg: Any, run: RunDir) -> DatasetDict:
                 f"no training set at {run.train_set}: run the build_data stage first "
                 "(python -m xlt.build_data with the same recipe and overrides)"
             )
-        ds = load_from_disk(str(run.train_set))
+        from xlt.contract import sealed_problems
+        from xlt.state import Damaged, load_dataset_dir
+
+        try:
+            changed = sealed_problems(run, "build_data")
+            if changed:
+                raise Damaged(run.train_set, changed[0])
+            ds = load_dataset_dir(run.train_set)
+        except Damaged as err:
+            raise DataError(f"{err}; rerun the build_data stage (python -m xlt.build_data with the same recipe "
+                            "and overrides: it rebuilds the damaged set)") from None
     for split in ("train", "dev"):
         if split not in ds:
             raise DataError(f"{run.train_set}: split '{split}' is missing (found {sorted(ds)})")

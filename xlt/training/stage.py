@@ -23,7 +23,6 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -41,6 +40,7 @@ from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
 from xlt.training.args import build_training_arguments, resolve_precision
 from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
 from xlt.training.card import render_card
+from xlt.training.checkpoints import completeness_callback, newest_complete, settle
 from xlt.training.data import load_training_set, rows_by_language, tokenized_splits
 from xlt.training.launch import quiet_deepspeed_deprecations, report_launch
 from xlt.training.lora import BASE_SUBDIR, merge_and_save, point_adapter_at_base, wrap_lora
@@ -58,11 +58,8 @@ def compute_metrics(eval_pred) -> dict[str, float]:
 
 
 def last_checkpoint(folder: Path) -> str | None:
-    """The newest complete ``checkpoint-N`` folder (it holds trainer_state.json), or None."""
-    if not folder.is_dir():
-        return None
-    done = [p for p in folder.glob("checkpoint-*") if re.fullmatch(r"checkpoint-\d+", p.name) and (p / "trainer_state.json").exists()]
-    return str(max(done, key=lambda p: int(p.name.split("-")[1]))) if done else None
+    """The newest complete ``checkpoint-N`` folder (:mod:`xlt.training.checkpoints`), or None."""
+    return newest_complete(folder)
 
 
 def metrics_history(log_history: list[dict[str, Any]]) -> dict[str, Any]:
@@ -153,6 +150,8 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
         raw = load_training_set(cfg, run)
         feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
         usable_checkpoints(run, ctx, main)
+        if main and t.resume:  # incomplete or damaged checkpoints (a kill during a save) go to stale/
+            settle(run.checkpoints, run.path / "stale")
 
     if args.deepspeed:
         quiet_deepspeed_deprecations()
@@ -170,7 +169,8 @@ def run_stage(cfg: Any, run: RunDir, extra_callbacks: list[Any] | None = None, c
 
     collapse = CollapseDetector(margin=t.collapse_margin, patience=t.collapse_patience, stop=t.stop_on_collapse)
     # A scheduler's warning signal (SLURM USR1) -> full checkpoint at the end of the step, then stop.
-    callbacks: list[Any] = [collapse, checkpoint_callback()]
+    # The completeness record first: it must be written before the signal callback stops the run in on_save.
+    callbacks: list[Any] = [completeness_callback(), collapse, checkpoint_callback()]
     if t.early_stopping_patience:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
     trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks or []))

@@ -71,11 +71,16 @@ def check_row(row: Any, where: str, language: str, split: str | None = None) -> 
 
 def _read_jsonl(path: Path, language: str, split: str | None) -> dict[str, list[dict[str, Any]]]:
     rows: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
+    with path.open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            where = f"{path}, line {n}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataError(f"{where}: bytes that are not UTF-8 at column {err.start + 1} ({raw[err.start:err.start + 4]!r}); "
+                                "save the file as UTF-8") from None
             if not line.strip():
                 continue
-            where = f"{path}, line {n}"
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as err:
@@ -85,8 +90,37 @@ def _read_jsonl(path: Path, language: str, split: str | None) -> dict[str, list[
     return rows
 
 
-def read_language(import_dir: Path, language: str) -> DatasetDict:
-    """Read and validate the translation of ``language`` from ``import_dir`` (see module docstring)."""
+def drop_duplicates(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """``rows`` without repeats of an identical row (first kept, order kept) and the number dropped."""
+    seen: set[str] = set()
+    out = []
+    for row in rows:
+        key = json.dumps(row, sort_keys=True, ensure_ascii=False)
+        if key not in seen:
+            seen.add(key)
+            out.append(row)
+    return out, len(rows) - len(out)
+
+
+def check_language(code: str, source: str) -> None:
+    """An imported language must be a FLORES-200 code of the language table, and not the source language."""
+    from xlt import languages as langtab
+
+    lang = langtab.lookup(code)
+    if lang is None or lang.code != code:
+        hint = f" (the FLORES-200 code of that language is {lang.code!r}: rename the file)" if lang else ""
+        err = langtab.unknown_code_error(code, langtab.belebele_codes(), "FLORES-200 code")
+        raise DataError(f"translate.import_dir: {code!r} is not a FLORES-200 code{hint}; {err}")
+    if code == source:
+        raise DataError(f"translate.import_dir: {code} is the source language (translate.source_language={source}): "
+                        "the English training set comes from build_data and is not imported; remove or rename "
+                        f"the {code} file or folder")
+
+
+def read_language(import_dir: Path, language: str, dropped: dict[str, int] | None = None) -> DatasetDict:
+    """Read and validate the translation of ``language`` from ``import_dir`` (see module docstring).
+
+    Identical rows repeated in a split are dropped; their number per split goes into ``dropped``."""
     rows: dict[str, list[dict[str, Any]]] = {s: [] for s in SPLITS}
     flat = import_dir / f"{language}.jsonl"
     folder = import_dir / language
@@ -108,6 +142,12 @@ def read_language(import_dir: Path, language: str) -> DatasetDict:
             f"{import_dir}: no translation of {language!r}; expected {flat.name}, {language}/train.jsonl "
             f"or a save_to_disk folder {language}/"
         )
+    for split in SPLITS:
+        rows[split], n = drop_duplicates(rows[split])
+        if dropped is not None:
+            dropped[split] = n
+        if n:
+            log.warning("%s: %d duplicate %s row(s) of %s dropped", import_dir, n, split, language)
     if not rows["train"]:
         raise DataError(f"{import_dir}: the translation of {language!r} has no train rows")
     return DatasetDict(
@@ -131,13 +171,18 @@ def import_translations(cfg: Any, run: RunDir, provenance: dict[str, Any] | None
     per_language: dict[str, dict[str, QualityStats]] = {}
     rows = {}
     for lang in languages:
-        dd = read_language(import_dir, lang)
+        check_language(lang, str(cfg.translate.source_language))
+    for lang in languages:
+        dropped: dict[str, int] = {}
+        dd = read_language(import_dir, lang, dropped)
         with atomic_dir(language_dir(run, lang)) as tmp:
             save_dataset(dd, tmp)
         per_language[lang] = {}
         for split in SPLITS:
             st = QualityStats()
-            st.add("rows_in", n=dd[split].num_rows)
+            st.add("rows_in", n=dd[split].num_rows + dropped[split])
+            if dropped[split]:
+                st.add("duplicate_rows", n=dropped[split])
             st.add("rows_out", n=dd[split].num_rows)
             per_language[lang][split] = st
         rows[lang] = {s: dd[s].num_rows for s in SPLITS}

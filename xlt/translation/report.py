@@ -35,6 +35,7 @@ def write_report(run: RunDir, meta: dict[str, Any], per_language: dict[str, dict
 REPORT_COLUMNS = (
     ("rows_in", "rows in"),
     ("rows_out", "rows out"),
+    ("duplicate_rows", "dropped: duplicate rows"),
     ("dropped_duplicate_options", "dropped: equal options"),
     ("dropped_runaway", "dropped: runaway"),
     ("empty_fallback", "empty -> source"),

@@ -121,10 +121,27 @@ def translate_unit(
 MERGED_FILE = "xlt_translation.json"
 
 
+def merged_info(run: RunDir, language: str) -> dict[str, Any] | None:
+    """The record of a finished merge of ``language`` (units, quality counts), checked with its Arrow data
+    (:mod:`xlt.state`); None if not merged, or damaged (logged: the language is translated again, from
+    the segment cache)."""
+    from xlt.state import Damaged, load_dataset_dir, read_state, redo
+
+    folder = language_dir(run, language)
+    try:
+        info = read_state(folder / MERGED_FILE, {"units": list, "stats": dict})
+        if info is not None:
+            load_dataset_dir(folder)
+        return info
+    except Damaged as err:
+        redo(err, "translated again (from the segment cache)")
+        return None
+
+
 def merged_units(run: RunDir, language: str) -> list[str] | None:
-    """Unit names a finished merge of ``language`` was built from (None if not merged)."""
-    info = language_dir(run, language) / MERGED_FILE
-    return json.loads(info.read_text())["units"] if info.exists() else None
+    """Unit names a finished merge of ``language`` was built from (None if not merged or damaged)."""
+    info = merged_info(run, language)
+    return info["units"] if info else None
 
 
 def is_unit_done(run: RunDir, unit: Unit, merged: dict[str, list[str] | None]) -> bool:
@@ -142,8 +159,8 @@ def merge_language(run: RunDir, language: str, units: list[Unit]) -> tuple[Datas
     """
     mine = [u for u in units if u.language == language]
     names = sorted(u.name for u in mine)
-    if merged_units(run, language) == names:
-        info = json.loads((language_dir(run, language) / MERGED_FILE).read_text())
+    info = merged_info(run, language)
+    if info is not None and info["units"] == names:
         stats = {s: QualityStats.from_json(v) for s, v in info["stats"].items()}
         return load_from_disk(str(language_dir(run, language))), stats
     stats: dict[str, QualityStats] = {}

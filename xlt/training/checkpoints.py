@@ -1,0 +1,142 @@
+"""Complete checkpoints only: a completeness marker written last, and resuming from the newest sound one.
+
+The Trainer writes a checkpoint as many files (weights, ``optimizer.pt``, ``scheduler.pt``,
+``rng_state*.pth``, ``trainer_state.json``); a job killed or preempted while it saves leaves some of
+them missing or truncated, and resuming from that folder fails with a traceback or, worse, silently
+starts a fresh scheduler. So after every save :class:`CompletenessMarker` (a ``TrainerCallback``; the
+Trainer calls ``on_save`` once the checkpoint is written) records every file with its size and SHA-256 in
+``xlt_complete.json``, written last and atomically. A checkpoint counts only when that record is there
+and every file it lists is present with that content, and the files a resume needs (optimizer, scheduler,
+RNG, trainer state, weights) are among them. :func:`settle` moves every other ``checkpoint-N`` to
+``stale/`` with a warning; training resumes from the newest complete one, or starts fresh and says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from xlt.run import atomic_write_json
+from xlt.state import Damaged, read_state
+
+log = logging.getLogger("xlt.training")
+
+COMPLETE_FILE = "xlt_complete.json"
+_NAME = re.compile(r"checkpoint-(\d+)")
+WEIGHTS = ("model.safetensors", "adapter_model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _listing(folder: Path) -> dict[str, dict[str, Any]]:
+    files = {}
+    for dirpath, _, names in os.walk(folder):
+        for name in names:
+            p = Path(dirpath) / name
+            rel = p.relative_to(folder).as_posix()
+            if rel != COMPLETE_FILE and not name.startswith("."):
+                files[rel] = {"size": p.stat().st_size, "sha256": _sha256(p)}
+    return dict(sorted(files.items()))
+
+
+def mark_complete(folder: str | os.PathLike[str]) -> None:
+    """Record ``folder`` as a complete checkpoint (every file, size and hash), last, atomically."""
+    folder = Path(folder)
+    atomic_write_json(folder / COMPLETE_FILE, {"files": _listing(folder), "time": time.time()})
+
+
+def checkpoint_problem(folder: str | os.PathLike[str]) -> str | None:
+    """Why ``folder`` is not a complete checkpoint (None: it is)."""
+    folder = Path(folder)
+    try:
+        record = read_state(folder / COMPLETE_FILE, {"files": dict})
+    except Damaged as err:
+        return f"its completeness record is damaged ({err.why})"
+    if record is None:
+        return f"no completeness record ({COMPLETE_FILE}): the save did not finish"
+    files = record["files"]
+    names = set(files)
+    deepspeed = any(n.startswith("global_step") for n in names)
+    needed = ["trainer_state.json"] + ([] if deepspeed else ["optimizer.pt", "scheduler.pt"])
+    missing = [n for n in needed if n not in names]
+    if not any(n.startswith("rng_state") for n in names):
+        missing.append("rng_state.pth")
+    if not deepspeed and not any(n in names for n in WEIGHTS):
+        missing.append("model weights")
+    if missing:
+        return f"the save left no {', '.join(missing)}"
+    for rel, meta in files.items():
+        p = folder / rel
+        if not p.is_file():
+            return f"{rel} is missing"
+        if not isinstance(meta, dict) or p.stat().st_size != meta.get("size"):
+            return f"{rel} is truncated or rewritten (size {p.stat().st_size}, recorded {meta.get('size') if isinstance(meta, dict) else '?'})"
+        if _sha256(p) != meta.get("sha256"):
+            return f"{rel} is damaged (its content no longer matches the record)"
+    try:
+        read_state(folder / "trainer_state.json", {"global_step": int, "log_history": list})
+    except Damaged as err:
+        return f"trainer_state.json is damaged ({err.why})"
+    return None
+
+
+def checkpoints(folder: Path) -> list[Path]:
+    """The ``checkpoint-N`` folders under ``folder``, newest first."""
+    if not folder.is_dir():
+        return []
+    found = [p for p in folder.iterdir() if _NAME.fullmatch(p.name)]
+    return sorted(found, key=lambda p: int(p.name.split("-")[1]), reverse=True)
+
+
+def newest_complete(folder: Path) -> str | None:
+    """The newest complete checkpoint under ``folder`` (its path), or None."""
+    return next((str(p) for p in checkpoints(folder) if p.is_dir() and checkpoint_problem(p) is None), None)
+
+
+def settle(folder: Path, stale_root: Path) -> str | None:
+    """Move every incomplete or damaged checkpoint under ``folder`` to ``stale_root`` (warning each) and
+    return the newest complete one; with checkpoints found but none complete, say training starts fresh."""
+    found = checkpoints(folder)
+    best = None
+    for p in found:
+        problem = "a file where a checkpoint folder belongs" if not p.is_dir() else checkpoint_problem(p)
+        if problem is None:
+            best = best or str(p)
+            continue
+        stale_root.mkdir(parents=True, exist_ok=True)
+        dest = stale_root / f"{p.name}-incomplete-{int(time.time() * 1000)}"
+        os.replace(p, dest)
+        log.warning("checkpoint %s is incomplete or damaged (%s): moved to %s", p, problem, dest)
+    if found and best is None:
+        log.warning("no complete checkpoint left in %s: training starts fresh", folder)
+    return best
+
+
+def completeness_callback() -> Any:
+    """A ``TrainerCallback`` writing the completeness record after each checkpoint save (main process)."""
+    from transformers import TrainerCallback
+
+    class CompletenessMarker(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            import torch.distributed as dist
+
+            if dist.is_available() and dist.is_initialized():
+                dist.barrier()  # every rank's files (RNG states, ZeRO shards) are written before the record
+            if state.is_world_process_zero:
+                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+                if folder.is_dir():
+                    mark_complete(folder)
+            return control
+
+    return CompletenessMarker()
