@@ -12,9 +12,10 @@ Speed-ups over scoring each option separately (and over the harness):
 * only the positions whose log-probabilities are needed go through the LM head (a forward pre-hook
   on the output embeddings gathers them), so no ``[batch, length, vocab]`` tensor is ever built;
 * questions that share a few-shot prefix (Belebele's examples, a Global-MMLU subject's dev rows)
-  reuse its key/value cache: the prefix is encoded once and only each question's suffix is run,
-  batched against the cache expanded over the batch (:mod:`xlt.scoring.llm.prefix_cache` decides
-  where this is exact);
+  reuse its key/value cache: the prefix is encoded once and only each question's suffix is run, the
+  batch's suffixes attending to the one unexpanded cache through a cascade attention function registered
+  with transformers' ``AttentionInterface`` (:mod:`xlt.scoring.llm.prefix_cache` decides where this is
+  exact);
 * sequences are sorted longest first and batched; the batch size halves on out-of-memory.
 """
 
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -164,13 +167,6 @@ def _is_oom(err: BaseException) -> bool:
     return isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
 
 
-def _cache_kwarg(model) -> str:
-    """The forward argument that takes a KV cache: ``cache`` (transformers >= 5.2x) or ``past_key_values``."""
-    import inspect
-
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-
-
 def _output_cache(out):
     cache = getattr(out, "cache", None)
     return cache if cache is not None else getattr(out, "past_key_values", None)
@@ -178,6 +174,44 @@ def _output_cache(out):
 
 # One prefix's key/value states per layer, each [1, kv_heads, prefix_len, head_dim].
 PrefixKV = list[tuple[torch.Tensor, torch.Tensor]]
+
+CASCADE = "xlt_prefix_cascade"
+_PREFIX_KV: ContextVar[PrefixKV | None] = ContextVar("xlt_prefix_kv", default=None)
+
+
+def prefix_cascade_attention(module, query, key, value, attention_mask=None, scaling=None, dropout=0.0, **_kw):
+    """Attention of a batch of suffixes to one shared prefix and to themselves (cascade attention).
+
+    ``query``/``key``/``value`` ([batch, heads, suffix_len, head_dim]) are the suffixes' own states; the
+    prefix's states (``[1, kv_heads, prefix_len, head_dim]``, set by :class:`LoglikelihoodEngine`) are
+    used as they are, never expanded over the batch nor copied: one matrix product scores every suffix
+    token of the batch against them. Both score blocks share one softmax, so the result is the attention
+    over ``prefix + suffix`` with a causal mask (to float rounding). Suffixes are right-padded: a pad
+    comes after every real token of its row, so causality keeps it out of their results. The model's
+    ``attention_mask`` is not used (registered without a mask function, transformers builds none).
+    """
+    prefix = _PREFIX_KV.get()
+    if prefix is None or getattr(module, "layer_idx", None) is None:
+        raise RuntimeError("internal error: prefix cascade attention called without a prefix cache")
+    pk, pv = prefix[module.layer_idx]
+    b, h, t, d = query.shape
+    kvh = key.shape[1]
+    q = query.reshape(b, kvh, h // kvh, t, d)  # head i reads kv head i // groups (transformers' repeat_kv)
+    scale = scaling if scaling is not None else d**-0.5
+    s_pre = torch.einsum("bkgtd,kpd->bkgtp", q, pk[0])
+    s_own = torch.einsum("bkgtd,bksd->bkgts", q, key)
+    future = torch.ones(t, t, dtype=torch.bool, device=query.device).triu(1)
+    s_own = s_own.masked_fill(future, float("-inf"))
+    w = torch.softmax(torch.cat([s_pre, s_own], dim=-1) * scale, dim=-1, dtype=torch.float32).to(query.dtype)
+    n = pk.shape[-2]
+    out = torch.einsum("bkgtp,kpd->bkgtd", w[..., :n], pv[0]) + torch.einsum("bkgts,bksd->bkgtd", w[..., n:], value)
+    return out.reshape(b, h, t, d).transpose(1, 2).contiguous(), None
+
+
+def _register_cascade() -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(CASCADE, prefix_cascade_attention)
 
 
 class LoglikelihoodEngine:
@@ -245,9 +279,25 @@ class LoglikelihoodEngine:
                 return False
             cache = _output_cache(out)
             layers = getattr(cache, "layers", None)
+            can_set = getattr(self.model, "_can_set_attn_implementation", lambda: False)
             self._cache_ok = (isinstance(cache, DynamicCache) and bool(layers)
-                              and all(type(layer) is DynamicLayer for layer in layers))
+                              and all(type(layer) is DynamicLayer for layer in layers) and bool(can_set()))
         return self._cache_ok
+
+    @contextmanager
+    def _cascade(self, past: PrefixKV):
+        """The model attends through :func:`prefix_cascade_attention` to ``past`` inside the block."""
+        _register_cascade()
+        before = self.model.config._attn_implementation
+        self.model.set_attn_implementation(CASCADE)
+        if self.model.config._attn_implementation != CASCADE:
+            raise RuntimeError(f"internal error: {type(self.model).__name__} did not switch to cascade attention")
+        token = _PREFIX_KV.set(past)
+        try:
+            yield
+        finally:
+            _PREFIX_KV.reset(token)
+            self.model.set_attn_implementation(before)
 
     def _run(self, seqs: list[ForwardInput], out: np.ndarray, bar, past: PrefixKV | None) -> None:
         order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i].tokens))  # longest first: OOM early
@@ -315,7 +365,8 @@ class LoglikelihoodEngine:
     def _logits_at(self, ids: torch.Tensor, pos: torch.Tensor, past: PrefixKV | None = None) -> torch.Tensor:
         """Logits at ``pos`` ([b, p]) only: the LM head sees just the gathered hidden states.
 
-        With ``past``, ``ids`` continue that prefix: its key/value states are expanded over the batch.
+        With ``past``, ``ids`` continue that prefix: every layer attends to its key/value states through
+        :func:`prefix_cascade_attention` (the cache is shared by the batch, not expanded or copied).
         """
         head = self.model.get_output_embeddings()
         rows = torch.arange(ids.shape[0], device=ids.device)[:, None]
@@ -326,15 +377,13 @@ class LoglikelihoodEngine:
             return (args[0][rows, pos],) + tuple(args[1:])
 
         kwargs: dict = {"use_cache": False}
-        if past is not None:
-            from transformers import DynamicCache
-
-            b = ids.shape[0]
-            data = [(key.expand(b, -1, -1, -1), value.expand(b, -1, -1, -1)) for key, value in past]
-            kwargs = {"use_cache": True, _cache_kwarg(self.model): DynamicCache(ddp_cache_data=data)}
+        if past is not None:  # positions continue the prefix; attention reads its cache (one copy, shared)
+            skip = past[0][0].shape[-2]
+            kwargs["position_ids"] = torch.arange(skip, skip + ids.shape[1], device=ids.device).expand(ids.shape[0], -1)
         handle = head.register_forward_pre_hook(gather) if head is not None else None
         try:
-            logits = self.model(input_ids=ids, **kwargs).logits
+            with self._cascade(past) if past is not None else nullcontext():
+                logits = self.model(input_ids=ids, **kwargs).logits
         finally:
             if handle is not None:
                 handle.remove()
