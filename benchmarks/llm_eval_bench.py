@@ -51,10 +51,19 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 # gain is left where the head-only trick is worth little.
 SHAPES = {"toy": (128, 2, 32000), "realistic": (256, 8, 32000), "small-head": (256, 8, 2048)}
 BENCHES = ("belebele", "global_mmlu")
+VARIANTS = ("xlt prefix-cache", "xlt full-pass", "xlt per-choice", "harness")
 REAL_CODES = ("eng_Latn", "deu_Latn")
 DEMO = Path(__file__).resolve().parents[1] / "xlt" / "assets" / "demo" / "belebele" / "data"
 # Mean characters of real Belebele fields (passage, question, option), the lengths --text real targets.
 REAL_LENGTHS = (480, 77, 25)
+
+
+def _grow(rng, pool: list[str], target: int, sep: str) -> str:
+    """Items of ``pool`` joined by ``sep`` until the text is about ``target`` characters long."""
+    text = rng.choice(pool)
+    while len(text) < target - 8:
+        text = text + sep + rng.choice(pool)
+    return text
 
 
 def real_length_belebele(root: Path, n: int, codes=REAL_CODES, seed: int = 0) -> Path:
@@ -71,20 +80,14 @@ def real_length_belebele(root: Path, n: int, codes=REAL_CODES, seed: int = 0) ->
         rng = random.Random(f"{code}-{seed}")
         joiner = {"eng_Latn": " and ", "deu_Latn": " und "}.get(code, ", ")
 
-        def grow(pick, target: int, sep: str) -> str:
-            text = pick()
-            while len(text) < target - 8:
-                text = text + sep + pick()
-            return text
-
         out = []
         for i in range(n):
             if i % 2 == 0:
-                passage = grow(lambda: rng.choice(sents), REAL_LENGTHS[0], " ")
+                passage = _grow(rng, sents, REAL_LENGTHS[0], " ")
             question = rng.choice(questions)
             while len(question) < REAL_LENGTHS[1] - 22:
                 question = rng.choice(sents).rstrip(".") + ": " + question
-            opts = [grow(lambda: rng.choice(answers), REAL_LENGTHS[2] + 4, joiner) for _ in range(4)]
+            opts = [_grow(rng, answers, REAL_LENGTHS[2] + 4, joiner) for _ in range(4)]
             out.append({"link": f"https://demo.xlt/real/{i // 2}", "question_number": i % 2 + 1,
                         "flores_passage": passage, "question": question,
                         **{f"mc_answer{j + 1}": o for j, o in enumerate(opts)},
@@ -189,6 +192,7 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
         "xlt per-choice": lambda b: xlt(b, prefix_cache=False, share_passes=False),
         "harness": harness,
     }
+    variants = {k: v for k, v in variants.items() if k in args.variants}
     rows: dict[str, dict[str, dict]] = {}
     for bench in benches:
         for vname, fn in variants.items():
@@ -199,20 +203,22 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
             sync()
             rows.setdefault(vname, {})[bench] = {"wall_s": time.perf_counter() - t0, "tokens": counter.tokens,
                                                  "calls": counter.calls, "forward_s": counter.seconds, **res}
-    ref = {b: rows["harness"][b]["preds"] for b in benches}
+    ref_name = "harness" if "harness" in rows else "xlt full-pass"  # --variants without the harness
+    ref = {b: rows[ref_name][b]["preds"] for b in benches}
     report = {"shape": {"hidden": hidden, "layers": layers, "vocab": vocab, "head_share": head_share(model.config)},
-              "variants": {}}
+              "reference": ref_name, "variants": {}}
     for vname, per in rows.items():
         report["variants"][vname] = {}
         for b in benches:
             r = per[b]
             same = sum(int(np.argmax(r["preds"][k])) == int(np.argmax(v)) for k, v in ref[b].items())
+            base = rows[ref_name][b]
             report["variants"][vname][b] = {
                 "wall_s": round(r["wall_s"], 2), "forward_s": round(r["forward_s"], 2),
                 "forward_tokens": r["tokens"], "forward_calls": r["calls"], "same_as_harness": f"{same}/{len(ref[b])}",
-                "speedup_vs_harness": round(rows["harness"][b]["wall_s"] / r["wall_s"], 2),
-                "forward_speedup_vs_harness": round(rows["harness"][b]["forward_s"] / r["forward_s"], 2),
-                "tokens_vs_harness": round(r["tokens"] / rows["harness"][b]["tokens"], 3),
+                "speedup_vs_harness": round(base["wall_s"] / r["wall_s"], 2),
+                "forward_speedup_vs_harness": round(base["forward_s"] / r["forward_s"], 2),
+                "tokens_vs_harness": round(r["tokens"] / base["tokens"], 3),
                 "forward_ms_per_token": round(1000 * r["forward_s"] / r["tokens"], 4),
                 **({"questions_per_path": r["paths"]} if "paths" in r else {}),
             }
@@ -225,19 +231,22 @@ def print_report(name: str, rep: dict, args) -> None:
           f"(LM head {100 * s['head_share']:.0f}% of per-token compute); {2 * args.questions} Belebele + "
           f"{4 * args.gmmlu_per_subject} Global-MMLU Full questions, {args.shots}-shot, batch {args.batch_size}, "
           f"text {args.text}")
-    for b in rep["variants"]["harness"]:
+    ref = "harness" if rep["reference"] == "harness" else "full"
+    for b in rep["variants"][rep["reference"]]:
         print(f"-- {b}")
-        print(f"{'':18}{'fwd tokens':>12}{'fwd s':>9}{'ms/token':>10}{'wall s':>9}{'harness/x wall':>16}"
-              f"{'harness/x fwd':>15}{'same':>10}")
+        print(f"{'':18}{'fwd tokens':>12}{'fwd s':>9}{'ms/token':>10}{'wall s':>9}{ref + '/x wall':>16}"
+              f"{ref + '/x fwd':>15}{'same':>10}")
         for vname, per in rep["variants"].items():
             r = per[b]
             print(f"{vname:18}{r['forward_tokens']:>12,}{r['forward_s']:>9.2f}{r['forward_ms_per_token']:>10.4f}"
                   f"{r['wall_s']:>9.2f}{str(r['speedup_vs_harness']) + 'x':>16}"
                   f"{str(r['forward_speedup_vs_harness']) + 'x':>15}{r['same_as_harness']:>10}")
-        pc, fp = rep["variants"]["xlt prefix-cache"][b], rep["variants"]["xlt full-pass"][b]
-        print(f"  prefix path forward time per token / full pass's: "
-              f"{pc['forward_ms_per_token'] / fp['forward_ms_per_token']:.2f}")
-        print(f"  prefix-cache paths: {rep['variants']['xlt prefix-cache'][b]['questions_per_path']}")
+        pc, fp = rep["variants"].get("xlt prefix-cache", {}).get(b), rep["variants"].get("xlt full-pass", {}).get(b)
+        if pc and fp:
+            print(f"  prefix path forward time per token / full pass's: "
+                  f"{pc['forward_ms_per_token'] / fp['forward_ms_per_token']:.2f}")
+        if pc:
+            print(f"  prefix-cache paths: {pc['questions_per_path']}")
 
 
 def main() -> None:
@@ -251,6 +260,8 @@ def main() -> None:
     ap.add_argument("--text", choices=("fixture", "real"), default="fixture",
                     help="Belebele text: the test fixture (eng/fra pseudo-words) or real lengths (eng/deu)")
     ap.add_argument("--benches", default=",".join(BENCHES), help=f"comma-separated, of {list(BENCHES)}")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help=f"comma-separated, of {list(VARIANTS)} (without the harness: compared with xlt full-pass)")
     ap.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file")
     args = ap.parse_args()
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
@@ -261,6 +272,10 @@ def main() -> None:
     from tests.fixtures.llm import corpus, write_belebele, write_global_mmlu
 
     root = Path(tempfile.mkdtemp(prefix="xlt_llm_bench_"))
+    args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if not args.variants or any(v not in VARIANTS for v in args.variants) or (
+            "harness" not in args.variants and "xlt full-pass" not in args.variants):
+        sys.exit(f"xlt: error: --variants: choose from {list(VARIANTS)}, with harness or xlt full-pass")
     benches = [b.strip() for b in args.benches.split(",") if b.strip()]
     if not benches or any(b not in BENCHES for b in benches):
         sys.exit(f"xlt: error: --benches: choose from {list(BENCHES)}")

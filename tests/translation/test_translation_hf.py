@@ -19,7 +19,6 @@ from xlt.translation.cache import TranslationCache
 from xlt.translation.tiny import build_tiny_nllb
 from xlt.translation.translator import HFSeq2SeqTranslator, build_translator
 
-
 ENGINES = ["hf", pytest.param("ctranslate2", marks=pytest.mark.skipif(not ct2.available(), reason="no ctranslate2"))]
 
 

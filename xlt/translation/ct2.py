@@ -29,7 +29,6 @@ import logging
 import math
 import os
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
