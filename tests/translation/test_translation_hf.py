@@ -15,9 +15,10 @@ from tests.translation.conftest import PASSAGES, make_cfg, make_run
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, HubUnavailableError
 from xlt.translation import ct2, stage
+from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
 from xlt.translation.tiny import build_tiny_nllb
-from xlt.translation.translator import HFSeq2SeqTranslator, build_translator
+from xlt.translation.translator import HFSeq2SeqTranslator
 
 ENGINES = ["hf", pytest.param("ctranslate2", marks=pytest.mark.skipif(not ct2.available(), reason="no ctranslate2"))]
 
