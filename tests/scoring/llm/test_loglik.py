@@ -187,12 +187,20 @@ def test_harness_score_dtype_takes_the_log_softmax_in_the_model_dtype(loaded_lm)
         LoglikelihoodEngine(model, device="cpu", score_dtype="float16")
 
 
-def test_cascade_attention_equals_attention_over_prefix_and_suffix():
+@pytest.mark.parametrize("fused", [True, False], ids=["fused-lse-merge", "einsum-fallback"])
+def test_cascade_attention_equals_attention_over_prefix_and_suffix(fused, monkeypatch):
     """The shared-prefix attention (grouped kv heads, right-padded suffixes) against sdpa over the
-    concatenated prefix + suffix with a causal mask, row by row."""
+    concatenated prefix + suffix with a causal mask, row by row: the CPU path (two fused-kernel calls
+    merged by log-sum-exp) and the one-softmax fallback other devices take."""
     from types import SimpleNamespace
 
+    import xlt.scoring.llm.loglik as loglik
     from xlt.scoring.llm.loglik import _PREFIX_KV, prefix_cascade_attention
+
+    if fused:
+        assert loglik._FLASH_CPU is not None  # torch 2.13 has the CPU flash kernel with log-sum-exp
+    else:
+        monkeypatch.setattr(loglik, "_FLASH_CPU", None)
 
     g = torch.Generator().manual_seed(0)
     heads, kv, d, n_pre, t = 4, 2, 8, 11, 5
@@ -203,7 +211,7 @@ def test_cascade_attention_equals_attention_over_prefix_and_suffix():
         got, _ = prefix_cascade_attention(SimpleNamespace(layer_idx=0), q, k, v, scaling=d**-0.5)
     finally:
         _PREFIX_KV.reset(token)
-    assert got.shape == (3, t, heads, d)
+    assert got.shape == (3, t, heads, d) and got.is_contiguous()
     for r in range(3):
         keys = torch.cat([pk[0], k[r]], 1).repeat_interleave(heads // kv, 0)
         values = torch.cat([pv[0], v[r]], 1).repeat_interleave(heads // kv, 0)

@@ -184,20 +184,65 @@ def prefix_cascade_attention(module, query, key, value, attention_mask=None, sca
 
     ``query``/``key``/``value`` ([batch, heads, suffix_len, head_dim]) are the suffixes' own states; the
     prefix's states (``[1, kv_heads, prefix_len, head_dim]``, set by :class:`LoglikelihoodEngine`) are
-    used as they are, never expanded over the batch nor copied: one matrix product scores every suffix
-    token of the batch against them. Both score blocks share one softmax, so the result is the attention
-    over ``prefix + suffix`` with a causal mask (to float rounding). Suffixes are right-padded: a pad
-    comes after every real token of its row, so causality keeps it out of their results. The model's
+    used as they are, never expanded over the batch nor copied. The result is the attention over
+    ``prefix + suffix`` with a causal mask (to float rounding). Suffixes are right-padded: a pad comes
+    after every real token of its row, so causality keeps it out of their results. The model's
     ``attention_mask`` is not used (registered without a mask function, transformers builds none).
+    On CPU both parts run through PyTorch's fused attention kernel and are merged by their
+    log-sum-exp (:func:`_cascade_fused`); elsewhere one softmax over both score blocks
+    (:func:`_cascade_einsum`).
     """
     prefix = _PREFIX_KV.get()
     if prefix is None or getattr(module, "layer_idx", None) is None:
         raise RuntimeError("internal error: prefix cascade attention called without a prefix cache")
     pk, pv = prefix[module.layer_idx]
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    if query.device.type == "cpu" and _FLASH_CPU is not None:
+        return _cascade_fused(query, key, value, pk, pv, scale), None
+    return _cascade_einsum(query, key, value, pk, pv, scale), None
+
+
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+def _cascade_fused(query, key, value, pk, pv, scale: float) -> torch.Tensor:
+    """Cascade attention as two fused-kernel calls merged by log-sum-exp; returns [batch, len, heads, dim].
+
+    Prefix part: every suffix query of the batch attends to the same prefix keys without a mask, so
+    the batch (and the query heads of one kv head) fold into the query length, ``[1, kv_heads,
+    groups * batch * len, dim]`` against the prefix's ``[1, kv_heads, prefix_len, dim]``: one call, the
+    cache neither expanded nor copied. Suffix part: each row against its own keys, causal. With each
+    part's output ``o`` and log-sum-exp ``l`` of its scaled scores, the attention over both is
+    ``(o1 e^l1 + o2 e^l2) / (e^l1 + e^l2) = o2 + sigmoid(l1 - l2) (o1 - o2)``, taken in float32.
+    """
+    b, h, t, d = query.shape
+    kvh = key.shape[1]
+    g = h // kvh  # head i reads kv head i // g (transformers' repeat_kv)
+    qp = query.unflatten(1, (kvh, g)).permute(1, 2, 0, 3, 4).reshape(1, kvh, g * b * t, d)
+    o1, l1 = _FLASH_CPU(qp, pk, pv, 0.0, False, scale=scale)
+    if g > 1:
+        key, value = key.repeat_interleave(g, dim=1), value.repeat_interleave(g, dim=1)
+    o2, l2 = _FLASH_CPU(query, key, value, 0.0, True, scale=scale)
+    # everything viewed as [batch, len, kv_heads, groups, (dim)]: the layout the model reads back
+    o1 = o1.reshape(kvh, g, b, t, d).permute(2, 3, 0, 1, 4)
+    l1 = l1.reshape(kvh, g, b, t).permute(2, 3, 0, 1)
+    o2 = o2.unflatten(1, (kvh, g)).permute(0, 3, 1, 2, 4)
+    l2 = l2.unflatten(1, (kvh, g)).permute(0, 3, 1, 2)
+    w = torch.sigmoid(l1.float() - l2.float()).unsqueeze(-1)
+    if query.dtype == torch.float32:
+        out = torch.empty((b, t, kvh, g, d), dtype=query.dtype, device=query.device)
+        torch.lerp(o2, o1, w, out=out)
+    else:
+        out = torch.lerp(o2.float(), o1.float(), w).to(query.dtype)
+    return out.reshape(b, t, h, d)
+
+
+def _cascade_einsum(query, key, value, pk, pv, scale: float) -> torch.Tensor:
+    """Cascade attention as one softmax over the prefix and the suffix score blocks (any device);
+    one matrix product scores every suffix token of the batch against the shared prefix."""
     b, h, t, d = query.shape
     kvh = key.shape[1]
     q = query.reshape(b, kvh, h // kvh, t, d)  # head i reads kv head i // groups (transformers' repeat_kv)
-    scale = scaling if scaling is not None else d**-0.5
     s_pre = torch.einsum("bkgtd,kpd->bkgtp", q, pk[0])
     s_own = torch.einsum("bkgtd,bksd->bkgts", q, key)
     future = torch.ones(t, t, dtype=torch.bool, device=query.device).triu(1)
@@ -205,7 +250,7 @@ def prefix_cascade_attention(module, query, key, value, attention_mask=None, sca
     w = torch.softmax(torch.cat([s_pre, s_own], dim=-1) * scale, dim=-1, dtype=torch.float32).to(query.dtype)
     n = pk.shape[-2]
     out = torch.einsum("bkgtp,kpd->bkgtd", w[..., :n], pv[0]) + torch.einsum("bkgts,bksd->bkgtd", w[..., n:], value)
-    return out.reshape(b, h, t, d).transpose(1, 2).contiguous(), None
+    return out.reshape(b, h, t, d).transpose(1, 2).contiguous()
 
 
 def _register_cascade() -> None:
