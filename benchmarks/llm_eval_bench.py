@@ -26,7 +26,7 @@ harness on every question. Wall times include data loading and tokenization on b
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py               # CPU, a few minutes
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py --shapes small-head
     python benchmarks/llm_eval_bench.py --shapes realistic --questions 200 --device cuda
-    OMP_NUM_THREADS=2 python benchmarks/llm_eval_bench.py --shapes realistic --text real --benches belebele \
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py --shapes realistic --text real --benches belebele \
         --questions 100                                                     # the README's table
 """
 
