@@ -13,6 +13,12 @@ default), one randomly initialised Llama and the same upstream-schema Belebele a
                          The task-registry scan (``TaskManager``) happens before the timer starts and the
                          bootstrap of standard errors is off (``bootstrap_iters=0``): both favour the harness.
 
+``--text real`` swaps the Belebele fixture for text of real Belebele lengths in English and German
+(passages ~480 characters, questions ~77, options ~25: sentences, questions and answers of the bundled
+demo assets recombined to those lengths, :func:`real_length_belebele`) and a BPE vocabulary of 8k
+trained on it; ``--benches belebele`` skips Global-MMLU. Every variant also reports forward time per
+forward token (the prefix path's suffix tokens against a full pass's tokens).
+
 Forward tokens are counted by a hook on the model (``input_ids.numel()``, padding included, prefix passes
 included, for all variants). The script checks that every xlt variant predicts the same option as the
 harness on every question. Wall times include data loading and tokenization on both sides.
@@ -20,6 +26,8 @@ harness on every question. Wall times include data loading and tokenization on b
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py               # CPU, a few minutes
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py --shapes small-head
     python benchmarks/llm_eval_bench.py --shapes realistic --questions 200 --device cuda
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py --shapes realistic --text real --benches belebele \
+        --questions 100                                                     # the README's table
 """
 
 from __future__ import annotations
@@ -43,6 +51,51 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 # gain is left where the head-only trick is worth little.
 SHAPES = {"toy": (128, 2, 32000), "realistic": (256, 8, 32000), "small-head": (256, 8, 2048)}
 BENCHES = ("belebele", "global_mmlu")
+VARIANTS = ("xlt prefix-cache", "xlt full-pass", "xlt per-choice", "harness")
+REAL_CODES = ("eng_Latn", "deu_Latn")
+DEMO = Path(__file__).resolve().parents[1] / "xlt" / "assets" / "demo" / "belebele" / "data"
+# Mean characters of real Belebele fields (passage, question, option), the lengths --text real targets.
+REAL_LENGTHS = (480, 77, 25)
+
+
+def _grow(rng, pool: list[str], target: int, sep: str) -> str:
+    """Items of ``pool`` joined by ``sep`` until the text is about ``target`` characters long."""
+    text = rng.choice(pool)
+    while len(text) < target - 8:
+        text = text + sep + rng.choice(pool)
+    return text
+
+
+def real_length_belebele(root: Path, n: int, codes=REAL_CODES, seed: int = 0) -> Path:
+    """``n`` Belebele rows per language (upstream schema, two questions per passage) whose passages,
+    questions and options have real Belebele lengths, made from the demo assets' sentences, questions and
+    answers (seeded: the same files every run)."""
+    import random
+
+    for code in codes:
+        rows = [json.loads(line) for line in (DEMO / f"{code}.jsonl").read_text(encoding="utf-8").splitlines()]
+        sents = sorted({x.strip().rstrip(".") + "." for r in rows for x in r["flores_passage"].split(". ")})
+        questions = sorted({r["question"] for r in rows})
+        answers = sorted({r[f"mc_answer{j}"] for r in rows for j in range(1, 5)})
+        rng = random.Random(f"{code}-{seed}")
+        joiner = {"eng_Latn": " and ", "deu_Latn": " und "}.get(code, ", ")
+
+        out = []
+        for i in range(n):
+            if i % 2 == 0:
+                passage = _grow(rng, sents, REAL_LENGTHS[0], " ")
+            question = rng.choice(questions)
+            while len(question) < REAL_LENGTHS[1] - 22:
+                question = rng.choice(sents).rstrip(".") + ": " + question
+            opts = [_grow(rng, answers, REAL_LENGTHS[2] + 4, joiner) for _ in range(4)]
+            out.append({"link": f"https://demo.xlt/real/{i // 2}", "question_number": i % 2 + 1,
+                        "flores_passage": passage, "question": question,
+                        **{f"mc_answer{j + 1}": o for j, o in enumerate(opts)},
+                        "correct_answer_num": str(rng.randint(1, 4)), "dialect": code, "ds": "2023-05-03"})
+        path = root / "data" / f"{code}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out), encoding="utf-8")
+    return root
 
 
 class ForwardCounter:
@@ -80,7 +133,7 @@ def head_share(cfg) -> float:
     return head / (head + cfg.num_hidden_layers * layer)
 
 
-def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: Path) -> dict:
+def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: Path, codes, benches) -> dict:
     import lm_eval
     import torch
     from lm_eval.models.huggingface import HFLM
@@ -93,7 +146,8 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
 
     hidden, layers, vocab = SHAPES[name]
     model_dir = build_tiny_lm(root / f"model_{name}", texts, hidden=hidden, layers=layers, model_vocab=vocab,
-                              heads=max(2, hidden // 64), init_std=0.02)
+                              heads=max(2, hidden // 64), init_std=0.02,
+                              vocab_size=8000 if args.text == "real" else 400)
     tok = AutoTokenizer.from_pretrained(model_dir)
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).to(args.device).eval()
 
@@ -106,10 +160,10 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
     counter = ForwardCounter(model, sync)
     benchmarks = {"belebele": {"kind": "belebele", "path": str(bele)},
                   "global_mmlu": {"kind": "global_mmlu", "path": str(gmmlu)}}
-    jobs = {"belebele": [("belebele", "eng_Latn"), ("belebele", "fra_Latn")], "global_mmlu": [("global_mmlu", "en")]}
+    jobs = {"belebele": [("belebele", c) for c in codes], "global_mmlu": [("global_mmlu", "en")]}
     cfg = llm_root_config(benchmarks, {"model": str(model_dir), "num_fewshot": args.shots,
                                        "batch_size": args.batch_size, "device": args.device, "dtype": "float32"})
-    tasks = {t: v for t, v in write_harness_tasks(root / f"tasks_{name}", bele, gmmlu).items()
+    tasks = {t: v for t, v in write_harness_tasks(root / f"tasks_{name}", bele, gmmlu, codes=codes).items()
              if v[0] != "global_mmlu_lite"}
     task_manager = TaskManager(include_path=str(root / f"tasks_{name}"))  # registry scan: not timed
     hflm = HFLM(pretrained=model, tokenizer=tok, batch_size=args.batch_size, device=args.device)
@@ -138,8 +192,9 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
         "xlt per-choice": lambda b: xlt(b, prefix_cache=False, share_passes=False),
         "harness": harness,
     }
+    variants = {k: v for k, v in variants.items() if k in args.variants}
     rows: dict[str, dict[str, dict]] = {}
-    for bench in BENCHES:
+    for bench in benches:
         for vname, fn in variants.items():
             counter.reset()
             sync()
@@ -148,20 +203,23 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
             sync()
             rows.setdefault(vname, {})[bench] = {"wall_s": time.perf_counter() - t0, "tokens": counter.tokens,
                                                  "calls": counter.calls, "forward_s": counter.seconds, **res}
-    ref = {b: rows["harness"][b]["preds"] for b in BENCHES}
+    ref_name = "harness" if "harness" in rows else "xlt full-pass"  # --variants without the harness
+    ref = {b: rows[ref_name][b]["preds"] for b in benches}
     report = {"shape": {"hidden": hidden, "layers": layers, "vocab": vocab, "head_share": head_share(model.config)},
-              "variants": {}}
+              "reference": ref_name, "variants": {}}
     for vname, per in rows.items():
         report["variants"][vname] = {}
-        for b in BENCHES:
+        for b in benches:
             r = per[b]
             same = sum(int(np.argmax(r["preds"][k])) == int(np.argmax(v)) for k, v in ref[b].items())
+            base = rows[ref_name][b]
             report["variants"][vname][b] = {
                 "wall_s": round(r["wall_s"], 2), "forward_s": round(r["forward_s"], 2),
                 "forward_tokens": r["tokens"], "forward_calls": r["calls"], "same_as_harness": f"{same}/{len(ref[b])}",
-                "speedup_vs_harness": round(rows["harness"][b]["wall_s"] / r["wall_s"], 2),
-                "forward_speedup_vs_harness": round(rows["harness"][b]["forward_s"] / r["forward_s"], 2),
-                "tokens_vs_harness": round(r["tokens"] / rows["harness"][b]["tokens"], 3),
+                "speedup_vs_harness": round(base["wall_s"] / r["wall_s"], 2),
+                "forward_speedup_vs_harness": round(base["forward_s"] / r["forward_s"], 2),
+                "tokens_vs_harness": round(r["tokens"] / base["tokens"], 3),
+                "forward_ms_per_token": round(1000 * r["forward_s"] / r["tokens"], 4),
                 **({"questions_per_path": r["paths"]} if "paths" in r else {}),
             }
     return report
@@ -171,16 +229,24 @@ def print_report(name: str, rep: dict, args) -> None:
     s = rep["shape"]
     print(f"\n== {name}: Llama hidden={s['hidden']} layers={s['layers']} vocab={s['vocab']} float32 on {args.device} "
           f"(LM head {100 * s['head_share']:.0f}% of per-token compute); {2 * args.questions} Belebele + "
-          f"{4 * args.gmmlu_per_subject} Global-MMLU Full questions, {args.shots}-shot, batch {args.batch_size}")
-    for b in BENCHES:
+          f"{4 * args.gmmlu_per_subject} Global-MMLU Full questions, {args.shots}-shot, batch {args.batch_size}, "
+          f"text {args.text}")
+    ref = "harness" if rep["reference"] == "harness" else "full"
+    for b in rep["variants"][rep["reference"]]:
         print(f"-- {b}")
-        print(f"{'':18}{'fwd tokens':>12}{'fwd s':>9}{'wall s':>9}{'harness/x wall':>16}{'harness/x fwd':>15}{'same':>8}")
+        print(f"{'':18}{'fwd tokens':>12}{'fwd s':>9}{'ms/token':>10}{'wall s':>9}{ref + '/x wall':>16}"
+              f"{ref + '/x fwd':>15}{'same':>10}")
         for vname, per in rep["variants"].items():
             r = per[b]
-            print(f"{vname:18}{r['forward_tokens']:>12,}{r['forward_s']:>9.2f}{r['wall_s']:>9.2f}"
-                  f"{str(r['speedup_vs_harness']) + 'x':>16}{str(r['forward_speedup_vs_harness']) + 'x':>15}"
-                  f"{r['same_as_harness']:>8}")
-        print(f"  prefix-cache paths: {rep['variants']['xlt prefix-cache'][b]['questions_per_path']}")
+            print(f"{vname:18}{r['forward_tokens']:>12,}{r['forward_s']:>9.2f}{r['forward_ms_per_token']:>10.4f}"
+                  f"{r['wall_s']:>9.2f}{str(r['speedup_vs_harness']) + 'x':>16}"
+                  f"{str(r['forward_speedup_vs_harness']) + 'x':>15}{r['same_as_harness']:>10}")
+        pc, fp = rep["variants"].get("xlt prefix-cache", {}).get(b), rep["variants"].get("xlt full-pass", {}).get(b)
+        if pc and fp:
+            print(f"  prefix path forward time per token / full pass's: "
+                  f"{pc['forward_ms_per_token'] / fp['forward_ms_per_token']:.2f}")
+        if pc:
+            print(f"  prefix-cache paths: {pc['questions_per_path']}")
 
 
 def main() -> None:
@@ -191,6 +257,11 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--shots", type=int, default=5)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--text", choices=("fixture", "real"), default="fixture",
+                    help="Belebele text: the test fixture (eng/fra pseudo-words) or real lengths (eng/deu)")
+    ap.add_argument("--benches", default=",".join(BENCHES), help=f"comma-separated, of {list(BENCHES)}")
+    ap.add_argument("--variants", default=",".join(VARIANTS),
+                    help=f"comma-separated, of {list(VARIANTS)} (without the harness: compared with xlt full-pass)")
     ap.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file")
     args = ap.parse_args()
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
@@ -201,12 +272,24 @@ def main() -> None:
     from tests.fixtures.llm import corpus, write_belebele, write_global_mmlu
 
     root = Path(tempfile.mkdtemp(prefix="xlt_llm_bench_"))
-    bele = write_belebele(root / "belebele", n=args.questions)
+    args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    if not args.variants or any(v not in VARIANTS for v in args.variants) or (
+            "harness" not in args.variants and "xlt full-pass" not in args.variants):
+        sys.exit(f"xlt: error: --variants: choose from {list(VARIANTS)}, with harness or xlt full-pass")
+    benches = [b.strip() for b in args.benches.split(",") if b.strip()]
+    if not benches or any(b not in BENCHES for b in benches):
+        sys.exit(f"xlt: error: --benches: choose from {list(BENCHES)}")
+    if args.text == "real":
+        codes = REAL_CODES
+        bele = real_length_belebele(root / "belebele", n=args.questions)
+    else:
+        codes = ("eng_Latn", "fra_Latn")
+        bele = write_belebele(root / "belebele", n=args.questions)
     gmmlu = write_global_mmlu(root / "gmmlu", test_per_subject=args.gmmlu_per_subject)
     texts = corpus([bele, gmmlu])
     out = {}
     for name in shapes:
-        out[name] = run_shape(name, args, bele, gmmlu, texts, root)
+        out[name] = run_shape(name, args, bele, gmmlu, texts, root, codes, benches)
         print_report(name, out[name], args)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, allow_nan=False) + "\n", encoding="utf-8")

@@ -14,14 +14,39 @@ work for all three), so ``segments/s`` ratios equal time ratios. A random model 
 every batch generates up to its limit; with a real model EOS comes earlier, for both sides.
 
     OMP_NUM_THREADS=1 python benchmarks/translate_bench.py [--passages 40] [--questions 3]
+
+``--engines`` compares the engines instead, side by side in one process, on the tiny shape and on the
+real model's shape (``--shapes tiny,600m``; ``600m`` is a random model shaped like
+NLLB-200-distilled-600M: d_model 1024, 12 + 12 layers, 16 heads, FFN 4096, 256,206-entry vocabulary,
+built from a config) over the unique segments (sentences, questions, options) of the RACE-like rows
+of :func:`make_data`, all greedy, float32 unless named:
+
+* ``generate loop``: what ``pipeline("translation", batch_size=B)`` did (the translation pipeline is
+  gone from transformers 5): ``model.generate`` over batches of B in input order, a fixed
+  ``max_new_tokens``;
+* ``xlt hf``: xlt's transformers engine (length-sorted batches, per-batch limit); its output is the
+  reference (``generate``'s float32 output);
+* ``xlt ct2 float32`` / ``xlt ct2 int8``: xlt's CTranslate2 engine (converted once before timing).
+
+Random weights never emit EOS, so every segment generates to its limit (the per-batch limit
+``min(max_new_tokens, 2 x longest input + 10)`` for xlt, ``max_new_tokens`` for the loop): generated
+tokens/s is the per-token rate, segments/s what a user waits for. Timed passes alternate between the
+variants (``--repeats``) and the median is reported; peak memory is the process's resident-set peak
+during a variant's first pass above its level before the pass, plus the variant's model in memory.
+
+    OMP_NUM_THREADS=2 python benchmarks/translate_bench.py --engines --shapes tiny,600m --segments 48
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import math
 import os
 import random
+import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -87,15 +112,157 @@ def baseline(ds: Dataset, tr: HFSeq2SeqTranslator, tgt: str) -> None:
         tr._generate(texts[i : i + tr.batch_size], "eng_Latn", tgt)
 
 
+class PeakRSS:
+    """The process's peak resident memory (MiB) while the block runs, sampled every 10 ms."""
+
+    def __enter__(self):
+        import psutil
+
+        self.proc = psutil.Process()
+        self.start = self.peak = self.proc.memory_info().rss
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self):
+        while not self.done.wait(0.01):
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+        self.mib = (self.peak - self.start) / 2**20
+
+
+def rss_mib() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+SHAPES = {  # name -> build_tiny_nllb keywords
+    "tiny": {"d_model": 256, "layers": 4, "heads": 4, "ffn_dim": 1024},
+    "600m": {"d_model": 1024, "layers": 12, "heads": 16, "ffn_dim": 4096, "total_vocab": 256206, "init_std": 0.02},
+}
+
+
+def engine_rows(shape: str, args, segments: list[str], corpus: list[str], tmp: Path) -> dict:
+    from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from xlt.translation.ct2 import CT2Translator
+    from xlt.translation.translator import length_sorted_batches
+
+    path = build_tiny_nllb(tmp / f"nllb-{shape}", corpus, vocab_size=2000, **SHAPES[shape])
+    src, tgt, bs, cap = "eng_Latn", "fra_Latn", args.batch_size, args.max_new_tokens
+    before = rss_mib()
+    model = AutoModelForSeq2SeqLM.from_pretrained(str(path), dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(str(path))
+    model_mib = {"hf": rss_mib() - before}
+    hf = HFSeq2SeqTranslator(str(path), batch_size=bs, max_new_tokens=cap, device="cpu", precision="fp32",
+                             model=model, tokenizer=tok)
+    n_params = sum(p.numel() for p in model.parameters())
+    engines = {}
+    for ctype in ("float32", "int8"):
+        before = rss_mib()
+        engines[ctype] = CT2Translator(str(path), batch_size=bs, max_new_tokens=cap, compute_type=ctype,
+                                       device="cpu", tokenizer=tok)  # conversion happens here, untimed
+        gc.collect()
+        model_mib[ctype] = rss_mib() - before
+    lengths = hf.lengths(segments)
+    src_tokens = sum(lengths)
+    gen_xlt = sum(len(b) * min(cap, math.ceil(2.0 * max(lengths[i] for i in b)) + 10)
+                  for b in length_sorted_batches(lengths, bs))
+
+    def generate_loop() -> list[str]:
+        tok.src_lang = src
+        out = []
+        for i in range(0, len(segments), bs):
+            enc = tok(segments[i : i + bs], return_tensors="pt", padding=True, truncation=True, max_length=256)
+            with torch.inference_mode():
+                ids = model.generate(**enc, forced_bos_token_id=tok.convert_tokens_to_ids(tgt), max_new_tokens=cap,
+                                     num_beams=1, do_sample=False)
+            out.extend(t.strip() for t in tok.batch_decode(ids, skip_special_tokens=True))
+        return out
+
+    variants = {
+        "generate loop (pipeline-style)": (generate_loop, "hf", len(segments) * cap),
+        "xlt hf": (lambda: hf.translate(segments, src, tgt), "hf", gen_xlt),
+        "xlt ct2 float32": (lambda: engines["float32"].translate(segments, src, tgt), "float32", gen_xlt),
+        "xlt ct2 int8": (lambda: engines["int8"].translate(segments, src, tgt), "int8", gen_xlt),
+    }
+    for tr in (hf, *engines.values()):  # warm-up (kernels, allocator, thread pools), not timed
+        tr.translate(segments[:2], src, tgt)
+    times: dict[str, list[float]] = {v: [] for v in variants}
+    outputs: dict[str, list[str]] = {}
+    peaks: dict[str, float] = {}
+    for rep in range(args.repeats):
+        order = list(variants) if rep % 2 == 0 else list(reversed(variants))
+        for name in order:
+            fn = variants[name][0]
+            with PeakRSS() as mem:
+                t0 = time.perf_counter()
+                out = fn()
+                times[name].append(time.perf_counter() - t0)
+            outputs.setdefault(name, out)
+            peaks.setdefault(name, mem.mib)
+    ref = outputs["xlt hf"]
+    rows = {}
+    for name, (_, mem_key, gen) in variants.items():
+        t = statistics.median(times[name])
+        rows[name] = {"seconds": t, "segments_per_s": len(segments) / t, "source_tokens_per_s": src_tokens / t,
+                      "generated_tokens_per_s": gen / t, "peak_mib": model_mib[mem_key] + peaks[name],
+                      "same_as_generate": sum(a == b for a, b in zip(outputs[name], ref, strict=True)) / len(ref)}
+    base = rows["xlt hf"]["seconds"]
+    for r in rows.values():
+        r["speedup_vs_xlt_hf"] = base / r["seconds"]
+    return {"params_m": n_params / 1e6, "segments": len(segments), "source_tokens": src_tokens,
+            "threads": torch.get_num_threads(), "rows": rows}
+
+
+def compare_engines(args) -> None:
+    ds = make_data(args.passages, args.questions)
+    unique: dict[str, None] = {}
+    for r in ds:
+        unique.update((x, None) for x in [*segment_passage(r["passage"]).sentences, r["question"], *r["options"]])
+    rng = random.Random(0)
+    segments = rng.sample(list(unique), min(args.segments, len(unique)))
+    corpus = [r["passage"] for r in ds] + [r["question"] for r in ds]
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["XLT_CACHE"] = str(Path(tmp) / "xlt_cache")  # conversions of these random models
+        for shape in [s.strip() for s in args.shapes.split(",") if s.strip()]:
+            rep = engine_rows(shape, args, segments, corpus, Path(tmp))
+            print(f"\n== {shape}: random NLLB-shaped M2M100 ({rep['params_m']:.0f}M parameters, {SHAPES[shape]}); "
+                  f"{rep['segments']} unique segments ({rep['source_tokens']} source tokens), batch {args.batch_size}, "
+                  f"max_new_tokens {args.max_new_tokens}, greedy, CPU, {rep['threads']} threads, "
+                  f"median of {args.repeats}")
+            print(f"{'':<32}{'seg/s':>8}{'src tok/s':>11}{'gen tok/s':>11}{'peak MiB':>10}{'same':>7}{'vs xlt hf':>11}")
+            for name, r in rep["rows"].items():
+                print(f"{name:<32}{r['segments_per_s']:>8.2f}{r['source_tokens_per_s']:>11.1f}"
+                      f"{r['generated_tokens_per_s']:>11.1f}{r['peak_mib']:>10.0f}{100 * r['same_as_generate']:>6.0f}%"
+                      f"{r['speedup_vs_xlt_hf']:>10.2f}x")
+            gc.collect()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--passages", type=int, default=40)
     ap.add_argument("--questions", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=16)
-    ap.add_argument("--max-new-tokens", type=int, default=256)
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="default: 256 (48 with --engines)")
     ap.add_argument("--d-model", type=int, default=64)
+    ap.add_argument("--engines", action="store_true", help="compare the engines (see above) instead")
+    ap.add_argument("--shapes", default="tiny,600m", help=f"--engines: comma-separated, of {sorted(SHAPES)}")
+    ap.add_argument("--segments", type=int, default=48, help="--engines: unique segments translated")
+    ap.add_argument("--repeats", type=int, default=2, help="--engines: timed passes per variant (alternating)")
     args = ap.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    if args.max_new_tokens is None:
+        args.max_new_tokens = 48 if args.engines else 256
+    if args.engines:
+        compare_engines(args)
+        return
 
     ds = make_data(args.passages, args.questions)
     n_seg = count_segments(ds)

@@ -100,7 +100,8 @@ def translate_test_values(cfg: Any) -> dict[str, Any] | None:
     t = cfg.translate
     return {"kind": t.kind, "model": t.model_name_or_path, "revision": t.revision, "files": _local(t.model_name_or_path),
             "max_input_tokens": t.max_input_tokens, "max_new_tokens": t.max_new_tokens, "num_beams": t.num_beams,
-            "precision": t.precision}
+            "precision": t.precision, "engine": t.engine, "compute_type": t.compute_type,
+            "length_penalty": t.length_penalty}
 
 
 def _evaluate_files(cfg: Any, run: RunDir) -> dict[str, Any]:

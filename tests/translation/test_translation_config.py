@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -46,3 +47,20 @@ def test_translate_train_all_recipes(recipe):
     assert translate_train_all(cfg)  # decided by the translate group and the stages, not a second flag
     assert list(cfg.stages) == ["build_data", "translate", "train", "evaluate", "report"]
     assert cfg.translate.kind == "hf" and len(cfg.translate.languages) == 115
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"engine": "hf", "compute_type": "int8"}, "translate.compute_type=int8 applies to engine=ctranslate2 only"),
+    ({"precision": "fp16", "compute_type": "int8"}, "both set the number format"),
+    ({"engine": "hf", "device": "cuda:0,1"}, "a list of GPUs needs engine=ctranslate2"),
+    ({"engine": "ctranslate2", "device": "gpu"}, "translate.device='gpu': use auto, cpu, cuda"),
+    ({"engine": "ct2"}, "translate.engine='ct2' is not allowed; use one of auto, hf, ctranslate2"),
+    ({"compute_type": "int4"}, "translate.compute_type='int4' is not allowed"),
+], ids=["compute_type_hf", "two_formats", "gpu_list_hf", "bad_device", "bad_engine", "bad_compute_type"])
+def test_engine_settings_that_cannot_be_honoured_are_config_errors(settings, message):
+    from tests.translation.conftest import make_cfg
+    from xlt import config as xcfg
+    from xlt.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        xcfg.validate(make_cfg(kind="hf", **settings), ["translate"])

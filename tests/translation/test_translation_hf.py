@@ -1,18 +1,26 @@
-"""The transformers seq2seq backend on a tiny random NLLB-shaped model built offline."""
+"""The NLLB / M2M100 engines (transformers' generate and CTranslate2) on a tiny random NLLB-shaped model
+built offline. Tests of the stage, cache, shards, resume and translate-test take the engine as a
+parameter; the ``ctranslate2`` cases are skipped where the extra is not installed."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import pytest
 from datasets import load_from_disk
 
-from tests.translation.conftest import PASSAGES, make_cfg
+from tests.translation.conftest import PASSAGES, make_cfg, make_run
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, HubUnavailableError
-from xlt.translation import stage
+from xlt.translation import ct2, stage
+from xlt.translation.backends import build_translator
+from xlt.translation.cache import TranslationCache
 from xlt.translation.tiny import build_tiny_nllb
-from xlt.translation.translator import HFSeq2SeqTranslator, build_translator
+from xlt.translation.translator import HFSeq2SeqTranslator
+
+ENGINES = ["hf", pytest.param("ctranslate2", marks=pytest.mark.skipif(not ct2.available(), reason="no ctranslate2"))]
 
 
 @pytest.fixture(scope="module")
@@ -21,8 +29,25 @@ def tiny_mt(tmp_path_factory):
     return build_tiny_nllb(tmp_path_factory.mktemp("mt") / "tiny-nllb", corpus * 3)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def xlt_cache(tmp_path_factory):
+    """One XLT_CACHE (CTranslate2 conversions) for the module: each model is converted once."""
+    old = os.environ.get("XLT_CACHE")
+    os.environ["XLT_CACHE"] = str(tmp_path_factory.mktemp("xlt_cache"))
+    yield os.environ["XLT_CACHE"]
+    if old is None:
+        del os.environ["XLT_CACHE"]
+    else:
+        os.environ["XLT_CACHE"] = old
+
+
+def mt_cfg(tiny_mt, engine, **kw):
+    extra = {"compute_type": "float32"} if engine == "ctranslate2" else {}
+    return make_cfg(kind="hf", engine=engine, model_name_or_path=str(tiny_mt), **{**extra, **kw})
+
+
 def test_language_tokens_and_forced_bos(tiny_mt, monkeypatch):
-    tr = build_translator(make_cfg(kind="hf", model_name_or_path=str(tiny_mt), max_new_tokens=6).translate)
+    tr = build_translator(make_cfg(kind="hf", engine="hf", model_name_or_path=str(tiny_mt), max_new_tokens=6).translate)
     assert isinstance(tr, HFSeq2SeqTranslator)
     fra = tr.tokenizer.convert_tokens_to_ids("fra_Latn")
     assert tr.lang_token_id("fra_Latn") == fra != tr.tokenizer.unk_token_id
@@ -48,15 +73,16 @@ def test_language_tokens_and_forced_bos(tiny_mt, monkeypatch):
     assert seen["input_ids"][0, 0].item() == tr.tokenizer.convert_tokens_to_ids("eng_Latn")
 
 
-def test_identity_changes_with_generation_settings(tiny_mt):
-    a = build_translator(make_cfg(kind="hf", model_name_or_path=str(tiny_mt)).translate)
-    b = build_translator(make_cfg(kind="hf", model_name_or_path=str(tiny_mt), num_beams=2).translate)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_identity_changes_with_generation_settings(tiny_mt, engine):
+    a = build_translator(mt_cfg(tiny_mt, engine).translate)
+    b = build_translator(mt_cfg(tiny_mt, engine, num_beams=2).translate)
     assert a.identity != b.identity and "num_beams" in a.identity
 
 
 def test_generation_limit_follows_input_length(tiny_mt, monkeypatch):
     tr = build_translator(
-        make_cfg(kind="hf", model_name_or_path=str(tiny_mt), max_new_tokens=200, max_new_tokens_ratio=1.0, batch_size=1).translate
+        make_cfg(kind="hf", engine="hf", model_name_or_path=str(tiny_mt), max_new_tokens=200, max_new_tokens_ratio=1.0, batch_size=1).translate
     )
     limits = []
     generate = tr.model.generate
@@ -66,14 +92,15 @@ def test_generation_limit_follows_input_length(tiny_mt, monkeypatch):
     assert max(limits) <= 200
 
 
-def test_stage_with_tiny_model(run, tiny_mt):
-    cfg = make_cfg(kind="hf", model_name_or_path=str(tiny_mt), max_new_tokens=8, languages=["fra_Latn"],
-                   quality={"drop_runaway": False})
+@pytest.mark.parametrize("engine", ENGINES)
+def test_stage_with_tiny_model(run, tiny_mt, engine):
+    cfg = mt_cfg(tiny_mt, engine, max_new_tokens=8, languages=["fra_Latn"], quality={"drop_runaway": False})
     summary = stage.run_stage(cfg, run)
     dd = load_from_disk(str(stage.language_dir(run, "fra_Latn")))
     report = json.loads((run.data / "translation_report.json").read_text())
     counts = report["languages"]["fra_Latn"]["counts"]
-    assert report["translator"].startswith("hf/") and "tiny-nllb" in report["translator"]
+    assert report["translator"].startswith({"hf": "hf/", "ctranslate2": "ct2/"}[engine])
+    assert "tiny-nllb" in report["translator"]
     assert dd["train"].features == TRANSLATED_FEATURES
     # Every input row is either in the output or counted as dropped (random models repeat themselves).
     assert counts["rows_in"] == 19
@@ -83,8 +110,6 @@ def test_stage_with_tiny_model(run, tiny_mt):
     # Later units find segments of earlier ones in the cache.
     assert counts["segments_translated"] + counts["segments_cached"] == counts["segments_unique"]
     # Rerun after deleting the outputs: the cache answers everything.
-    import shutil
-
     shutil.rmtree(stage.translated_dir(run))
     stage.run_stage(cfg, run)
     counts2 = json.loads((run.data / "translation_report.json").read_text())["languages"]["fra_Latn"]["counts"]
@@ -92,8 +117,9 @@ def test_stage_with_tiny_model(run, tiny_mt):
     assert load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].to_list() == dd["train"].to_list()
 
 
-def test_unknown_target_language_fails_before_translating(run, tiny_mt):
-    cfg = make_cfg(kind="hf", model_name_or_path=str(tiny_mt), languages=["zul_Latn"])
+@pytest.mark.parametrize("engine", ENGINES)
+def test_unknown_target_language_fails_before_translating(run, tiny_mt, engine):
+    cfg = mt_cfg(tiny_mt, engine, languages=["zul_Latn"])
     with pytest.raises(ConfigError, match="zul_Latn"):
         stage.run_stage(cfg, run)
 
@@ -105,7 +131,116 @@ def test_hub_model_offline_is_a_clear_error(run, monkeypatch):
         stage.run_stage(cfg, run)
 
 
-def test_long_inputs_are_truncated_and_counted(tiny_mt):
-    tr = build_translator(make_cfg(kind="hf", model_name_or_path=str(tiny_mt), max_input_tokens=8).translate)
+@pytest.mark.parametrize("engine", ENGINES)
+def test_long_inputs_are_truncated_and_counted(tiny_mt, engine):
+    tr = build_translator(mt_cfg(tiny_mt, engine, max_input_tokens=8).translate)
     tr.translate(["Hi", PASSAGES[0]], "eng_Latn", "fra_Latn")
     assert tr.stats["truncated_inputs"] == 1
+
+
+TEXTS = [s for p in PASSAGES for s in p.replace("\n", " ").split(". ")] + ["What is true about item 3?", "Hi"]
+
+
+@pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
+@pytest.mark.parametrize("settings", [{}, {"num_beams": 2}, {"max_new_tokens_ratio": None, "max_new_tokens": 7},
+                                      {"max_batch_tokens": 40}], ids=["greedy", "beam2", "limit7", "token_batches"])
+def test_ctranslate2_float32_output_equals_generate(tiny_mt, settings):
+    hf = build_translator(mt_cfg(tiny_mt, "hf", **settings).translate)
+    fast = build_translator(mt_cfg(tiny_mt, "ctranslate2", **settings).translate)
+    assert isinstance(fast, ct2.CT2Translator) and fast.compute_type == "float32"
+    assert fast.translate(TEXTS, "eng_Latn", "fra_Latn") == hf.translate(TEXTS, "eng_Latn", "fra_Latn")
+
+
+@pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
+def test_ctranslate2_conversion_is_cached_per_checkpoint_and_quantization(tiny_mt, monkeypatch, xlt_cache):
+    first = ct2.converted_model(str(tiny_mt), None, "float32")
+    assert first.parent == ct2._cache_root() and str(first).startswith(xlt_cache)
+    assert json.loads((first / "xlt_conversion.json").read_text())["quantization"] == "float32"
+    import ctranslate2
+
+    def no_conversion(*a, **k):
+        raise AssertionError("converted twice")
+
+    monkeypatch.setattr(ctranslate2.converters, "TransformersConverter", no_conversion)
+    assert ct2.converted_model(str(tiny_mt), None, "float32") == first
+    with pytest.raises(AssertionError, match="converted twice"):
+        ct2.converted_model(str(tiny_mt), None, "int8")  # another quantization: another conversion
+    assert not [p for p in first.parent.iterdir() if p.name.endswith(".tmp")]  # no half-written folder left
+    monkeypatch.undo()
+    # Engine and compute type are part of the identity: the segment cache never mixes them.
+    ids = {build_translator(mt_cfg(tiny_mt, "hf").translate).identity,
+           build_translator(mt_cfg(tiny_mt, "ctranslate2").translate).identity,
+           build_translator(mt_cfg(tiny_mt, "ctranslate2", compute_type="int8").translate).identity}
+    assert len(ids) == 3
+
+
+@pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
+def test_auto_engine_is_ctranslate2_for_nllb_when_installed(tiny_mt, monkeypatch):
+    auto = build_translator(make_cfg(kind="hf", model_name_or_path=str(tiny_mt)).translate)
+    assert isinstance(auto, ct2.CT2Translator) and auto.compute_type == "int8"  # CPU default
+    monkeypatch.setattr(ct2, "available", lambda: False)
+    assert isinstance(build_translator(make_cfg(kind="hf", model_name_or_path=str(tiny_mt)).translate),
+                      HFSeq2SeqTranslator)
+    with pytest.raises(ConfigError, match="compute_type=int8 needs engine ctranslate2"):
+        build_translator(make_cfg(kind="hf", model_name_or_path=str(tiny_mt), compute_type="int8").translate)
+
+
+def test_ctranslate2_rejects_other_architectures(tmp_path):
+    pytest.importorskip("ctranslate2")
+    from transformers import BertConfig
+
+    BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+               intermediate_size=8).save_pretrained(tmp_path / "bert")
+    assert ct2.resolve_engine("auto", str(tmp_path / "bert")) == "hf"
+    with pytest.raises(ConfigError, match="supports NLLB / M2M100"):
+        ct2.CT2Translator(str(tmp_path / "bert"), tokenizer=object())
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_shards_and_resume_after_kill_under_the_engine(tmp_path, tiny_mt, engine, monkeypatch):
+    cfg = dict(max_new_tokens=8, languages=["fra_Latn"], quality={"drop_runaway": False})
+    tr = build_translator(mt_cfg(tiny_mt, engine, **cfg).translate)
+    monkeypatch.setattr(stage, "build_translator", lambda tcfg: tr)
+    one = make_run(tmp_path / "one")
+    stage.run_stage(mt_cfg(tiny_mt, engine, **cfg), one)
+    ref = load_from_disk(str(stage.language_dir(one, "fra_Latn")))
+    # Shards (each with its own cache), merged by the last one: the same result as one run.
+    sharded = make_run(tmp_path / "sharded")
+    for i in (1, 0):
+        stage.run_stage(mt_cfg(tiny_mt, engine, shard_index=i, num_shards=2, **cfg), sharded)
+    got = load_from_disk(str(stage.language_dir(sharded, "fra_Latn")))
+    assert all(got[s].to_list() == ref[s].to_list() for s in ("train", "dev"))
+    # Killed after two batches: they are in the cache, and the resumed run translates only the rest.
+    killed = make_run(tmp_path / "killed")
+    generate, calls = tr._generate, []
+
+    def dies_after_two(texts, src, tgt):
+        if len(calls) == 2:
+            raise KeyboardInterrupt("simulated kill -9")
+        calls.append(len(texts))
+        return generate(texts, src, tgt)
+
+    monkeypatch.setattr(tr, "_generate", dies_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        stage.run_stage(mt_cfg(tiny_mt, engine, **cfg), killed)
+    with TranslationCache(stage.cache_path(mt_cfg(tiny_mt, engine), killed)) as cache:
+        assert len(cache) == sum(calls)
+    monkeypatch.setattr(tr, "_generate", generate)
+    stage.run_stage(mt_cfg(tiny_mt, engine, **cfg), killed)
+    counts = json.loads((killed.data / "translation_report.json").read_text())["languages"]["fra_Latn"]["counts"]
+    assert counts["segments_cached"] >= sum(calls)
+    got = load_from_disk(str(stage.language_dir(killed, "fra_Latn")))
+    assert all(got[s].to_list() == ref[s].to_list() for s in ("train", "dev"))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_translate_test_uses_the_engine(run, tiny_mt, engine):
+    from tests.translation.test_translation_test import items
+    from xlt.translation.translate_test import TranslateTestRunner
+
+    runner = TranslateTestRunner(mt_cfg(tiny_mt, engine, max_new_tokens=6), run)
+    out = runner(items(), "belebele", "mixed")
+    assert out["id"] == items()["id"] and out[3]["question"] == "Question 3?"  # English stays as it is
+    assert out[0]["question"] != items()[0]["question"]
+    info = json.loads((run.data / "translate_test" / "belebele" / "mixed.json").read_text())
+    assert info["translator"].startswith({"hf": "hf/", "ctranslate2": "ct2/"}[engine])

@@ -80,9 +80,31 @@ def _translate(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     if stages and "translate" in stages and not langs and not t.import_dir:
         out.append("stages include translate but there is nothing to translate: pick a translate option with "
                    "languages (e.g. translate=nllb) or set translate.languages=[fra_Latn,deu_Latn]")
+    if t.kind == "hf":
+        out.extend(_translate_engine(t))
     s = t.sampling
     if s.strategy == "cap" and s.max_rows_per_language is None:
         out.append("translate.sampling.strategy=cap needs translate.sampling.max_rows_per_language")
+    return out
+
+
+def _translate_engine(t: Any) -> list[str]:
+    """Settings that the chosen engine cannot honour are rejected instead of silently ignored."""
+    out = []
+    if t.engine == "hf" and t.compute_type != "auto":
+        out.append(f"translate.compute_type={t.compute_type} applies to engine=ctranslate2 only; with engine=hf "
+                   "use translate.precision (bf16, fp16, fp32)")
+    if t.precision != "auto" and t.compute_type != "auto":
+        out.append(f"translate.precision={t.precision} and translate.compute_type={t.compute_type} both set the "
+                   "number format; set one (precision: both engines; compute_type: ctranslate2, e.g. int8)")
+    if t.engine == "hf" and "," in str(t.device):
+        out.append(f"translate.device={t.device}: a list of GPUs needs engine=ctranslate2 (engine=hf uses one device)")
+    if t.engine != "hf":
+        from xlt.translation.ct2 import device_error
+
+        err = device_error(str(t.device))
+        if err:
+            out.append(err)
     return out
 
 

@@ -63,9 +63,19 @@ class TranslateConfig:
     # Per batch, generate at most ceil(ratio x longest input) + 10 tokens (None: always max_new_tokens).
     max_new_tokens_ratio: float | None = opt(2.0, gt=0)
     num_beams: int = opt(1, ge=1)
-    # "auto": bf16 on a GPU that supports it, else fp32; or "bf16", "fp16", "fp32".
+    # Beam search only: scores are divided by length ** length_penalty (the same rule in both engines).
+    length_penalty: float = opt(1.0)
+    # Generation engine for kind=hf models: "hf" (transformers' generate), "ctranslate2" (CTranslate2,
+    # NLLB / M2M100 only; pip install 'xlt[ct2]') or "auto": ctranslate2 when it is installed and the
+    # model is NLLB / M2M100, else hf (see README, "Translation engines").
+    engine: str = opt("auto", choices=("auto", "hf", "ctranslate2"))
+    # engine=hf: "auto": bf16 on a GPU that supports it, else fp32; or "bf16", "fp16", "fp32".
     precision: str = opt("auto", choices=("auto", "bf16", "fp16", "fp32"))
-    # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
+    # engine=ctranslate2: "auto": int8 on CPU, bfloat16 (else float16) on GPU; or any CTranslate2 type.
+    compute_type: str = opt("auto", choices=("auto", "int8", "int8_float32", "int8_float16", "int8_bfloat16",
+                                             "int16", "float16", "bfloat16", "float32"))
+    # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...; engine=ctranslate2 also takes a GPU list,
+    # "cuda:0,1", and translates on all of them ("cuda" there means every visible GPU).
     device: str = neutral("auto")
     # Extra FLORES -> model language code mappings (M2M100 uses ISO codes like "fr").
     lang_code_map: dict[str, str] = field(default_factory=dict)

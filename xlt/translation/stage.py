@@ -31,13 +31,14 @@ from xlt.contract import record_inputs, recorded_inputs
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir, atomic_write_json, shard
+from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engine import QualityRules, translate_dataset
 from xlt.translation.layout import cache_path, language_dir, translated_dir  # noqa: F401  (re-exported)
 from xlt.translation.quality import QualityStats
 from xlt.translation.report import REPORT_COLUMNS, report_markdown, write_report  # noqa: F401  (re-exported)
 from xlt.translation.storage import save_dataset
-from xlt.translation.translator import Translator, build_translator
+from xlt.translation.translator import Translator
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,17 @@ def build_tiny_nllb(
     layers: int = 1,
     seed: int = 0,
     init_std: float = 1.0,
+    heads: int = 2,
+    ffn_dim: int | None = None,
+    total_vocab: int | None = None,
 ) -> Path:
-    """Save a tiny NLLB-shaped model and tokenizer to ``path`` (loadable with the Auto classes)."""
+    """Save a tiny NLLB-shaped model and tokenizer to ``path`` (loadable with the Auto classes).
+
+    ``d_model``, ``layers`` (encoder and decoder each), ``heads``, ``ffn_dim`` (default ``2 * d_model``) and
+    ``total_vocab`` (the vocabulary is padded with unused ``<unusedN>`` entries to this many, so tokenizer
+    and embedding match a real checkpoint's size) give it a real model's shape, e.g. NLLB-200-distilled-600M:
+    ``d_model=1024, layers=12, heads=16, ffn_dim=4096, total_vocab=256206``.
+    """
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
     from transformers import M2M100Config, M2M100ForConditionalGeneration, NllbTokenizer
@@ -39,16 +48,20 @@ def build_tiny_nllb(
     bpe.train_from_iterator(list(corpus), trainer)
     spec = json.loads(bpe.to_str())["model"]
     merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in spec["merges"]]
-    tokenizer = NllbTokenizer(vocab=spec["vocab"], merges=merges, extra_special_tokens=list(languages))
+    vocab = dict(spec["vocab"])
+    if total_vocab is not None:
+        for i in range(total_vocab - len(vocab) - len(languages)):
+            vocab[f"<unused{i}>"] = len(vocab)
+    tokenizer = NllbTokenizer(vocab=vocab, merges=merges, extra_special_tokens=list(languages))
     config = M2M100Config(
         vocab_size=len(tokenizer),
         d_model=d_model,
         encoder_layers=layers,
         decoder_layers=layers,
-        encoder_attention_heads=2,
-        decoder_attention_heads=2,
-        encoder_ffn_dim=2 * d_model,
-        decoder_ffn_dim=2 * d_model,
+        encoder_attention_heads=heads,
+        decoder_attention_heads=heads,
+        encoder_ffn_dim=ffn_dim or 2 * d_model,
+        decoder_ffn_dim=ffn_dim or 2 * d_model,
         max_position_embeddings=1024,
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,

@@ -109,7 +109,7 @@ class TranslateTestRunner:
     @property
     def translator(self) -> Translator:
         if self._translator is None:
-            from xlt.translation.translator import build_translator
+            from xlt.translation.backends import build_translator
 
             self._translator = build_translator(self.cfg.translate)
         return self._translator

@@ -8,7 +8,8 @@ A :class:`Translator` turns a list of texts from one language into another. It e
   commit each batch to the cache before the next one starts (a killed run loses at most one batch).
 
 Batches are made from length-sorted texts (:func:`length_sorted_batches`), so a batch pads little and
-stops generating early. Backends: :class:`HFSeq2SeqTranslator` (NLLB, M2M100 through transformers) and
+stops generating early. Backends: :class:`HFSeq2SeqTranslator` (NLLB, M2M100 through transformers),
+:class:`xlt.translation.ct2.CT2Translator` (the same models through CTranslate2) and
 :class:`EchoTranslator` (deterministic, no model: ``"[<lang>] " + text``).
 """
 
@@ -150,67 +151,15 @@ def _pick_dtype(precision: str, device: str) -> Any:
     return table[precision]
 
 
-class HFSeq2SeqTranslator(Translator):
-    """NLLB / M2M100 (any ``AutoModelForSeq2SeqLM`` with language tokens) through transformers.
+class LanguageTokens(Translator):
+    """What both NLLB / M2M100 engines share: language codes and tokens, input lengths, truncation.
 
-    The source language is set on the tokenizer (``tokenizer.src_lang``) and the target forced as the
-    first generated token (``forced_bos_token_id``): the FLORES code's token for NLLB, ``get_lang_id``
-    for M2M100 (FLORES codes mapped to its ISO codes). Greedy or beam search, never sampling.
+    Subclasses set ``tokenizer``, ``user_code_map`` and ``max_input_tokens``.
     """
 
-    def __init__(
-        self,
-        model_name_or_path: str,
-        revision: str | None = None,
-        batch_size: int = 32,
-        max_batch_tokens: int | None = None,
-        max_input_tokens: int = 256,
-        max_new_tokens: int = 256,
-        max_new_tokens_ratio: float | None = 2.0,
-        num_beams: int = 1,
-        precision: str = "auto",
-        device: str = "auto",
-        lang_code_map: dict[str, str] | None = None,
-        model: Any = None,
-        tokenizer: Any = None,
-    ) -> None:
-        super().__init__()
-        import torch  # noqa: F401  (fail early with a clear import error)
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-        from xlt.hub import hub_resource
-
-        if max_new_tokens < 1:
-            raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")
-        self.device = _pick_device(device)
-        self.dtype = _pick_dtype(precision, self.device)
-        if tokenizer is None:
-            with hub_resource("tokenizer", model_name_or_path, revision, "translate.model_name_or_path"):
-                tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, revision=revision)
-        if model is None:
-            with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
-                model = AutoModelForSeq2SeqLM.from_pretrained(
-                    model_name_or_path, revision=revision, dtype=self.dtype, use_safetensors=True
-                )
-        self.tokenizer = tokenizer
-        self.model = model.to(device=self.device, dtype=self.dtype).eval()
-        self.batch_size = batch_size
-        self.max_batch_tokens = max_batch_tokens
-        self.max_input_tokens = max_input_tokens
-        self.max_new_tokens = max_new_tokens
-        self.max_new_tokens_ratio = max_new_tokens_ratio
-        self.num_beams = num_beams
-        self.user_code_map = dict(lang_code_map or {})
-        settings = {
-            "model": str(model_name_or_path),
-            "revision": revision,
-            "max_input_tokens": max_input_tokens,
-            "max_new_tokens": max_new_tokens,
-            "max_new_tokens_ratio": max_new_tokens_ratio,
-            "num_beams": num_beams,
-            "dtype": str(self.dtype).replace("torch.", ""),
-        }
-        self.identity = "hf/" + json.dumps(settings, sort_keys=True)
+    tokenizer: Any
+    user_code_map: dict[str, str]
+    max_input_tokens: int
 
     # Language codes ---------------------------------------------------------------------------------
     def _model_code(self, code: str) -> str:
@@ -250,12 +199,79 @@ class HFSeq2SeqTranslator(Translator):
         for code in codes:
             self.lang_token_id(code)
 
-    # Batching and generation ------------------------------------------------------------------------
+    # Batching -------------------------------------------------------------------------
     def lengths(self, texts: Sequence[str]) -> list[int]:
         enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False)
         lens = [len(ids) for ids in enc["input_ids"]]
         self.stats["truncated_inputs"] += sum(n > self.max_input_tokens for n in lens)
         return [min(n, self.max_input_tokens) for n in lens]
+
+
+class HFSeq2SeqTranslator(LanguageTokens):
+    """NLLB / M2M100 (any ``AutoModelForSeq2SeqLM`` with language tokens) through transformers.
+
+    The source language is set on the tokenizer (``tokenizer.src_lang``) and the target forced as the
+    first generated token (``forced_bos_token_id``): the FLORES code's token for NLLB, ``get_lang_id``
+    for M2M100 (FLORES codes mapped to its ISO codes). Greedy or beam search, never sampling.
+    """
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        revision: str | None = None,
+        batch_size: int = 32,
+        max_batch_tokens: int | None = None,
+        max_input_tokens: int = 256,
+        max_new_tokens: int = 256,
+        max_new_tokens_ratio: float | None = 2.0,
+        num_beams: int = 1,
+        length_penalty: float = 1.0,
+        precision: str = "auto",
+        device: str = "auto",
+        lang_code_map: dict[str, str] | None = None,
+        model: Any = None,
+        tokenizer: Any = None,
+    ) -> None:
+        super().__init__()
+        import torch  # noqa: F401  (fail early with a clear import error)
+        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+        from xlt.hub import hub_resource
+
+        if max_new_tokens < 1:
+            raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")
+        self.device = _pick_device(device)
+        self.dtype = _pick_dtype(precision, self.device)
+        if tokenizer is None:
+            with hub_resource("tokenizer", model_name_or_path, revision, "translate.model_name_or_path"):
+                tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, revision=revision)
+        if model is None:
+            with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
+                model = AutoModelForSeq2SeqLM.from_pretrained(
+                    model_name_or_path, revision=revision, dtype=self.dtype, use_safetensors=True
+                )
+        self.tokenizer = tokenizer
+        self.model = model.to(device=self.device, dtype=self.dtype).eval()
+        self.batch_size = batch_size
+        self.max_batch_tokens = max_batch_tokens
+        self.max_input_tokens = max_input_tokens
+        self.max_new_tokens = max_new_tokens
+        self.max_new_tokens_ratio = max_new_tokens_ratio
+        self.num_beams = num_beams
+        self.length_penalty = length_penalty
+        self.user_code_map = dict(lang_code_map or {})
+        settings = {
+            "model": str(model_name_or_path),
+            "revision": revision,
+            "max_input_tokens": max_input_tokens,
+            "max_new_tokens": max_new_tokens,
+            "max_new_tokens_ratio": max_new_tokens_ratio,
+            "num_beams": num_beams,
+            "dtype": str(self.dtype).replace("torch.", ""),
+        }
+        if num_beams > 1:  # greedy identities (and their cached translations) stay as they were
+            settings.update(length_penalty=length_penalty, early_stopping=True)
+        self.identity = "hf/" + json.dumps(settings, sort_keys=True)
 
     def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
         import torch
@@ -274,27 +290,7 @@ class HFSeq2SeqTranslator(Translator):
                 max_new_tokens=limit,
                 num_beams=self.num_beams,
                 do_sample=False,
+                # Beam search: stop once num_beams hypotheses are finished (CTranslate2's patience=1).
+                **({"early_stopping": True, "length_penalty": self.length_penalty} if self.num_beams > 1 else {}),
             )
         return [t.strip() for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
-
-
-def build_translator(tcfg: Any) -> Translator:
-    """The translator that ``translate`` config ``tcfg`` selects (``kind``: "hf" or "echo")."""
-    kind = tcfg.kind
-    if kind == "echo":
-        return EchoTranslator(batch_size=tcfg.batch_size, max_batch_tokens=tcfg.max_batch_tokens)
-    if kind == "hf":
-        return HFSeq2SeqTranslator(
-            tcfg.model_name_or_path,
-            revision=tcfg.revision,
-            batch_size=tcfg.batch_size,
-            max_batch_tokens=tcfg.max_batch_tokens,
-            max_input_tokens=tcfg.max_input_tokens,
-            max_new_tokens=tcfg.max_new_tokens,
-            max_new_tokens_ratio=tcfg.max_new_tokens_ratio,
-            num_beams=tcfg.num_beams,
-            precision=tcfg.precision,
-            device=tcfg.device,
-            lang_code_map=dict(tcfg.lang_code_map or {}),
-        )
-    raise ConfigError(f"translate.kind must be 'hf' or 'echo', got {kind!r}")

@@ -185,3 +185,49 @@ def test_harness_score_dtype_takes_the_log_softmax_in_the_model_dtype(loaded_lm)
     np.testing.assert_allclose(harness, precise, rtol=2 ** -7, atol=0)
     with pytest.raises(ValueError, match="score_dtype"):
         LoglikelihoodEngine(model, device="cpu", score_dtype="float16")
+
+
+@pytest.mark.parametrize("fused", [True, False], ids=["fused-lse-merge", "einsum-fallback"])
+def test_cascade_attention_equals_attention_over_prefix_and_suffix(fused, monkeypatch):
+    """The shared-prefix attention (grouped kv heads, right-padded suffixes) against sdpa over the
+    concatenated prefix + suffix with a causal mask, row by row: the CPU path (two fused-kernel calls
+    merged by log-sum-exp) and the one-softmax fallback other devices take."""
+    from types import SimpleNamespace
+
+    import xlt.scoring.llm.loglik as loglik
+    from xlt.scoring.llm.loglik import _PREFIX_KV, prefix_cascade_attention
+
+    if fused:
+        assert loglik._FLASH_CPU is not None  # torch 2.13 has the CPU flash kernel with log-sum-exp
+    else:
+        monkeypatch.setattr(loglik, "_FLASH_CPU", None)
+
+    g = torch.Generator().manual_seed(0)
+    heads, kv, d, n_pre, t = 4, 2, 8, 11, 5
+    pk, pv = torch.randn(1, kv, n_pre, d, generator=g), torch.randn(1, kv, n_pre, d, generator=g)
+    q, k, v = (torch.randn(3, h, t, d, generator=g) for h in (heads, kv, kv))
+    token = _PREFIX_KV.set([(pk, pv)])
+    try:
+        got, _ = prefix_cascade_attention(SimpleNamespace(layer_idx=0), q, k, v, scaling=d**-0.5)
+    finally:
+        _PREFIX_KV.reset(token)
+    assert got.shape == (3, t, heads, d) and got.is_contiguous()
+    for r in range(3):
+        keys = torch.cat([pk[0], k[r]], 1).repeat_interleave(heads // kv, 0)
+        values = torch.cat([pv[0], v[r]], 1).repeat_interleave(heads // kv, 0)
+        mask = torch.ones(t, n_pre + t, dtype=torch.bool).tril(n_pre)
+        ref = torch.nn.functional.scaled_dot_product_attention(q[r], keys, values, attn_mask=mask)
+        torch.testing.assert_close(got[r].transpose(0, 1), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_prefix_path_leaves_the_model_attention_as_it_was(loaded_lm):
+    model, tok = loaded_lm
+    before = model.config._attn_implementation
+    engine = LoglikelihoodEngine(model, device="cpu", batch_size=2, progress=False)
+    ids = tok("ka lo mi ne su ta ri vo")["input_ids"]
+    past = engine._encode_prefix(tuple(ids[:4]))
+    with torch.inference_mode():
+        got = engine._logits_at(torch.tensor([ids[4:]]), torch.tensor([[0, len(ids) - 5]]), past)
+        ref = engine._logits_at(torch.tensor([ids]), torch.tensor([[4, len(ids) - 1]]))
+    torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
+    assert model.config._attn_implementation == before

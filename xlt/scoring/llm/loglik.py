@@ -12,9 +12,10 @@ Speed-ups over scoring each option separately (and over the harness):
 * only the positions whose log-probabilities are needed go through the LM head (a forward pre-hook
   on the output embeddings gathers them), so no ``[batch, length, vocab]`` tensor is ever built;
 * questions that share a few-shot prefix (Belebele's examples, a Global-MMLU subject's dev rows)
-  reuse its key/value cache: the prefix is encoded once and only each question's suffix is run,
-  batched against the cache expanded over the batch (:mod:`xlt.scoring.llm.prefix_cache` decides
-  where this is exact);
+  reuse its key/value cache: the prefix is encoded once and only each question's suffix is run, the
+  batch's suffixes attending to the one unexpanded cache through a cascade attention function registered
+  with transformers' ``AttentionInterface`` (:mod:`xlt.scoring.llm.prefix_cache` decides where this is
+  exact);
 * sequences are sorted longest first and batched; the batch size halves on out-of-memory.
 """
 
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -162,11 +165,6 @@ class ForwardStats:
         return dict(self.__dict__)
 
 
-def _cache_kwarg(model) -> str:
-    """The forward argument that takes a KV cache: ``cache`` (transformers >= 5.2x) or ``past_key_values``."""
-    import inspect
-
-    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def _output_cache(out):
@@ -176,6 +174,89 @@ def _output_cache(out):
 
 # One prefix's key/value states per layer, each [1, kv_heads, prefix_len, head_dim].
 PrefixKV = list[tuple[torch.Tensor, torch.Tensor]]
+
+CASCADE = "xlt_prefix_cascade"
+_PREFIX_KV: ContextVar[PrefixKV | None] = ContextVar("xlt_prefix_kv", default=None)
+
+
+def prefix_cascade_attention(module, query, key, value, attention_mask=None, scaling=None, dropout=0.0, **_kw):
+    """Attention of a batch of suffixes to one shared prefix and to themselves (cascade attention).
+
+    ``query``/``key``/``value`` ([batch, heads, suffix_len, head_dim]) are the suffixes' own states; the
+    prefix's states (``[1, kv_heads, prefix_len, head_dim]``, set by :class:`LoglikelihoodEngine`) are
+    used as they are, never expanded over the batch nor copied. The result is the attention over
+    ``prefix + suffix`` with a causal mask (to float rounding). Suffixes are right-padded: a pad comes
+    after every real token of its row, so causality keeps it out of their results. The model's
+    ``attention_mask`` is not used (registered without a mask function, transformers builds none).
+    On CPU both parts run through PyTorch's fused attention kernel and are merged by their
+    log-sum-exp (:func:`_cascade_fused`); elsewhere one softmax over both score blocks
+    (:func:`_cascade_einsum`).
+    """
+    prefix = _PREFIX_KV.get()
+    if prefix is None or getattr(module, "layer_idx", None) is None:
+        raise RuntimeError("internal error: prefix cascade attention called without a prefix cache")
+    pk, pv = prefix[module.layer_idx]
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    if query.device.type == "cpu" and _FLASH_CPU is not None:
+        return _cascade_fused(query, key, value, pk, pv, scale), None
+    return _cascade_einsum(query, key, value, pk, pv, scale), None
+
+
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+
+
+def _cascade_fused(query, key, value, pk, pv, scale: float) -> torch.Tensor:
+    """Cascade attention as two fused-kernel calls merged by log-sum-exp; returns [batch, len, heads, dim].
+
+    Prefix part: every suffix query of the batch attends to the same prefix keys without a mask, so
+    the batch (and the query heads of one kv head) fold into the query length, ``[1, kv_heads,
+    groups * batch * len, dim]`` against the prefix's ``[1, kv_heads, prefix_len, dim]``: one call, the
+    cache neither expanded nor copied. Suffix part: each row against its own keys, causal. With each
+    part's output ``o`` and log-sum-exp ``l`` of its scaled scores, the attention over both is
+    ``(o1 e^l1 + o2 e^l2) / (e^l1 + e^l2) = o2 + sigmoid(l1 - l2) (o1 - o2)``, taken in float32.
+    """
+    b, h, t, d = query.shape
+    kvh = key.shape[1]
+    g = h // kvh  # head i reads kv head i // g (transformers' repeat_kv)
+    qp = query.unflatten(1, (kvh, g)).permute(1, 2, 0, 3, 4).reshape(1, kvh, g * b * t, d)
+    o1, l1 = _FLASH_CPU(qp, pk, pv, 0.0, False, scale=scale)
+    if g > 1:
+        key, value = key.repeat_interleave(g, dim=1), value.repeat_interleave(g, dim=1)
+    o2, l2 = _FLASH_CPU(query, key, value, 0.0, True, scale=scale)
+    # everything viewed as [batch, len, kv_heads, groups, (dim)]: the layout the model reads back
+    o1 = o1.reshape(kvh, g, b, t, d).permute(2, 3, 0, 1, 4)
+    l1 = l1.reshape(kvh, g, b, t).permute(2, 3, 0, 1)
+    o2 = o2.unflatten(1, (kvh, g)).permute(0, 3, 1, 2, 4)
+    l2 = l2.unflatten(1, (kvh, g)).permute(0, 3, 1, 2)
+    w = torch.sigmoid(l1.float() - l2.float()).unsqueeze(-1)
+    if query.dtype == torch.float32:
+        out = torch.empty((b, t, kvh, g, d), dtype=query.dtype, device=query.device)
+        torch.lerp(o2, o1, w, out=out)
+    else:
+        out = torch.lerp(o2.float(), o1.float(), w).to(query.dtype)
+    return out.reshape(b, t, h, d)
+
+
+def _cascade_einsum(query, key, value, pk, pv, scale: float) -> torch.Tensor:
+    """Cascade attention as one softmax over the prefix and the suffix score blocks (any device);
+    one matrix product scores every suffix token of the batch against the shared prefix."""
+    b, h, t, d = query.shape
+    kvh = key.shape[1]
+    q = query.reshape(b, kvh, h // kvh, t, d)  # head i reads kv head i // groups (transformers' repeat_kv)
+    s_pre = torch.einsum("bkgtd,kpd->bkgtp", q, pk[0])
+    s_own = torch.einsum("bkgtd,bksd->bkgts", q, key)
+    future = torch.ones(t, t, dtype=torch.bool, device=query.device).triu(1)
+    s_own = s_own.masked_fill(future, float("-inf"))
+    w = torch.softmax(torch.cat([s_pre, s_own], dim=-1) * scale, dim=-1, dtype=torch.float32).to(query.dtype)
+    n = pk.shape[-2]
+    out = torch.einsum("bkgtp,kpd->bkgtd", w[..., :n], pv[0]) + torch.einsum("bkgts,bksd->bkgtd", w[..., n:], value)
+    return out.reshape(b, h, t, d).transpose(1, 2).contiguous()
+
+
+def _register_cascade() -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(CASCADE, prefix_cascade_attention)
 
 
 class LoglikelihoodEngine:
@@ -245,9 +326,25 @@ class LoglikelihoodEngine:
                 return False
             cache = _output_cache(out)
             layers = getattr(cache, "layers", None)
+            can_set = getattr(self.model, "_can_set_attn_implementation", lambda: False)
             self._cache_ok = (isinstance(cache, DynamicCache) and bool(layers)
-                              and all(type(layer) is DynamicLayer for layer in layers))
+                              and all(type(layer) is DynamicLayer for layer in layers) and bool(can_set()))
         return self._cache_ok
+
+    @contextmanager
+    def _cascade(self, past: PrefixKV):
+        """The model attends through :func:`prefix_cascade_attention` to ``past`` inside the block."""
+        _register_cascade()
+        before = self.model.config._attn_implementation
+        self.model.set_attn_implementation(CASCADE)
+        if self.model.config._attn_implementation != CASCADE:
+            raise RuntimeError(f"internal error: {type(self.model).__name__} did not switch to cascade attention")
+        token = _PREFIX_KV.set(past)
+        try:
+            yield
+        finally:
+            _PREFIX_KV.reset(token)
+            self.model.set_attn_implementation(before)
 
     def _run(self, seqs: list[ForwardInput], out: np.ndarray, bar, past: PrefixKV | None) -> None:
         order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i].tokens))  # longest first: OOM early
@@ -308,7 +405,8 @@ class LoglikelihoodEngine:
     def _logits_at(self, ids: torch.Tensor, pos: torch.Tensor, past: PrefixKV | None = None) -> torch.Tensor:
         """Logits at ``pos`` ([b, p]) only: the LM head sees just the gathered hidden states.
 
-        With ``past``, ``ids`` continue that prefix: its key/value states are expanded over the batch.
+        With ``past``, ``ids`` continue that prefix: every layer attends to its key/value states through
+        :func:`prefix_cascade_attention` (the cache is shared by the batch, not expanded or copied).
         """
         head = self.model.get_output_embeddings()
         rows = torch.arange(ids.shape[0], device=ids.device)[:, None]
@@ -319,15 +417,13 @@ class LoglikelihoodEngine:
             return (args[0][rows, pos],) + tuple(args[1:])
 
         kwargs: dict = {"use_cache": False}
-        if past is not None:
-            from transformers import DynamicCache
-
-            b = ids.shape[0]
-            data = [(key.expand(b, -1, -1, -1), value.expand(b, -1, -1, -1)) for key, value in past]
-            kwargs = {"use_cache": True, _cache_kwarg(self.model): DynamicCache(ddp_cache_data=data)}
+        if past is not None:  # positions continue the prefix; attention reads its cache (one copy, shared)
+            skip = past[0][0].shape[-2]
+            kwargs["position_ids"] = torch.arange(skip, skip + ids.shape[1], device=ids.device).expand(ids.shape[0], -1)
         handle = head.register_forward_pre_hook(gather) if head is not None else None
         try:
-            logits = self.model(input_ids=ids, **kwargs).logits
+            with self._cascade(past) if past is not None else nullcontext():
+                logits = self.model(input_ids=ids, **kwargs).logits
         finally:
             if handle is not None:
                 handle.remove()

@@ -1,0 +1,297 @@
+"""The CTranslate2 engine (``translate.engine=ctranslate2``) for NLLB and M2M100 checkpoints.
+
+The checkpoint is converted once per (checkpoint fingerprint, quantization, CTranslate2 version) into
+``$XLT_CACHE/ct2/<key>``: converted into a temporary folder and renamed into place under a file lock,
+so shards starting together convert once and never see a half-written model. Tokenization, language
+codes, truncation and the per-batch generation limit are the transformers engine's
+(:class:`~xlt.translation.translator.LanguageTokens`), and decoding is mapped setting by setting:
+
+* greedy / beam search: ``beam_size=num_beams``; sampling is never used (``sampling_topk=1``);
+* beam search stops when ``num_beams`` hypotheses are finished (``patience=1``), the rule the hf engine
+  asks transformers for (``early_stopping=True``); CTranslate2's own default is the same, stated here so
+  a changed default cannot slip in;
+* ``length_penalty`` divides scores by ``length ** length_penalty`` in both;
+* the target language is forced as the first target token (``target_prefix``, transformers'
+  ``forced_bos_token_id``);
+* ``max_new_tokens``: transformers counts the forced language token as generated and, for M2M100 /
+  NLLB (``forced_eos_token_id``), spends the last step on a forced ``</s>``; CTranslate2's
+  ``max_decoding_length`` counts the prefix too but forces no end token, so it gets one step less.
+
+Greedy output is identical to transformers' in float32 (``benchmarks/translate_bench.py`` measures the
+share); beam search can differ where hypotheses tie or finish in another order (README).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from xlt.errors import ConfigError
+from xlt.translation.translator import LanguageTokens
+
+log = logging.getLogger(__name__)
+
+MODEL_TYPES = ("m2m_100",)  # NLLB checkpoints are M2M100ForConditionalGeneration
+_PRECISION = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def available() -> bool:
+    """Whether the ``ctranslate2`` package can be imported (``pip install 'xlt[ct2]'``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("ctranslate2") is not None
+
+
+def model_type(model_name_or_path: str, revision: str | None = None) -> str | None:
+    """The checkpoint's ``config.model_type`` (None if its config cannot be read)."""
+    try:
+        from transformers import AutoConfig
+
+        return str(AutoConfig.from_pretrained(model_name_or_path, revision=revision).model_type)
+    except (OSError, ValueError):
+        return None
+
+
+def resolve_engine(engine: str, model_name_or_path: str, revision: str | None = None) -> str:
+    """``auto`` -> ``ctranslate2`` when it is installed and the model is NLLB / M2M100, else ``hf``."""
+    if engine in ("hf", "ctranslate2"):
+        return engine
+    if engine != "auto":
+        raise ConfigError(f"translate.engine must be auto, hf or ctranslate2; got {engine!r}")
+    if available() and model_type(model_name_or_path, revision) in MODEL_TYPES:
+        return "ctranslate2"
+    return "hf"
+
+
+def device_error(device: str) -> str | None:
+    """A config error message for ``translate.device`` under this engine, or None."""
+    if device in ("auto", "cpu", "cuda"):
+        return None
+    if device.startswith("cuda:"):
+        ids = device[5:].split(",")
+        if all(i.strip().isdigit() for i in ids) and len(set(ids)) == len(ids):
+            return None
+    return f"translate.device={device!r}: use auto, cpu, cuda (every visible GPU), cuda:N or a list cuda:0,1"
+
+
+def parse_device(device: str) -> tuple[str, list[int]]:
+    """``(ctranslate2 device, device_index list)`` for ``translate.device``."""
+    import ctranslate2
+
+    err = device_error(device)
+    if err:
+        raise ConfigError(err)
+    gpus = ctranslate2.get_cuda_device_count()
+    if device == "auto":
+        device = "cuda" if gpus else "cpu"
+    if device == "cpu":
+        return "cpu", [0]
+    if not gpus:
+        raise ConfigError(f"translate.device={device}: CTranslate2 sees no CUDA GPU")
+    ids = list(range(gpus)) if device == "cuda" else [int(i) for i in device[5:].split(",")]
+    if max(ids) >= gpus:
+        raise ConfigError(f"translate.device={device}: only {gpus} GPU(s) visible")
+    return "cuda", ids
+
+
+def resolve_compute_type(compute_type: str, precision: str, device: str, device_index: int = 0) -> str:
+    """``auto``: ``precision`` if set, else int8 on CPU and bfloat16 (float16 without bf16) on GPU;
+    an explicit type must be supported on the device."""
+    import ctranslate2
+
+    supported = set(ctranslate2.get_supported_compute_types(device, device_index))
+    if compute_type == "auto":
+        if precision != "auto":
+            compute_type = _PRECISION[precision]
+        elif device == "cpu":
+            compute_type = "int8" if "int8" in supported else "float32"
+        else:
+            compute_type = "bfloat16" if "bfloat16" in supported else "float16"
+    if compute_type not in supported:
+        raise ConfigError(f"translate.compute_type={compute_type} is not supported on {device} by this "
+                          f"CTranslate2 build; supported: {sorted(supported)}")
+    return compute_type
+
+
+def _cache_root() -> Path:
+    return Path(os.environ.get("XLT_CACHE", Path.home() / ".cache" / "xlt")).expanduser() / "ct2"
+
+
+def _local_checkpoint(model_name_or_path: str, revision: str | None) -> str:
+    if Path(model_name_or_path).exists():
+        return model_name_or_path
+    from huggingface_hub import snapshot_download
+
+    from xlt.hub import hub_resource
+
+    with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
+        return snapshot_download(model_name_or_path, revision=revision,
+                                 allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"])
+
+
+def converted_model(model_name_or_path: str, revision: str | None, quantization: str) -> Path:
+    """The CTranslate2 conversion of the checkpoint in ``quantization``, converted on first use."""
+    import ctranslate2
+    from filelock import FileLock
+
+    from xlt.fingerprint import resource_fingerprint
+
+    fingerprint = resource_fingerprint(model_name_or_path, revision)
+    key = hashlib.sha256(json.dumps([fingerprint, quantization, ctranslate2.__version__]).encode()).hexdigest()[:20]
+    root = _cache_root()
+    target = root / key
+    if (target / "model.bin").exists():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(root / f"{key}.lock")):
+        if (target / "model.bin").exists():  # another shard converted it while we waited
+            return target
+        tmp = root / f".{key}.{os.getpid()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        local = _local_checkpoint(model_name_or_path, revision)
+        log.info("translate: converting %s to CTranslate2 (%s) in %s", model_name_or_path, quantization, target)
+        try:
+            converter = ctranslate2.converters.TransformersConverter(local, copy_files=None)
+            converter.convert(str(tmp), quantization=quantization, force=True)
+            (tmp / "xlt_conversion.json").write_text(json.dumps(
+                {"source": str(model_name_or_path), "revision": revision, "fingerprint": fingerprint,
+                 "quantization": quantization, "ctranslate2": ctranslate2.__version__}, indent=2))
+            os.replace(tmp, target)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _generation_config(model_name_or_path: str, revision: str | None, config: Any) -> Any:
+    """The generation defaults transformers' ``generate`` would use for this checkpoint."""
+    from transformers import GenerationConfig
+
+    try:
+        return GenerationConfig.from_pretrained(model_name_or_path, revision=revision)
+    except OSError:
+        return GenerationConfig.from_model_config(config)
+
+
+class CT2Translator(LanguageTokens):
+    """NLLB / M2M100 through CTranslate2 (see the module docstring for how settings map)."""
+
+    def __init__(
+        self,
+        model_name_or_path: str,
+        revision: str | None = None,
+        batch_size: int = 32,
+        max_batch_tokens: int | None = None,
+        max_input_tokens: int = 256,
+        max_new_tokens: int = 256,
+        max_new_tokens_ratio: float | None = 2.0,
+        num_beams: int = 1,
+        length_penalty: float = 1.0,
+        compute_type: str = "auto",
+        precision: str = "auto",
+        device: str = "auto",
+        lang_code_map: dict[str, str] | None = None,
+        tokenizer: Any = None,
+        intra_threads: int | None = None,
+    ) -> None:
+        super().__init__()
+        if not available():
+            raise ConfigError("translate.engine=ctranslate2 needs the ctranslate2 package: pip install 'xlt[ct2]'")
+        import ctranslate2
+        from transformers import AutoConfig, AutoTokenizer
+
+        from xlt.hub import hub_resource
+
+        if max_new_tokens < 1:
+            raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")
+        with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
+            config = AutoConfig.from_pretrained(model_name_or_path, revision=revision)
+            if tokenizer is None:
+                tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, revision=revision)
+        if config.model_type not in MODEL_TYPES:
+            raise ConfigError(f"translate.engine=ctranslate2 supports NLLB / M2M100 checkpoints (model_type "
+                              f"{'/'.join(MODEL_TYPES)}); {model_name_or_path} is {config.model_type!r}: use engine=hf")
+        self.tokenizer = tokenizer
+        self.device, self.device_index = parse_device(device)
+        self.compute_type = resolve_compute_type(compute_type, precision, self.device, self.device_index[0])
+        path = converted_model(model_name_or_path, revision, self.compute_type)
+        if intra_threads is None:
+            import torch
+
+            intra_threads = torch.get_num_threads() if self.device == "cpu" else 0
+        self.model = ctranslate2.Translator(str(path), device=self.device, device_index=self.device_index,
+                                            compute_type=self.compute_type, intra_threads=intra_threads)
+        # One of our batches feeds every GPU: CTranslate2 splits it into max_batch_size pieces.
+        self.replicas = len(self.device_index) if self.device == "cuda" else 1
+        self.batch_size = batch_size * self.replicas
+        self.max_batch_tokens = max_batch_tokens * self.replicas if max_batch_tokens else None
+        self.sub_batch = (max_batch_tokens, "tokens") if max_batch_tokens else (batch_size, "examples")
+        self.max_input_tokens = max_input_tokens
+        self.max_new_tokens = max_new_tokens
+        self.max_new_tokens_ratio = max_new_tokens_ratio
+        self.num_beams = num_beams
+        self.length_penalty = length_penalty
+        self.forced_eos = _generation_config(model_name_or_path, revision, config).forced_eos_token_id is not None
+        self.user_code_map = dict(lang_code_map or {})
+        settings = {
+            "model": str(model_name_or_path),
+            "revision": revision,
+            "max_input_tokens": max_input_tokens,
+            "max_new_tokens": max_new_tokens,
+            "max_new_tokens_ratio": max_new_tokens_ratio,
+            "num_beams": num_beams,
+            "length_penalty": length_penalty,
+            "compute_type": self.compute_type,
+            "ctranslate2": ctranslate2.__version__,
+        }
+        self.identity = "ct2/" + json.dumps(settings, sort_keys=True)
+
+    def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
+        tok = self.tokenizer
+        tok.src_lang = self._model_code(src_lang)
+        ids = tok(texts, truncation=True, max_length=self.max_input_tokens)["input_ids"]
+        limit = self.max_new_tokens
+        if self.max_new_tokens_ratio is not None:
+            limit = min(limit, math.ceil(self.max_new_tokens_ratio * max(map(len, ids))) + 10)
+        prefix = tok.convert_ids_to_tokens(self.lang_token_id(tgt_lang))
+        size, kind = self.sub_batch
+        results = self.model.translate_batch(
+            [tok.convert_ids_to_tokens(x) for x in ids],
+            target_prefix=[[prefix]] * len(texts),
+            max_batch_size=size,
+            batch_type=kind,
+            beam_size=self.num_beams,
+            patience=1,
+            length_penalty=self.length_penalty,
+            sampling_topk=1,
+            max_decoding_length=max(1, limit - 1) if self.forced_eos else limit,
+            return_scores=False,
+        )
+        out = [tok.convert_tokens_to_ids(r.hypotheses[0]) for r in results]
+        return [t.strip() for t in tok.batch_decode(out, skip_special_tokens=True)]
+
+
+def build_ct2_translator(tcfg: Any, **kw: Any) -> CT2Translator:
+    """The CTranslate2 translator for ``translate`` config ``tcfg``."""
+    return CT2Translator(
+        tcfg.model_name_or_path,
+        revision=tcfg.revision,
+        batch_size=tcfg.batch_size,
+        max_batch_tokens=tcfg.max_batch_tokens,
+        max_input_tokens=tcfg.max_input_tokens,
+        max_new_tokens=tcfg.max_new_tokens,
+        max_new_tokens_ratio=tcfg.max_new_tokens_ratio,
+        num_beams=tcfg.num_beams,
+        length_penalty=tcfg.length_penalty,
+        compute_type=tcfg.compute_type,
+        precision=tcfg.precision,
+        device=str(tcfg.device),
+        lang_code_map=dict(tcfg.lang_code_map or {}),
+        **kw,
+    )
+
