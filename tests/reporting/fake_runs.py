@@ -35,7 +35,7 @@ def write_language(run: Path, bench: str, kind: str, lang: str, correct: np.ndar
                    translate_test: bool = False) -> None:
     d = run / "eval" / bench
     (d / "predictions").mkdir(parents=True, exist_ok=True)
-    lines = [json.dumps({"id": f"q{i}", "language": lang, "gold": 0, "prediction": 0 if c else 1,
+    lines = [json.dumps({"id": f"q{i}", "language": lang, "gold": 0, "prediction": 0 if c else 1, "job": "j",
                          "scores": [1.0, 0.0, 0.0, 0.0] if c else [0.0, 1.0, 0.0, 0.0]}) for i, c in enumerate(correct)]
     (d / "predictions" / f"{lang}.jsonl").write_text("\n".join(lines) + "\n")
     lt = langtab.lookup(lang)
