@@ -12,7 +12,7 @@ import json
 import pytest
 
 from tests.reporting.fake_runs import MODELS, TTA, write_run
-from xlt.reporting.compare import compare_runs
+from xlt.reporting.comparison import compare_runs
 from xlt.reporting.findings import FAILS, HOLDS, UNTESTABLE, model_family, model_size, training_setting
 
 HIGH, MID, LOW = ["deu_Latn", "fra_Latn"], ["ell_Grek", "heb_Hebr"], ["swh_Latn", "yor_Latn"]

@@ -14,7 +14,7 @@ from tests.fixtures.benchmarks import write_belebele, write_global_mmlu
 from xlt import config as xcfg
 from xlt.errors import DataError
 from xlt.reporting import stage as report_stage
-from xlt.reporting.compare import compare_runs
+from xlt.reporting.comparison import compare_runs
 from xlt.run import RunDir
 from xlt.scoring import stage as eval_stage
 

@@ -1,4 +1,4 @@
-"""Compare several finished runs: ``python -m xlt.report --compare RUN_DIR... --out DIR``.
+"""Comparing finished runs (the pieces): ``python -m xlt.report --compare RUN_DIR... --out DIR`` (put together in :mod:`xlt.reporting.comparison`).
 
 Writes to ``DIR``: ``compare.md``, ``compare.json`` and CSVs with
 
@@ -24,14 +24,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
-from xlt.reporting.findings import add_findings
-from xlt.reporting.html import write_compare_page
-from xlt.reporting.plots import comparison_plot
-from xlt.reporting.render import markdown_table
 from xlt.reporting.tables import BenchmarkResults, load_run_results
-from xlt.run import RunDir, atomic_write_text
+from xlt.run import RunDir
 from xlt.scoring.metrics import paired_bootstrap
 from xlt.scoring.results import Job, read_predictions
 
@@ -168,71 +163,3 @@ def rankings(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows.append({"from": a, "to": b, "rank_changes": int((shift != 0).sum()),
                      "mean_abs_position_shift": float(shift.abs().mean())})
     return ranks, pd.DataFrame(rows)
-
-
-def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Compare ``run_dirs`` (the first is the baseline) and write the comparison files under ``out``."""
-    if len(run_dirs) < 2:
-        raise DataError("--compare needs at least two run directories")
-    seen: dict[Path, str] = {}
-    for p in run_dirs:
-        real = Path(p).expanduser().resolve()
-        if real in seen:
-            raise DataError(f"--compare: {p} is the same run directory as {seen[real]}; a run counted twice would "
-                            "pass for two seeds. Give each run once")
-        seen[real] = str(p)
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise DataError(f"--out {out}: is a file; give a folder (it is created if missing)")
-    runs = [RunInfo(Path(p)) for p in run_dirs]
-    benchmarks = sorted({b for r in runs for b in r.results})
-    groups = seed_groups(runs)
-    md = ["# Comparison of runs\n", "\nRuns (baseline first): " + ", ".join(f"`{r.label}`" for r in runs) + "\n"]
-    payload: dict[str, Any] = {"runs": [r.label for r in runs], "benchmarks": {}}
-    for bench in benchmarks:
-        sbs = side_by_side(runs, bench)
-        diffs = paired_differences(runs, bench, samples, seed)
-        seeds = seed_summary(groups, bench)
-        atomic_write_text(out / f"{bench}_side_by_side.csv", sbs.to_csv())
-        atomic_write_text(out / f"{bench}_differences.csv", diffs.to_csv(index=False))
-        atomic_write_text(out / f"{bench}_seeds.csv", seeds.to_csv(index=False))
-        comparison_plot(sbs, bench, out)
-        entry: dict[str, Any] = {"side_by_side": sbs.reset_index().to_dict(orient="records"),
-                                 "differences": diffs.to_dict(orient="records"),
-                                 "seeds": seeds.to_dict(orient="records")}
-        md += [f"\n## {bench}\n", "\n### accuracy per language\n\n", markdown_table(sbs.reset_index()),
-               "\n### differences vs baseline (paired bootstrap)\n\n", markdown_table(diffs, digits=3) if len(diffs) else "none\n",
-               "\n### mean ± std over seeds\n\n", markdown_table(seeds, digits=2)]
-        kind = next(r.results[bench].kind for r in runs if bench in r.results)
-        if get_benchmark(kind).has_subsets:
-            scores = system_subset_scores(groups, bench)
-            ranks, changes = rankings(scores)
-            atomic_write_text(out / f"{bench}_rankings.csv", scores.merge(ranks, on="system").to_csv(index=False))
-            entry["rankings"] = scores.merge(ranks, on="system").astype(object).to_dict(orient="records")
-            entry["rank_changes"] = changes.to_dict(orient="records")
-            md += ["\n### rankings on full, MA, CS, CA\n\n", markdown_table(scores.merge(ranks, on="system")),
-                   "\n### rank changes between subsets\n\n", markdown_table(changes, digits=2)]
-        payload["benchmarks"][bench] = entry
-    md.append(add_findings(runs, payload, samples, seed))  # the papers' findings (xlt/reporting/findings.py)
-    atomic_write_text(out / "compare.md", "".join(md))
-    atomic_write_text(out / "compare.json", json.dumps(_clean(payload), indent=2, ensure_ascii=False, default=str) + "\n")
-    write_compare_page(out / "compare.html", runs, _clean(payload))
-    return payload
-
-
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and obj != obj:
-        return None
-    if obj is pd.NA:
-        return None
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return None if np.isnan(obj) else float(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
