@@ -8,7 +8,7 @@ from typing import Any
 
 from xlt.errors import ConfigError
 from xlt.translation import ct2
-from xlt.translation.translator import EchoTranslator, HFSeq2SeqTranslator, Translator
+from xlt.translation.translator import EchoTranslator, HFSeq2SeqTranslator, Translator, engine_settings
 
 log = logging.getLogger(__name__)
 
@@ -27,18 +27,5 @@ def build_translator(tcfg: Any) -> Translator:
         if tcfg.compute_type != "auto":
             raise ConfigError(f"translate.compute_type={tcfg.compute_type} needs engine ctranslate2, but "
                               f"translate.engine={tcfg.engine} resolved to hf (is ctranslate2 installed?)")
-        return HFSeq2SeqTranslator(
-            tcfg.model_name_or_path,
-            revision=tcfg.revision,
-            batch_size=tcfg.batch_size,
-            max_batch_tokens=tcfg.max_batch_tokens,
-            max_input_tokens=tcfg.max_input_tokens,
-            max_new_tokens=tcfg.max_new_tokens,
-            max_new_tokens_ratio=tcfg.max_new_tokens_ratio,
-            num_beams=tcfg.num_beams,
-            length_penalty=tcfg.length_penalty,
-            precision=tcfg.precision,
-            device=tcfg.device,
-            lang_code_map=dict(tcfg.lang_code_map or {}),
-        )
+        return HFSeq2SeqTranslator(tcfg.model_name_or_path, **engine_settings(tcfg))
     raise ConfigError(f"translate.kind must be 'hf' or 'echo', got {kind!r}")

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import ConfigError
-from xlt.translation.translator import LanguageTokens
+from xlt.translation.translator import LanguageTokens, engine_settings
 
 log = logging.getLogger(__name__)
 
@@ -278,20 +278,5 @@ class CT2Translator(LanguageTokens):
 
 def build_ct2_translator(tcfg: Any, **kw: Any) -> CT2Translator:
     """The CTranslate2 translator for ``translate`` config ``tcfg``."""
-    return CT2Translator(
-        tcfg.model_name_or_path,
-        revision=tcfg.revision,
-        batch_size=tcfg.batch_size,
-        max_batch_tokens=tcfg.max_batch_tokens,
-        max_input_tokens=tcfg.max_input_tokens,
-        max_new_tokens=tcfg.max_new_tokens,
-        max_new_tokens_ratio=tcfg.max_new_tokens_ratio,
-        num_beams=tcfg.num_beams,
-        length_penalty=tcfg.length_penalty,
-        compute_type=tcfg.compute_type,
-        precision=tcfg.precision,
-        device=str(tcfg.device),
-        lang_code_map=dict(tcfg.lang_code_map or {}),
-        **kw,
-    )
+    return CT2Translator(tcfg.model_name_or_path, compute_type=tcfg.compute_type, **engine_settings(tcfg), **kw)
 

@@ -207,6 +207,15 @@ class LanguageTokens(Translator):
         return [min(n, self.max_input_tokens) for n in lens]
 
 
+def engine_settings(tcfg: Any) -> dict[str, Any]:
+    """The ``translate`` config values both engines' translators take (limits, decoding, device)."""
+    return dict(revision=tcfg.revision, batch_size=tcfg.batch_size, max_batch_tokens=tcfg.max_batch_tokens,
+                max_input_tokens=tcfg.max_input_tokens, max_new_tokens=tcfg.max_new_tokens,
+                max_new_tokens_ratio=tcfg.max_new_tokens_ratio, num_beams=tcfg.num_beams,
+                length_penalty=tcfg.length_penalty, precision=tcfg.precision, device=str(tcfg.device),
+                lang_code_map=dict(tcfg.lang_code_map or {}))
+
+
 class HFSeq2SeqTranslator(LanguageTokens):
     """NLLB / M2M100 (any ``AutoModelForSeq2SeqLM`` with language tokens) through transformers.
 
