@@ -31,7 +31,13 @@ def _norm(name: str) -> str:
 
 
 def declared() -> set[str]:
-    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    """The dependencies, plus the user-facing extras (e.g. ``ct2``; not ``dev``, the test tools): an
+    optional engine is imported only where it is used, and declared in its extra."""
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    deps = list(project["dependencies"])
+    for extra, reqs in project.get("optional-dependencies", {}).items():
+        if extra != "dev":
+            deps += reqs
     return {_norm(re.split(r"[<>=!~;\[ ]", d, maxsplit=1)[0]) for d in deps}
 
 
