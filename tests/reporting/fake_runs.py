@@ -13,7 +13,8 @@ from omegaconf import OmegaConf
 
 from xlt import config as xcfg
 from xlt import languages as langtab
-from xlt.scoring.metrics import accuracy_with_ci, gmmlu_subsets
+from xlt.data.benchmarks import get_benchmark
+from xlt.scoring.metrics import accuracy_with_ci
 
 MODELS = {
     "XLM-R": {"name": "xlmr_base", "name_or_path": "FacebookAI/xlm-roberta-base"},
@@ -44,7 +45,7 @@ def write_language(run: Path, bench: str, kind: str, lang: str, correct: np.ndar
               "provenance": {"stage": "evaluate", "inputs": "cafe", "xlt_version": "0.1.0", "model": {"sha": "m"},
                              "data": "hub:fake", "job": "j"}}
     if meta is not None:
-        result["subsets"] = {k: accuracy_with_ci(correct[m], 50, 0) for k, m in gmmlu_subsets(meta).items()}
+        result["subsets"] = {k: accuracy_with_ci(correct[m], 50, 0) for k, m in get_benchmark(kind).item_subsets(meta).items()}
     (d / f"{lang}.json").write_text(json.dumps(result))
 
 

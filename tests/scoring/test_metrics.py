@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from xlt.data.benchmarks import get_benchmark
 from xlt.scoring.metrics import (
     accuracy,
     accuracy_with_ci,
     belebele_summary,
     bootstrap_ci,
-    gmmlu_subsets,
     gmmlu_summary,
     paired_bootstrap,
 )
@@ -75,7 +75,8 @@ def test_gmmlu_subsets_and_summary():
         "cultural_sensitivity_label": ["CS", "CA", "-", "CA"],
         "subject_category": ["STEM", "Medical", "STEM", "Other"],
     })
-    m = gmmlu_subsets(items)
+    m = get_benchmark("global_mmlu").item_subsets(items)
+    assert m["full"].all()
     assert m["MA"].tolist() == [True, True, False, True]
     assert m["CS"].tolist() == [True, False, False, False] and m["CA"].sum() == 2
     assert m["category/STEM"].tolist() == [True, False, True, False]

@@ -66,7 +66,7 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
                "\n### differences vs baseline (paired bootstrap)\n\n", markdown_table(diffs, digits=3) if len(diffs) else "none\n",
                "\n### mean ± std over seeds\n\n", markdown_table(seeds, digits=2)]
         kind = next(r.results[bench].kind for r in runs if bench in r.results)
-        if get_benchmark(kind).has_subsets:
+        if bool(get_benchmark(kind).subsets):
             scores = system_subset_scores(groups, bench)
             ranks, changes = rankings(scores)
             atomic_write_text(out / f"{bench}_rankings.csv", scores.merge(ranks, on="system").to_csv(index=False))

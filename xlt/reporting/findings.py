@@ -160,7 +160,7 @@ def direct_benchmark(system: System, kind_has_subsets: bool) -> str | None:
     run = system.runs[0]
     for name in sorted(run.results):
         res = run.results[name]
-        if get_benchmark(res.kind).has_subsets == kind_has_subsets and not is_translate_test(run, name):
+        if bool(get_benchmark(res.kind).subsets) == kind_has_subsets and not is_translate_test(run, name):
             return name
     return None
 
@@ -370,7 +370,7 @@ def check_translate_test_llm(systems: list[System], samples: int, seed: int) -> 
     for s in systems:
         for name in sorted(s.runs[0].results):
             res = s.runs[0].results[name]
-            if get_benchmark(res.kind).has_subsets:
+            if bool(get_benchmark(res.kind).subsets):
                 continue
             is_tt = is_translate_test(s.runs[0], name)
             if s.llm_key is None:

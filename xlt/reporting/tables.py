@@ -40,7 +40,7 @@ class BenchmarkResults:
 
     @property
     def is_gmmlu(self) -> bool:
-        return get_benchmark(self.kind).has_subsets
+        return bool(get_benchmark(self.kind).subsets)
 
 
 def language_columns(code: str, groups: dict[str, str] | None) -> dict[str, Any]:
@@ -99,7 +99,7 @@ def collect(cfg: Any, run: RunDir) -> dict[str, BenchmarkResults]:
 def results_from_files(name: str, kind: str, results: list[dict[str, Any]],
                        groups: dict[str, str] | None = None) -> BenchmarkResults:
     df = per_language_frame(results, groups)
-    if get_benchmark(kind).has_subsets:
+    if bool(get_benchmark(kind).subsets):
         summary = gmmlu_summary(df)
         summary["mean"] = summary["full"]
     else:

@@ -10,7 +10,7 @@ the same distribution as resampling indices, in O(B) instead of O(B*n) memory an
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -101,23 +101,6 @@ def belebele_summary(per_lang: pd.DataFrame, with_resource: bool = True) -> dict
 
 
 GMMLU_SUBSETS = ("full", "MA", "CS", "CA")
-
-
-def gmmlu_subsets(items: Iterable[dict[str, Any]] | pd.DataFrame) -> dict[str, np.ndarray]:
-    """Boolean masks of the Global-MMLU subsets over one language's items.
-
-    ``full`` (all), ``MA`` (``is_annotated``), ``CS``, ``CA`` and ``category/<subject_category>``.
-    """
-    df = items if isinstance(items, pd.DataFrame) else pd.DataFrame(list(items))
-    masks = {
-        "full": np.ones(len(df), dtype=bool),
-        "MA": df["is_annotated"].to_numpy(dtype=bool),
-        "CS": (df["cultural_sensitivity_label"] == "CS").to_numpy(),
-        "CA": (df["cultural_sensitivity_label"] == "CA").to_numpy(),
-    }
-    for cat in sorted(df["subject_category"].unique()):
-        masks[f"category/{cat}"] = (df["subject_category"] == cat).to_numpy()
-    return masks
 
 
 def gmmlu_summary(per_lang: pd.DataFrame) -> dict[str, Any]:

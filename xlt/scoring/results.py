@@ -105,8 +105,14 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
     A result computed under other settings (another local copy, question cap, split, scorer or
     translate-test choice) is stale and is recomputed instead of being silently reused.
     """
+    from xlt.scoring.scorers import SCORER_VERSIONS  # scorers import the models: not at module import
+
     b = cfg.eval.benchmarks[job.benchmark]
-    settings = {"kind": b.kind, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
+    # Code versions: the benchmark definition's and the scorer's (bumping one recomputes exactly the
+    # results it affects).
+    versions = {"benchmark": get_benchmark(b.kind).job_identity()["version"],
+                "scorer": SCORER_VERSIONS.get(cfg.eval.scorer)}
+    settings = {"kind": b.kind, "versions": versions, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
                 "max_questions": b.max_questions, "translate_test": bool(b.translate_test),
                 "model": cfg.eval.model, "scorer": cfg.eval.scorer}
     if cfg.eval.scorer == "llm":

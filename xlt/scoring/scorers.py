@@ -69,6 +69,12 @@ SCORERS: dict[str, Callable[[Any, Any], Scorer] | str] = {
 }
 
 
+# Version of each scorer's code: bump it when a change can alter the scores (another truncation rule,
+# prompt assembly, numerics). It enters every result's job hash (xlt.scoring.results.job_settings), beside
+# the benchmark definition's own ``version``, so exactly the affected results are recomputed.
+SCORER_VERSIONS: dict[str, int] = {"mc": 1, "gold": 1, "fixed": 1, "llm": 1}
+
+
 def build_scorer(cfg: Any, run: Any) -> Scorer:
     """Construct the scorer ``cfg.eval.scorer`` names; an unknown name raises :class:`ConfigError`."""
     name = cfg.eval.scorer

@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 from xlt import languages as langtab
 from xlt.data.benchmarks import get_benchmark
 from xlt.run import RunDir, atomic_write_json, atomic_write_text, strict_json
-from xlt.scoring.metrics import accuracy_with_ci, gmmlu_subsets
+from xlt.scoring.metrics import accuracy_with_ci
 from xlt.scoring.results import (
     Job,
     enabled_benchmarks,
@@ -91,10 +91,9 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "truncated": None,
         "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.base.data_checks)
     }
-    if get_benchmark(job.kind).has_subsets:
-        meta = items.select_columns(["is_annotated", "cultural_sensitivity_label", "subject_category"]).to_pandas()
-        result["subsets"] = {name: accuracy_with_ci(correct[mask], samples, seed)
-                             for name, mask in gmmlu_subsets(meta).items()}
+    masks = get_benchmark(job.kind).item_subsets(items)  # "full" and the benchmark's own subsets, if any
+    if masks:
+        result["subsets"] = {name: accuracy_with_ci(correct[mask], samples, seed) for name, mask in masks.items()}
     if provenance is not None:
         result["provenance"] = provenance
     meta_fn = getattr(scorer, "language_meta", None)

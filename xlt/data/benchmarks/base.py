@@ -34,17 +34,57 @@ from xlt.errors import ConfigError, DataError
 
 
 class Benchmark(ABC):
-    """Base class of the benchmark loaders (see the module docstring for the API)."""
+    """One benchmark, one definition: everything xlt needs to know about it (see the module docstring).
+
+    The loader half (:meth:`languages`, :meth:`load_all`) is abstract. The rest are declarations with
+    defaults that suit a plain multiple-choice benchmark, overridden where a benchmark differs:
+    prompts and few-shot rules for causal LLMs (:meth:`doc_to_text`, :meth:`fewshot_indices`, ...),
+    subsets (:meth:`subset_masks`) and how results are summarised and shown (the reporting block at the
+    end). No other module names a benchmark: they ask its definition.
+    """
 
     kind: str = ""
     default_hub_id: str = ""
-    # What the rest of xlt needs to know about a benchmark, in one place (as a task definition in
-    # lm-evaluation-harness): the prompt/few-shot family its variants share, whether items carry the
-    # metadata of MA/CS/CA and category subsets, and the split LLM few-shot examples come from (None:
-    # the evaluated split itself, other items of the same language).
-    family: str = ""
-    has_subsets: bool = False
+    # Bump whenever a change to this definition (loading, prompts, few-shot rule, subsets) can change a
+    # result: the version enters every result's job hash, so exactly this benchmark's results are
+    # recomputed (lm-evaluation-harness's per-task ``version``).
+    version: int = 1
+    # The paper that introduced the benchmark (cited by the findings it declares).
+    paper: str = ""
+    has_passage: bool = True  # items have a passage (Belebele) or not (Global-MMLU)
+    # The English (pivot) language in this benchmark's own spelling: translate-test scores English few-shot
+    # examples from it, and it is the source side of transfer.
+    pivot_language: str = "eng_Latn"
+    # The split LLM few-shot examples come from (None: the evaluated split itself, other items of the same
+    # language, the question itself skipped).
     fewshot_split: str | None = None
+    # Subsets of a language's items (beside "full", all items) reported with their own accuracy; the
+    # metadata columns their masks are computed from (see :meth:`subset_masks`).
+    subsets: tuple[str, ...] = ()
+    subset_columns: tuple[str, ...] = ()
+
+    def subset_masks(self, meta: Any) -> dict[str, Any]:
+        """Boolean masks (numpy arrays) of the subsets over one language's items.
+
+        ``meta`` is a pandas DataFrame of the items' :attr:`subset_columns`. The default has no subsets.
+        Keys are the names in :attr:`subsets`, plus any finer ones (e.g. ``category/<name>``).
+        """
+        return {}
+
+    def item_subsets(self, items: Any) -> dict[str, Any]:
+        """``{"full": all items, **subset_masks}`` over a Dataset or DataFrame of one language's items
+        (empty when the benchmark declares no subsets)."""
+        if not self.subsets:
+            return {}
+        import numpy as np
+        import pandas as pd
+
+        meta = items if isinstance(items, pd.DataFrame) else items.select_columns(list(self.subset_columns)).to_pandas()
+        return {"full": np.ones(len(meta), dtype=bool), **self.subset_masks(meta)}
+
+    def job_identity(self) -> dict[str, Any]:
+        """What of the definition enters a result's job hash: its kind and version."""
+        return {"kind": self.kind, "version": int(self.version)}
 
     def known_languages(self) -> tuple[str, ...]:
         """Every language of the benchmark per xlt's language table (empty: ask the source)."""
@@ -64,8 +104,6 @@ class Benchmark(ABC):
     @abstractmethod
     def languages(self, bcfg: Any) -> list[str]:
         """Language codes available in the configured source (sorted)."""
-
-    has_passage: bool = True  # items have a passage (Belebele) or not (Global-MMLU)
 
     @abstractmethod
     def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:

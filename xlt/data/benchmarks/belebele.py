@@ -68,6 +68,7 @@ class Belebele(Benchmark):
     kind = "belebele"
     default_hub_id = "facebook/belebele"
     family = "belebele"
+    paper = "Belebele (Bandarkar et al., 2024)"
 
     def known_languages(self) -> tuple[str, ...]:
         return tuple(langtab.belebele_codes())

@@ -144,12 +144,27 @@ class GlobalMMLU(Benchmark):
     kind = "global_mmlu"
     default_hub_id = "CohereLabs/Global-MMLU"
     family = "global_mmlu"
-    has_subsets = True
     fewshot_split = "dev"
+    pivot_language = "en"
+    paper = "Global-MMLU (Singh et al., 2024)"
+    # MA: the annotated questions; CS / CA: culturally sensitive / agnostic (and per category, finer).
+    subsets = ("MA", "CS", "CA")
+    subset_columns = ("is_annotated", "cultural_sensitivity_label", "subject_category")
 
     def __init__(self, kind: str = "global_mmlu", default_hub_id: str = "CohereLabs/Global-MMLU"):
         self.kind = kind
         self.default_hub_id = default_hub_id
+
+    def subset_masks(self, meta: Any) -> dict[str, Any]:
+        """``MA`` (``is_annotated``), ``CS``, ``CA`` and ``category/<subject_category>``."""
+        masks = {
+            "MA": meta["is_annotated"].to_numpy(dtype=bool),
+            "CS": (meta["cultural_sensitivity_label"] == "CS").to_numpy(),
+            "CA": (meta["cultural_sensitivity_label"] == "CA").to_numpy(),
+        }
+        for cat in sorted(meta["subject_category"].unique()):
+            masks[f"category/{cat}"] = (meta["subject_category"] == cat).to_numpy()
+        return masks
 
     @property
     def lite(self) -> bool:
