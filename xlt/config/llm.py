@@ -9,13 +9,6 @@ from dataclasses import dataclass
 
 from xlt.config.fields import neutral, opt
 
-# The instruction of the Belebele paper's zero-shot prompt for instruction-tuned models.
-BELEBELE_INSTRUCTION = (
-    "Given the following passage, query, and answer choices, output the letter corresponding to the correct answer."
-)
-# The same instruction for benchmarks without a passage (Global-MMLU).
-NO_PASSAGE_INSTRUCTION = "Given the following query and answer choices, output the letter corresponding to the correct answer."
-
 
 @dataclass
 class LLMConfig:
@@ -31,10 +24,9 @@ class LLMConfig:
     mode: str = opt("loglikelihood", choices=("loglikelihood", "generate"))
     # Few-shot examples per question (loglikelihood mode).
     num_fewshot: int = opt(5, ge=0)
-    # Global-MMLU few-shot selection: "first_n" (Full: first k dev rows of the same subject), "random"
-    # (Lite: seeded random dev rows of the same category), or "auto" (random for the global_mmlu_lite
-    # kind or a hub_id naming Global-MMLU-Lite, else first_n).
-    gmmlu_fewshot: str = opt("auto", choices=("auto", "first_n", "random"))
+    # Few-shot selection: "auto" (what the benchmark's definition says the harness does, e.g. the first k
+    # rows of the pool, or seeded random rows), "first_n" or "random" (the harness's samplers).
+    fewshot_sampler: str = opt("auto", choices=("auto", "first_n", "random"))
     # Seed of the random few-shot sampler (lm-evaluation-harness's default is 1234).
     fewshot_seed: int = 1234
     # "auto": bfloat16 on CUDA, float32 on CPU; or float32 / bfloat16 / float16.
@@ -60,6 +52,6 @@ class LLMConfig:
     # --apply_chat_template) or, if false, all in one user message (--fewshot_as_multiturn false).
     fewshot_as_multiturn: bool = True
     system_prompt: str | None = None
-    # Generation mode: instruction text (None: the Belebele paper's) and new-token budget.
+    # Generation mode: instruction text (None: the benchmark definition's) and new-token budget.
     instruction: str | None = None
     max_new_tokens: int = opt(16, ge=1)

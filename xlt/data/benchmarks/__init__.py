@@ -14,7 +14,7 @@ from xlt.errors import ConfigError
 BENCHMARKS: dict[str, Benchmark] = {
     "belebele": Belebele(),
     "global_mmlu": GlobalMMLU("global_mmlu", "CohereLabs/Global-MMLU"),
-    "global_mmlu_lite": GlobalMMLU("global_mmlu_lite", "CohereLabs/Global-MMLU-Lite"),
+    "global_mmlu_lite": GlobalMMLU("global_mmlu_lite", "CohereLabs/Global-MMLU-Lite", lite=True),
 }
 
 

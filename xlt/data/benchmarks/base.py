@@ -20,8 +20,9 @@ evaluation result (``data_checks``) and the report.
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from datasets import Dataset, Features, load_dataset
 
 from xlt import languages as langtab
 from xlt.data.anomalies import PLACEHOLDERS
+from xlt.data.schema import LETTERS
 from xlt.errors import ConfigError, DataError
 
 
@@ -70,6 +72,86 @@ class Benchmark(ABC):
         Keys are the names in :attr:`subsets`, plus any finer ones (e.g. ``category/<name>``).
         """
         return {}
+
+    # --- causal LLMs: prompts and few-shot examples (as an lm-evaluation-harness task) ---------------
+    # The harness's multiple-choice prompt of one item (``doc_to_text``), its answer continuations
+    # (``doc_to_choice``; each is scored after TARGET_DELIMITER) and the gold one (``doc_to_target``).
+    # The default is the harness's lettered template: the passage (if any), the question, ``A. option``
+    # lines, ``Answer:``; the continuations are the letters.
+
+    def doc_to_text(self, rec: Mapping[str, Any]) -> str:
+        passage = (rec.get("passage") or "").strip()
+        lines = [passage] if passage else []
+        lines += [rec["question"].strip(), *(f"{LETTERS[i]}. {o}" for i, o in enumerate(rec["options"])), "Answer:"]
+        return "\n".join(lines)
+
+    def doc_to_choice(self, rec: Mapping[str, Any]) -> list[str]:
+        return list(LETTERS[: len(rec["options"])])
+
+    def doc_to_target(self, rec: Mapping[str, Any]) -> str:
+        return self.doc_to_choice(rec)[int(rec["label"])]
+
+    # The zero-shot instruction of the Belebele paper's prompt for instruction-tuned models (generation
+    # mode), with and without a passage; the prompt itself is :func:`xlt.scoring.llm.prompts.instruction_prompt`.
+    def instruction(self) -> str:
+        if self.has_passage:
+            return ("Given the following passage, query, and answer choices, output the letter corresponding to "
+                    "the correct answer.")
+        return "Given the following query and answer choices, output the letter corresponding to the correct answer."
+
+    # Few-shot sampling: "first_n" (the first k rows of the pool, as the harness's ``first_n`` sampler) or
+    # "random" (``Random(seed).sample(pool, k)`` drawn question after question, one generator per group,
+    # as its default sampler). ``fewshot_group``: the column the harness splits a language into tasks by
+    # (one pool and one generator per value; None: the whole language is one task).
+    fewshot_samplers: tuple[str, ...] = ("first_n", "random")
+
+    def default_fewshot_sampler(self, bcfg: Any) -> str:
+        return "first_n"
+
+    def fewshot_group(self, sampler: str) -> str | None:
+        return None
+
+    # How the harness splits a language into tasks, for the note on a capped run (None: one task per
+    # language, so ``max_questions`` is the harness's ``--limit``).
+    harness_task_unit: str | None = None
+
+    def fewshot_indices(self, items: Dataset, pool: Dataset, k: int, *, sampler: str = "first_n",
+                        seed: int = 1234, same_split: bool | None = None) -> list[list[int]]:
+        """For each row of ``items``, the indices into ``pool`` of its ``k`` few-shot examples.
+
+        When the pool is the evaluated split itself (``same_split``; default: ``fewshot_split`` is None)
+        the harness draws ``k + 1`` and drops the question itself (matched by ``id``).
+        """
+        if k <= 0:
+            return [[] for _ in range(len(items))]
+        if sampler not in self.fewshot_samplers:
+            raise ConfigError(f"{self.kind}: unknown few-shot sampler '{sampler}'; choose one of "
+                              f"{list(self.fewshot_samplers)}")
+        same = self.fewshot_split is None if same_split is None else same_split
+        key = self.fewshot_group(sampler)
+        for name, ds in (("items", items), ("few-shot pool", pool)):
+            if key is not None and key not in ds.column_names:
+                raise DataError(f"{self.kind} {name}: column '{key}' is missing (needed to pick few-shot examples)")
+        groups: dict[Any, list[int]] = {}
+        for i, g in enumerate(pool[key] if key is not None else [None] * len(pool)):
+            groups.setdefault(g, []).append(i)
+        pool_ids = pool["id"]
+        rngs: dict[Any, random.Random] = {}
+        draw = k + 1 if same else k
+        out = []
+        for row, (qid, g) in enumerate(zip(items["id"], items[key] if key is not None else [None] * len(items),
+                                          strict=True)):
+            group = groups.get(g, [])
+            if len(group) < draw:
+                unit = f"{key} '{g}'" if key is not None else "the pool"
+                raise DataError(f"{self.kind} row {row} (id {qid}): {unit} has {len(group)} few-shot rows in the "
+                                f"{self.fewshot_split or 'evaluated'} split, {draw} needed")
+            if sampler == "first_n":
+                picked = group[:draw]
+            else:
+                picked = rngs.setdefault(g, random.Random(seed)).sample(group, draw)
+            out.append([i for i in picked if not (same and pool_ids[i] == qid)][:k])
+        return out
 
     def item_subsets(self, items: Any) -> dict[str, Any]:
         """``{"full": all items, **subset_masks}`` over a Dataset or DataFrame of one language's items

@@ -11,6 +11,7 @@ with one ``default`` config whose splits are the language codes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,14 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
 class Belebele(Benchmark):
     kind = "belebele"
     default_hub_id = "facebook/belebele"
-    family = "belebele"
     paper = "Belebele (Bandarkar et al., 2024)"
+    # LLM few-shot (lm-evaluation-harness ``belebele_<code>``): ``first_n`` on the test split itself, the
+    # question skipped.
+
+    def doc_to_text(self, rec: Mapping[str, Any]) -> str:
+        """The harness's ``doc_to_text`` (``lm_eval/tasks/belebele/_default_template_yaml``)."""
+        a, b, c, d = rec["options"]
+        return f"P: {rec['passage']}\nQ: {rec['question'].strip()}\nA: {a}\nB: {b}\nC: {c}\nD: {d}\nAnswer:"
 
     def known_languages(self) -> tuple[str, ...]:
         return tuple(langtab.belebele_codes())

@@ -143,7 +143,6 @@ class GlobalMMLU(Benchmark):
     has_passage = False  # items have no passage: an empty one is not counted as odd
     kind = "global_mmlu"
     default_hub_id = "CohereLabs/Global-MMLU"
-    family = "global_mmlu"
     fewshot_split = "dev"
     pivot_language = "en"
     paper = "Global-MMLU (Singh et al., 2024)"
@@ -151,9 +150,23 @@ class GlobalMMLU(Benchmark):
     subsets = ("MA", "CS", "CA")
     subset_columns = ("is_annotated", "cultural_sensitivity_label", "subject_category")
 
-    def __init__(self, kind: str = "global_mmlu", default_hub_id: str = "CohereLabs/Global-MMLU"):
+    # The LLM prompt is the base class's lettered template, which is the harness's Global-MMLU one
+    # (``lm_eval/tasks/global_mmlu/*/_*_template_yaml``): question, ``A. option`` lines, ``Answer:``.
+
+    def __init__(self, kind: str = "global_mmlu", default_hub_id: str = "CohereLabs/Global-MMLU", lite: bool = False):
         self.kind = kind
         self.default_hub_id = default_hub_id
+        self.lite = lite
+        # The harness's tasks: Full has one per subject (``first_n`` on dev), Lite one per category
+        # (its default seeded random sampler on dev).
+        self.harness_task_unit = "category" if lite else "subject"
+
+    def default_fewshot_sampler(self, bcfg: Any) -> str:
+        return "random" if self.lite else "first_n"
+
+    def fewshot_group(self, sampler: str) -> str | None:
+        """Few-shot rows come from the same subject (``first_n``) or category (``random``)."""
+        return "subject" if sampler == "first_n" else "subject_category"
 
     def subset_masks(self, meta: Any) -> dict[str, Any]:
         """``MA`` (``is_annotated``), ``CS``, ``CA`` and ``category/<subject_category>``."""
@@ -165,10 +178,6 @@ class GlobalMMLU(Benchmark):
         for cat in sorted(meta["subject_category"].unique()):
             masks[f"category/{cat}"] = (meta["subject_category"] == cat).to_numpy()
         return masks
-
-    @property
-    def lite(self) -> bool:
-        return self.kind == "global_mmlu_lite"
 
     def known_languages(self) -> tuple[str, ...]:
         # Lite's language list grows upstream: ask the source.

@@ -8,6 +8,7 @@ with no recognisable answer is *unparseable*: it gets no prediction and is count
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Sequence
@@ -22,22 +23,27 @@ from xlt.scoring.llm.loglik import encode_texts
 
 log = logging.getLogger(__name__)
 
-_L = "[A-D]"
-# Tried in order; the first that matches gives the letter.
-_PATTERNS = [
-    re.compile(rf"^\s*\(?({_L})\)?\s*$"),  # A   (A)
-    re.compile(rf"^\s*\(?({_L})\s*[).:\]\n,]"),  # A.  A)  (A)  A:  A,  A\n...
-    re.compile(rf"^\s*\(?({_L})\)?\s+[-–—]"),  # A - text
-    re.compile(rf"(?i:answer)(?:\s+is)?\s*(?:[:\-]\s*)?\(?({_L})\b"),  # Answer: A   the answer is (B)
-    re.compile(rf"(?i:option|choice)\s*\(?({_L})\b"),  # Option C
-    re.compile(rf"\(({_L})\)"),  # ... (C) ...
-]
+
+@functools.cache
+def _patterns(n_options: int) -> list[re.Pattern]:
+    """The answer patterns for the letters of ``n_options`` options, tried in order; the first match wins."""
+    letters = f"[A-{LETTERS[n_options - 1]}]"
+    return [
+        re.compile(rf"^\s*\(?({letters})\)?\s*$"),  # A   (A)
+        re.compile(rf"^\s*\(?({letters})\s*[).:\]\n,]"),  # A.  A)  (A)  A:  A,  A\n...
+        re.compile(rf"^\s*\(?({letters})\)?\s+[-–—]"),  # A - text
+        re.compile(rf"(?i:answer)(?:\s+is)?\s*(?:[:\-]\s*)?\(?({letters})\b"),  # Answer: A   the answer is (B)
+        re.compile(rf"(?i:option|choice)\s*\(?({letters})\b"),  # Option C
+        re.compile(rf"\(({letters})\)"),  # ... (C) ...
+    ]
 
 
 def extract_letter(text: str, options: Sequence[str] | None = None) -> int | None:
-    """The 0-based option a generated answer names, or None if it names none unambiguously."""
+    """The 0-based option a generated answer names, or None if it names none unambiguously.
+
+    The letters are those of the item's options (A-D for four; without ``options``, four)."""
     cleaned = text.replace("*", "").replace("#", "").strip()
-    for pat in _PATTERNS:
+    for pat in _patterns(len(options) if options else 4):
         m = pat.search(cleaned)
         if m:
             return LETTERS.index(m.group(1))

@@ -35,8 +35,8 @@ def llm_config(cfg: DictConfig | dict[str, Any] | LLMConfig) -> DictConfig:
         raise ConfigError("eval.llm.model is not set: give a Hub id or a local path (eval.llm.model=...)")
     if merged.mode not in MODES:
         raise ConfigError(f"eval.llm.mode must be one of {list(MODES)}, got '{merged.mode}'")
-    if merged.gmmlu_fewshot not in ("auto", "first_n", "random"):
-        raise ConfigError(f"eval.llm.gmmlu_fewshot must be auto, first_n or random, got '{merged.gmmlu_fewshot}'")
+    if merged.fewshot_sampler not in ("auto", "first_n", "random"):
+        raise ConfigError(f"eval.llm.fewshot_sampler must be auto, first_n or random, got '{merged.fewshot_sampler}'")
     if merged.dtype != "auto" and merged.dtype not in DTYPES:
         raise ConfigError(f"eval.llm.dtype must be auto or one of {list(DTYPES)}, got '{merged.dtype}'")
     if merged.score_dtype not in SCORE_DTYPES:

@@ -283,13 +283,18 @@ class LoglikelihoodEngine:
 
     def scores(self, seqs: list[ForwardInput], n_questions: int, n_options: int,
                prefixes: Sequence[tuple[int, ...] | None] | None = None) -> np.ndarray:
-        """Summed continuation log-probabilities, shape ``(n_questions, n_options)`` (float64).
+        """Summed continuation log-probabilities, shape ``(n_questions, n_options)`` (float64); ``-inf``
+        where a question has fewer options (no member of ``seqs`` scores that slot).
 
         ``prefixes[i]`` (optional): tokens that ``seqs[i]`` starts with and whose KV cache it may reuse;
         every logit position of the sequence must lie after them (see
         :func:`xlt.scoring.llm.prefix_cache.plan_prefixes`). Each distinct prefix is encoded once.
         """
         out = np.full((n_questions, n_options), np.nan)
+        wanted = np.zeros((n_questions, n_options), dtype=bool)
+        for seq in seqs:
+            for q, j, _ in seq.members:
+                wanted[q, j] = True
         groups: dict[tuple[int, ...], list[ForwardInput]] = {}
         plain: list[ForwardInput] = []
         for i, seq in enumerate(seqs):
@@ -306,8 +311,9 @@ class LoglikelihoodEngine:
             self._run(group, out, bar, self._encode_prefix(pre))
         bar.close()
         self.stats.batch_size = self.batch_size
-        if np.isnan(out).any():
+        if np.isnan(out[wanted]).any():
             raise RuntimeError("internal error: some options were not scored")
+        out[~wanted] = -np.inf
         return out
 
     def supports_prefix_cache(self) -> bool:

@@ -1,11 +1,12 @@
-"""``LLMScorer``: multiple-choice scores of a causal LLM on Belebele / Global-MMLU items.
+"""``LLMScorer``: multiple-choice scores of a causal LLM on any benchmark's items, prompted as its definition says.
 
 Two modes (``eval.llm.mode``):
 
-* ``loglikelihood`` — k-shot prompts of lm-evaluation-harness (:mod:`~xlt.scoring.llm.prompts`);
-  the score of an option is the log-likelihood of ``" " + letter`` after the context
+* ``loglikelihood`` — k-shot prompts of lm-evaluation-harness (:mod:`~xlt.scoring.llm.prompts`, with the
+  templates of the benchmark's definition); the score of an option is the log-likelihood of
+  ``" " + continuation`` (the option's letter, or its text where the benchmark says so) after the context
   (:mod:`~xlt.scoring.llm.loglik`). Predictions match the harness question for question.
-* ``generate`` — the Belebele paper's zero-shot instruction prompt, greedy generation, answer letter
+* ``generate`` — a zero-shot instruction prompt in the Belebele paper's format, greedy generation, answer letter
   extracted (:mod:`~xlt.scoring.llm.generate`). The score row is 0 for the named option and ``-inf``
   elsewhere; an unparseable answer gets a row of ``-inf`` (no prediction: the question counts as
   wrong) and is counted.
@@ -28,8 +29,7 @@ import numpy as np
 from datasets import Dataset
 from omegaconf import DictConfig, OmegaConf
 
-from xlt.config.llm import BELEBELE_INSTRUCTION, NO_PASSAGE_INSTRUCTION
-from xlt.data.schema import LETTERS, NUM_OPTIONS
+from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.errors import ConfigError
 from xlt.scoring.llm import prompts
 from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
@@ -73,12 +73,14 @@ class LLMScorer:
 
     # -- public API -------------------------------------------------------------------------------
     def score(self, items: Dataset, *, benchmark: str, language: str) -> np.ndarray:
-        """Scores ``(len(items), 4)``; higher is more likely. See :attr:`last_meta` afterwards."""
+        """Scores ``(len(items), most options)``, ``-inf`` where an item has fewer options; higher is more
+        likely. See :attr:`last_meta` afterwards."""
         kind = self._kind(benchmark)
+        bench = get_benchmark(kind)
         if self.llm.mode == "generate":
-            scores, meta = self._score_generate(items, kind)
+            scores, meta = self._score_generate(items, bench)
         else:
-            scores, meta = self._score_loglikelihood(items, benchmark, kind, language)
+            scores, meta = self._score_loglikelihood(items, benchmark, bench, language)
         self.last_meta = {"benchmark": benchmark, "language": language, "kind": kind, "model": self.llm.model,
                           "mode": self.llm.mode, "questions": len(items), **meta}
         self._metas[(benchmark, language)] = self.last_meta
@@ -96,25 +98,25 @@ class LLMScorer:
 
     def contexts(self, items: Dataset, *, benchmark: str, language: str) -> list[str]:
         """The exact prompt strings (without the answer) that :meth:`score` feeds the model."""
-        kind = self._kind(benchmark)
+        bench = get_benchmark(self._kind(benchmark))
         if self.llm.mode == "generate":
-            return [self._wrap(prompts.instruction_prompt(r, self._instruction(kind))) for r in items]
-        return [self._render(t) for t in self._fewshot_turns(items, benchmark, kind, language)[0]]
+            return [self._wrap(prompts.instruction_prompt(r, self._instruction(bench))) for r in items]
+        return [self._render(t) for t in self._fewshot_turns(items, benchmark, bench, language)[0]]
 
     # -- log-likelihood ---------------------------------------------------------------------------
-    def _score_loglikelihood(self, items: Dataset, benchmark: str, kind: str,
+    def _score_loglikelihood(self, items: Dataset, benchmark: str, bench: Benchmark,
                              language: str) -> tuple[np.ndarray, dict[str, Any]]:
-        turns, fewshot = self._fewshot_turns(items, benchmark, kind, language)
+        turns, fewshot = self._fewshot_turns(items, benchmark, bench, language)
         ctx = [self._render(t) for t in turns]
         delim = "" if self.llm.chat_template else prompts.TARGET_DELIMITER
-        conts = [[delim + letter for letter in LETTERS[:NUM_OPTIONS]]] * len(items)
+        conts = [[delim + c for c in bench.doc_to_choice(rec)] for rec in items]
         encoded = encode_pairs(self.tokenizer, ctx, conts, self.llm.add_bos_token)
         seqs = build_sequences(encoded, self.max_length, share=self.share_passes)
         use_cache = self.prefix_cache and self.engine.supports_prefix_cache()
         plan = plan_prefixes(self.tokenizer, seqs, encoded, prefix_texts(ctx, [q for _, q in turns]),
                              max_length=self.max_length, add_bos_token=self.llm.add_bos_token, enabled=use_cache)
         before = self.engine.stats.as_dict()
-        scores = self.engine.scores(seqs, len(items), NUM_OPTIONS, plan.seq_prefix)
+        scores = self.engine.scores(seqs, len(items), max(map(len, conts)), plan.seq_prefix)
         after = self.engine.stats.as_dict()
         cost = {k: after[k] - before[k] for k in ("sequences", "tokens", "padded_tokens", "batches",
                                                   "prefix_passes", "prefix_tokens")}
@@ -125,7 +127,7 @@ class LLMScorer:
         return scores, {"fewshot": fewshot, "forward": cost, "max_length": self.max_length,
                         "single_pass_questions": _single_pass(seqs, len(items)), "truncated_contexts": int(truncated),
                         "parity": self._parity(), "prefix_cache": cache_meta,
-                        **self._comparability(benchmark, kind, len(items))}
+                        **self._comparability(benchmark, bench, len(items))}
 
     def _parity(self) -> dict[str, Any]:
         """How the scores relate to lm-evaluation-harness's numerics (stored with every result)."""
@@ -142,7 +144,7 @@ class LLMScorer:
             "prompt that already starts with BOS (as the harness)",
         }
 
-    def _comparability(self, benchmark: str, kind: str, n_items: int) -> dict[str, Any]:
+    def _comparability(self, benchmark: str, bench: Benchmark, n_items: int) -> dict[str, Any]:
         """Whether this run's numbers are comparable with an lm-evaluation-harness run, and why not."""
         bcfg = self._bcfg(benchmark)
         cap = bcfg.get("max_questions") if bcfg is not None else None
@@ -151,10 +153,11 @@ class LLMScorer:
             reasons.append("translate-test: the items were machine-translated into English first; the harness "
                            "has no such task")
         # Fewer items than the cap: the cap cut nothing, the run is the full language.
-        if cap is not None and n_items >= int(cap) and _base_kind(kind) == "global_mmlu":
+        unit = bench.harness_task_unit  # the harness splits a language into tasks by this
+        if cap is not None and n_items >= int(cap) and unit is not None:
             reasons.append(f"capped run not comparable: max_questions={cap} kept the first {cap} questions of the "
                            f"language file ({n_items} scored), while lm-evaluation-harness's --limit {cap} keeps "
-                           f"the first {cap} questions of each subject (Full) or category (Lite) task")
+                           f"the first {cap} questions of each {unit} task")
         out: dict[str, Any] = {"comparable_to_harness": not reasons}
         if reasons:
             out["not_comparable_because"] = reasons
@@ -162,44 +165,42 @@ class LLMScorer:
             out["limit"] = f"max_questions={cap} = the harness's --limit {cap} (first {cap} questions of the task)"
         return out
 
-    def _fewshot_turns(self, items: Dataset, benchmark: str, kind: str,
+    def _fewshot_turns(self, items: Dataset, benchmark: str, bench: Benchmark,
                        language: str) -> tuple[list[prompts.Turns], dict[str, Any]]:
         k = int(self.llm.num_fewshot)
-        base = _base_kind(kind)
         if k == 0:
-            return prompts.fewshot_turns(base, items, None, [[]] * len(items)), {"k": 0}
+            return prompts.fewshot_turns(bench, items, None, [[]] * len(items)), {"k": 0}
         # Translate-test: the items were machine-translated into English, so the examples are English
-        # too (the English split; ids are parallel across languages, so the question itself is skipped).
+        # too (the benchmark's pivot language; ids are parallel across languages, so the question itself
+        # is skipped).
         bcfg = self._bcfg(benchmark)
         translated = bcfg is not None and bool(bcfg.get("translate_test"))
-        pool_language = ("eng_Latn" if base == "belebele" else "en") if translated else language
-        if base == "belebele":
-            # The harness's pool is the whole test split; ``items`` is it unless max_questions cut it.
+        if translated and bench.pivot_language is None:
+            raise ConfigError(f"eval.benchmarks.{benchmark}: {bench.kind} has no English items to draw few-shot "
+                              "examples from after translate-test; use eval.llm.num_fewshot=0")
+        pool_language = bench.pivot_language if translated else language
+        if bench.fewshot_split is None:
+            # The harness's pool is the evaluated split; ``items`` is it unless max_questions cut it.
             split = str(bcfg.get("split") or "test") if bcfg is not None else "test"
             cut = bcfg is not None and bcfg.get("max_questions") is not None
             pool = self.pool_source(benchmark, pool_language, split) if cut or translated else items
-            sampler = "first_n"
         else:
-            sampler = self._gmmlu_sampler(benchmark, kind)
-            pool, split = self.pool_source(benchmark, pool_language, "dev"), "dev"
-        shots = prompts.fewshot_indices(base, items, pool, k, sampler=sampler, seed=self.llm.fewshot_seed)
+            split = bench.fewshot_split
+            pool = self.pool_source(benchmark, pool_language, split)
+        sampler = self.llm.fewshot_sampler
+        if sampler == "auto":
+            sampler = bench.default_fewshot_sampler(bcfg)
+        shots = bench.fewshot_indices(items, pool, k, sampler=sampler, seed=self.llm.fewshot_seed)
         info = {"k": k, "split": split, "sampler": sampler, "seed": self.llm.fewshot_seed if sampler == "random" else None}
         if translated:
             info["pool_language"] = pool_language
-        return prompts.fewshot_turns(base, items, pool, shots), info
-
-    def _gmmlu_sampler(self, benchmark: str, kind: str) -> str:
-        if self.llm.gmmlu_fewshot != "auto":
-            return self.llm.gmmlu_fewshot
-        bcfg = self._bcfg(benchmark)
-        hub_id = str((bcfg.get("hub_id") if bcfg is not None else None) or "")
-        return "random" if kind.endswith("_lite") or "lite" in hub_id.lower() else "first_n"
+        return prompts.fewshot_turns(bench, items, pool, shots), info
 
     # -- generation -------------------------------------------------------------------------------
-    def _score_generate(self, items: Dataset, kind: str) -> tuple[np.ndarray, dict[str, Any]]:
-        texts = [self._wrap(prompts.instruction_prompt(r, self._instruction(kind))) for r in items]
+    def _score_generate(self, items: Dataset, bench: Benchmark) -> tuple[np.ndarray, dict[str, Any]]:
+        texts = [self._wrap(prompts.instruction_prompt(r, self._instruction(bench))) for r in items]
         outputs = self.generator.generate(texts)
-        scores = np.full((len(items), NUM_OPTIONS), -math.inf)
+        scores = np.full((len(items), max(map(len, items["options"]))), -math.inf)
         bad: list[str] = []
         for i, (out, opts) in enumerate(zip(outputs, items["options"], strict=True)):
             letter = extract_letter(out, opts)
@@ -214,10 +215,8 @@ class LLMScorer:
                 "max_new_tokens": self.llm.max_new_tokens}
         return scores, meta
 
-    def _instruction(self, kind: str) -> str:
-        if self.llm.instruction:
-            return self.llm.instruction
-        return BELEBELE_INSTRUCTION if _base_kind(kind) in prompts.PASSAGE_KINDS else NO_PASSAGE_INSTRUCTION
+    def _instruction(self, bench: Benchmark) -> str:
+        return self.llm.instruction or bench.instruction()
 
     # -- helpers ----------------------------------------------------------------------------------
     def _wrap(self, text: str) -> str:
@@ -239,8 +238,6 @@ class LLMScorer:
         return str(bcfg.kind) if bcfg is not None and bcfg.get("kind") else benchmark
 
     def _registry_pool(self, benchmark: str, language: str, split: str) -> Dataset:
-        from xlt.data.benchmarks import get_benchmark
-
         bcfg = self._bcfg(benchmark)
         if bcfg is None:
             raise ConfigError(f"eval.benchmarks.{benchmark} is not configured; cannot load its {split} split")
@@ -253,13 +250,6 @@ class LLMScorer:
         from xlt.run import atomic_write_json
 
         atomic_write_json(self.run.path / "eval" / benchmark / "llm_meta" / f"{language}.json", self.last_meta)
-
-
-def _base_kind(kind: str) -> str:
-    """The prompt/few-shot family of a benchmark kind (Global-MMLU Lite shares Global-MMLU's)."""
-    from xlt.data.benchmarks import get_benchmark
-
-    return get_benchmark(kind).family
 
 
 def _single_pass(seqs: list, n_questions: int) -> int:
