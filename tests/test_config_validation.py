@@ -108,17 +108,22 @@ def test_stage_values_split_the_config_by_stage():
     assert "seed" not in values and "logger.kind" not in values and "eval.num_shards" not in values
 
 
-def test_the_config_layer_names_exactly_the_registries():
-    """The config declares what may be selected; each name is one registry entry."""
-    from xlt.config.data import SOURCE_NAMES
-    from xlt.config.eval import BENCHMARK_KINDS, SCORERS
-    from xlt.data.benchmarks import BENCHMARKS
+def test_the_config_layer_asks_the_registries(monkeypatch):
+    """What a config may select is what the registries hold: no hand copy to keep in step."""
+    from xlt.config.data import source_names
+    from xlt.config.eval import benchmark_kinds, scorer_names
+    from xlt.data import benchmarks
     from xlt.data.sources import SOURCES
     from xlt.scoring.scorers import SCORERS as SCORER_REGISTRY
 
-    assert sorted(SOURCE_NAMES) == sorted(SOURCES)
-    assert sorted(BENCHMARK_KINDS) == sorted(BENCHMARKS)
-    assert sorted(SCORERS) == sorted(SCORER_REGISTRY)
+    assert list(source_names()) == list(SOURCES)
+    assert sorted(benchmark_kinds()) == sorted(benchmarks.BENCHMARKS)
+    assert sorted(scorer_names()) == sorted(SCORER_REGISTRY)
+    with pytest.raises(ConfigError, match="kind='my_bench' is not allowed"):
+        compose("demo", ["eval.benchmarks.belebele.kind=my_bench"])  # composing validates
+    # Registering a benchmark is all it takes for a config to select it.
+    monkeypatch.setitem(benchmarks.BENCHMARKS, "my_bench", benchmarks.BENCHMARKS["belebele"])
+    assert compose("demo", ["eval.benchmarks.belebele.kind=my_bench"]).eval.benchmarks.belebele.kind == "my_bench"
 
 
 def test_no_import_cycles():

@@ -4,7 +4,7 @@ Every stage (build_data, translate, train, evaluate, report) is declared in :dat
 
 * its **config inputs**: the keys the schema marks as affecting it (:func:`xlt.config.keys.stage_values`);
 * its **file inputs**: content fingerprints of what it reads from outside the run directory (local source
-  copies, Belebele copies used for decontamination, imported translations, local models, benchmark copies,
+  copies, benchmark copies used for decontamination, imported translations, local models, benchmark copies,
   the model it scores) — :mod:`xlt.fingerprint`;
 * its **upstream stages**: their markers' ``output_id`` (a new id every time a stage really runs);
 * its **outputs** in the run directory.
@@ -64,9 +64,9 @@ def _local(path: Any) -> str | None:
 def _build_data_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     files = {f"data.sources.{name}": _local(src.path) for name, src in sorted(cfg.data.sources.items())
              if src.enabled and src.path}
-    if cfg.data.decontamination.enabled:  # build_data reads the local Belebele copies
+    if cfg.data.decontamination.enabled:  # build_data reads the local benchmark copies
         for name, b in sorted(cfg.eval.benchmarks.items()):
-            if b.enabled and b.kind == "belebele" and b.path:
+            if b.enabled and b.path:
                 files[f"eval.benchmarks.{name}.path"] = _local(b.path)
                 files[f"eval.benchmarks.{name}.languages"] = list(b.languages) if b.languages else None
     return files

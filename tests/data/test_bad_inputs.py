@@ -563,31 +563,40 @@ def test_cli_odd_rows_build_and_are_counted(tmp_path):
 
 
 
+def _contamination_texts(path: Path, languages: list[str] | None) -> list[str]:
+    from omegaconf import OmegaConf
+
+    from xlt.config.eval import BenchmarkConfig
+    from xlt.data.benchmarks import get_benchmark
+
+    bcfg = OmegaConf.structured(BenchmarkConfig(kind="belebele", path=str(path), languages=languages))
+    return get_benchmark("belebele").contamination_texts(bcfg)
+
+
 @pytest.mark.parametrize(
     ("raw", "pattern"),
     [
-        (BELE_GOOD + b'{"flores_passage": "x', r"eng_Latn\.jsonl:line 5: invalid or truncated JSON"),
-        (BELE_GOOD.replace(b"Question 2", b"Qu\xe9stion 2"), r"eng_Latn\.jsonl:line 3: undecodable bytes"),
-        (b"", r"eng_Latn\.jsonl: no rows"),
-        (jsonl_bytes({"flores_passage": "P", "question": 3}), r"eng_Latn\.jsonl:line 1: field 'question' must be a string"),
+        (BELE_GOOD + b'{"link": "https://x', r"fra_Latn\.jsonl:line 5: invalid or truncated JSON"),
+        (BELE_GOOD.replace(b"Question 1", b"Qu\xe9stion 1"), r"fra_Latn\.jsonl:line 2: undecodable bytes"),
+        (b"", r"fra_Latn\.jsonl: no rows"),
     ],
-    ids=["truncated", "latin1", "empty", "question_int"],
+    ids=["truncated", "latin1", "empty"],
 )
-def test_decontamination_reads_belebele_with_the_same_policy(tmp_path, raw, pattern):
-    from xlt.data.decontaminate import belebele_texts
-
+def test_decontamination_reads_benchmarks_through_their_loader(tmp_path, raw, pattern):
+    """Decontamination reads a local copy the way evaluation does: the same errors name the same line."""
     (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "eng_Latn.jsonl").write_bytes(raw)
+    (tmp_path / "data" / "fra_Latn.jsonl").write_bytes(raw)
     with pytest.raises(DataError, match=pattern):
-        belebele_texts(tmp_path, ["eng_Latn"])
+        _contamination_texts(tmp_path, ["fra_Latn"])
 
 
 def test_decontamination_accepts_a_bom(tmp_path):
-    from xlt.data.decontaminate import belebele_texts
-
-    (tmp_path / "eng_Latn.jsonl").write_bytes(b"\xef\xbb\xbf" + BELE_GOOD)
-    texts = belebele_texts(tmp_path, None)
-    assert len(texts) == 8 and not any(t.startswith("\ufeff") for t in texts)  # 4 passages, 4 questions
+    (tmp_path / "fra_Latn.jsonl").write_bytes(b"\xef\xbb\xbf" + BELE_GOOD)
+    texts = _contamination_texts(tmp_path, None)
+    rows = belebele_rows("fra_Latn", 4)
+    expected = {r["flores_passage"] for r in rows} | {r["question"] for r in rows}
+    assert set(texts) == expected and len(texts) == len(expected)  # each text once, no BOM kept
+    assert not any(t.startswith("\ufeff") for t in texts)
 
 
 def test_cli_eval_model_not_a_model_folder(tmp_path):

@@ -8,7 +8,13 @@ from xlt.config.fields import opt
 
 # The sources a data config may name: one entry each of the registry in xlt/data/sources (checked by
 # tests/test_config_validation.py; the config layer imports nothing above it).
-SOURCE_NAMES = ("race", "sciq", "multirc", "mctest", "mcscript", "reclor")
+
+
+def source_names() -> tuple[str, ...]:
+    """The training sources ``data.sources`` may name: the source registry's (read when a config is checked)."""
+    from xlt.data.sources import SOURCES
+
+    return tuple(SOURCES)
 
 
 @dataclass
@@ -33,8 +39,8 @@ class SourceConfig:
 
 @dataclass
 class DecontaminationConfig:
-    """Check training passages/questions for word n-gram overlap with local Belebele copies
-    (``eval.benchmarks.*.path`` of kind ``belebele``)."""
+    """Check training passages/questions for word n-gram overlap with the passages and questions of the
+    local benchmark copies (every enabled ``eval.benchmarks.*`` with a ``path``)."""
 
     enabled: bool = False
     ngram: int = opt(13, ge=1)

@@ -7,18 +7,26 @@ from dataclasses import dataclass, field
 from xlt.config.fields import neutral, opt
 from xlt.config.llm import LLMConfig
 
-# The names a config may select; each is one registry entry (xlt/data/benchmarks, xlt/scoring/scorers.py).
-# The config layer imports nothing above it, so the registries are checked against these lists by
-# tests/test_config_validation.py.
-BENCHMARK_KINDS = ("belebele", "global_mmlu", "global_mmlu_lite")
-SCORERS = ("mc", "gold", "fixed", "llm")
+
+def benchmark_kinds() -> tuple[str, ...]:
+    """The kinds a benchmark entry may name: the benchmark registry's (read when a config is checked)."""
+    from xlt.data.benchmarks import BENCHMARKS
+
+    return tuple(sorted(BENCHMARKS))
+
+
+def scorer_names() -> tuple[str, ...]:
+    """The scorers ``eval.scorer`` may name: the scorer registry's."""
+    from xlt.scoring.scorers import SCORERS
+
+    return tuple(SCORERS)
 
 
 @dataclass
 class BenchmarkConfig:
     """One evaluation benchmark. ``kind`` names an entry of the benchmark registry."""
 
-    kind: str = opt("belebele", choices=BENCHMARK_KINDS)
+    kind: str | None = opt(None, choices=benchmark_kinds)
     enabled: bool = True
     hub_id: str | None = None
     revision: str | None = None
@@ -40,7 +48,7 @@ class EvalConfig:
     # What to score: "run" (the run's trained model), or a local path / Hub id of an MC model.
     model: str = opt("run", names_run=True)
     # Scorer registry entry (xlt/scoring/scorers.py): "mc" (encoder MC head), "gold", "fixed", "llm".
-    scorer: str = opt("mc", choices=SCORERS, names_run=True)
+    scorer: str = opt("mc", choices=scorer_names, names_run=True)
     # Option index the "fixed" scorer always picks (0-3).
     fixed_option: int = opt(0, ge=0, le=3, names_run=True)
     batch_size: int = opt(64, ge=1)

@@ -29,7 +29,9 @@ def _known_keys() -> list[str]:
 
 def check_overrides(overrides: list[str]) -> None:
     """Reject secrets, unknown keys and unknown source names among ``key=value`` overrides."""
-    from xlt.config.data import SOURCE_NAMES as SOURCES
+    from xlt.config.data import source_names
+
+    SOURCES = source_names()
 
     reject_secret_overrides(overrides)
     for ov in overrides:

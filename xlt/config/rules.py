@@ -55,7 +55,9 @@ def _training(cfg: Any, stages: Sequence[str] | None) -> list[str]:
 
 
 def _sources(cfg: Any, stages: Sequence[str] | None) -> list[str]:
-    from xlt.config.data import SOURCE_NAMES
+    from xlt.config.data import source_names
+
+    SOURCE_NAMES = source_names()
 
     unknown = sorted(set(cfg.data.sources) - set(SOURCE_NAMES))
     if unknown:

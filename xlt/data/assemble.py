@@ -20,7 +20,7 @@ from datasets import Dataset, DatasetDict
 from omegaconf import DictConfig, OmegaConf
 
 from xlt.config.data import DataConfig, SourceConfig
-from xlt.data.decontaminate import belebele_texts, find_overlaps
+from xlt.data.decontaminate import find_overlaps
 from xlt.data.export import write_tsv
 from xlt.data.schema import LETTERS, TRAIN_FEATURES
 from xlt.data.sentences import splitter_name
@@ -229,17 +229,18 @@ def print_report(report: dict[str, Any]) -> None:
 
 
 def _eval_texts(cfg: DictConfig) -> list[str]:
-    """Belebele passages and questions from the local copies configured under ``eval.benchmarks``."""
+    """Passages and questions of the local benchmark copies configured under ``eval.benchmarks``
+    (each benchmark definition says what its texts are: ``Benchmark.contamination_texts``)."""
+    from xlt.data.benchmarks import get_benchmark
+
     texts: list[str] = []
     for name, bench in (cfg.eval.benchmarks or {}).items():
         if not bench.enabled:
             continue
-        if bench.kind != "belebele":
-            log.info("decontamination: benchmark %s (kind %s) is not checked", name, bench.kind)
-        elif not bench.path:
+        if not bench.path:
             log.info("decontamination: eval.benchmarks.%s.path is not set; %s skipped", name, name)
         else:
-            texts += belebele_texts(bench.path, list(bench.languages) if bench.languages else None)
+            texts += get_benchmark(bench.kind).contamination_texts(bench)
     return texts
 
 

@@ -164,6 +164,21 @@ class Benchmark(ABC):
         meta = items if isinstance(items, pd.DataFrame) else items.select_columns(list(self.subset_columns)).to_pandas()
         return {"full": np.ones(len(meta), dtype=bool), **self.subset_masks(meta)}
 
+    def contamination_texts(self, bcfg: Any) -> list[str]:
+        """The texts the training set is checked against for overlap (decontamination): the passages and
+        questions of every selected language of the local copy (``bcfg.path``), each once. Without a
+        local copy there is nothing to read offline: empty."""
+        if not bcfg.path:
+            return []
+        texts: dict[str, None] = {}
+        for language in self.select_languages(bcfg):
+            ds, _ = self.load_all(bcfg, language, bcfg.split)
+            for passage, question in zip(ds["passage"], ds["question"], strict=True):
+                for t in (passage, question):
+                    if t.strip():
+                        texts.setdefault(t)
+        return list(texts)
+
     def job_identity(self) -> dict[str, Any]:
         """What of the definition enters a result's job hash: its kind and version."""
         return {"kind": self.kind, "version": int(self.version)}
