@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from xlt import languages as langtab
 from xlt.data.benchmarks import get_benchmark
 from xlt.run import RunDir, atomic_write_json, atomic_write_text, strict_json
 from xlt.scoring.metrics import accuracy_with_ci
@@ -74,12 +73,11 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     atomic_write_text(predictions_path(run, job), "\n".join(lines) + "\n")
 
     samples, seed = int(cfg.eval.bootstrap_samples), int(cfg.eval.bootstrap_seed)
-    lang = langtab.lookup(job.language)
     result: dict[str, Any] = {
         "benchmark": job.benchmark,
         "kind": job.kind,
         "language": job.language,
-        "code": lang.code if lang else job.language,
+        "code": get_benchmark(job.kind).table_code(job.language),  # the language table's code
         "split": bcfg.split,
         "scorer": cfg.eval.scorer,
         "model": cfg.eval.model,

@@ -27,12 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from datasets import Dataset, Features, load_dataset
+from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 
 from xlt import languages as langtab
 from xlt.data.anomalies import PLACEHOLDERS
 from xlt.data.schema import LETTERS
 from xlt.errors import ConfigError, DataError
+from xlt.hub import hub_resource, offline
 
 
 class Benchmark(ABC):
@@ -227,6 +228,12 @@ class Benchmark(ABC):
         """The benchmark's own spelling of ``code`` (e.g. Global-MMLU ``de`` for ``deu_Latn``)."""
         return code
 
+    def table_code(self, code: str) -> str:
+        """The code of one of the benchmark's languages in xlt's language table (FLORES-200), which
+        gives its name, script, family and resource level in reports; itself when the table lacks it."""
+        lang = langtab.lookup(code)
+        return lang.code if lang is not None else code
+
     def select_languages(self, bcfg: Any, available: Sequence[str] | None = None) -> list[str]:
         """The languages to evaluate: ``bcfg.languages`` (validated) or all available ones.
 
@@ -250,6 +257,64 @@ class Benchmark(ABC):
             if canon not in out:
                 out.append(canon)
         return out
+
+
+class ConfigPerLanguage(Benchmark):
+    """A benchmark published as one Hub config per language, each with named splits (Global-MMLU, XCOPA).
+
+    Local copy in the Hub's layout: ``<path>/<config>/<split>-00000-of-00001.parquet`` (also
+    ``<split>.parquet`` or ``<split>.jsonl``). A subclass declares its upstream ``fields`` (all
+    required), the ``features`` of its converted items and ``convert_batch`` (a batched
+    ``Dataset.map`` function ``(batch, indices, *, language, where) -> columns``).
+    """
+
+    fields: tuple[str, ...] = ()
+    features: Features | None = None
+    convert_batch: Callable[..., dict[str, list]]
+
+    def offline_languages(self) -> list[str]:
+        """The configs to assume offline (datasets then answers the config list as ["default"])."""
+        return sorted(self.known_languages())
+
+    def languages(self, bcfg: Any) -> list[str]:
+        root = self.local_path(bcfg)
+        if root is not None:
+            return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+        hub_id = self.hub_id(bcfg)
+        if offline():
+            return self.offline_languages()
+        with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
+            return sorted(get_dataset_config_names(hub_id, revision=bcfg.revision))
+
+    @staticmethod
+    def split_file(folder: Path, split: str) -> Path | None:
+        """The file of ``split`` in one config's folder of a local copy (None: there is none)."""
+        for name in (f"{split}-00000-of-00001.parquet", f"{split}.parquet", f"{split}.jsonl"):
+            if (folder / name).is_file():
+                return folder / name
+        shards = sorted(folder.glob(f"{split}-*.parquet"))
+        return shards[0] if len(shards) == 1 else None
+
+    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
+        code = self.canonical(language)
+        root = self.local_path(bcfg)
+        if root is not None:
+            if not (root / code).is_dir():
+                raise langtab.unknown_code_error(code, self.languages(bcfg), f"{self.kind} language code (in {root})")
+            file = self.split_file(root / code, split)
+            if file is None:
+                raise DataError(f"{root / code}: no '{split}' split file ({split}-00000-of-00001.parquet, "
+                                f"{split}.parquet or {split}.jsonl)")
+            raw = load_local_file(file)
+            where = str(file)
+        else:
+            hub_id = self.hub_id(bcfg)
+            with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
+                raw = load_dataset(hub_id, code, split=split, revision=bcfg.revision)
+            where = f"{hub_id}[{code}/{split}]"
+        ds = convert_split(raw, code, where, fields=self.fields, features=self.features,
+                           convert_batch=self.convert_batch, desc=f"{self.kind} {code}")
+        return ds, where
 
 
 CHECKS = ("duplicate_ids", "duplicate_options", "empty_options", "placeholder_options", "empty_passages",

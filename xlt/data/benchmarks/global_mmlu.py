@@ -15,17 +15,15 @@ Sources: a local copy in the Hub's layout (``<path>/<lang>/<split>-00000-of-0000
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 from typing import Any
 
-from datasets import Dataset, Features, Value, get_dataset_config_names, load_dataset
+from datasets import Features, Value
 from datasets import Sequence as HFSequence
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Benchmark, check_not_null, convert_split, load_local_file, text
+from xlt.data.benchmarks.base import ConfigPerLanguage, check_not_null, text
 from xlt.data.schema import EVAL_FEATURES, LETTERS
 from xlt.errors import DataError
-from xlt.hub import hub_resource, offline
 
 LIST_COLUMNS = ("required_knowledge", "time_sensitive", "reference", "culture", "region", "country")
 FIELDS = ("sample_id", "question", "option_a", "option_b", "option_c", "option_d", "answer",
@@ -139,9 +137,10 @@ def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, 
 
 
 
-class GlobalMMLU(Benchmark):
+class GlobalMMLU(ConfigPerLanguage):
     has_passage = False  # items have no passage: an empty one is not counted as odd
     kind = "global_mmlu"
+    fields, features, convert_batch = FIELDS, FEATURES, staticmethod(convert_batch)
     default_hub_id = "CohereLabs/Global-MMLU"
     fewshot_split = "dev"
     pivot_language = "en"
@@ -187,43 +186,7 @@ class GlobalMMLU(Benchmark):
         lang = langtab.lookup(code)
         return lang.gmmlu_code if lang is not None and lang.gmmlu_code else code
 
-    def _local_file(self, root: Path, language: str, split: str) -> Path | None:
-        folder = root / language
-        for name in (f"{split}-00000-of-00001.parquet", f"{split}.parquet", f"{split}.jsonl"):
-            if (folder / name).is_file():
-                return folder / name
-        shards = sorted(folder.glob(f"{split}-*.parquet"))
-        return shards[0] if len(shards) == 1 else None
-
-    def languages(self, bcfg: Any) -> list[str]:
-        root = self.local_path(bcfg)
-        if root is not None:
-            return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-        hub_id = self.hub_id(bcfg)
-        if offline():
-            # Offline, datasets answers the config list from its cache as ["default"]: use the language
-            # table (42 languages; the 15 of the original Lite release for Lite).
-            return sorted(langtab.gmmlu_codes(lite=self.lite))
-        with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
-            return sorted(get_dataset_config_names(hub_id, revision=bcfg.revision))
-
-    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
-        code = self.canonical(language)
-        root = self.local_path(bcfg)
-        if root is not None:
-            if not (root / code).is_dir():
-                raise langtab.unknown_code_error(code, self.languages(bcfg), f"{self.kind} language code (in {root})")
-            file = self._local_file(root, code, split)
-            if file is None:
-                raise DataError(f"{root / code}: no '{split}' split file ({split}-00000-of-00001.parquet, "
-                                f"{split}.parquet or {split}.jsonl)")
-            raw = load_local_file(file)
-            where = str(file)
-        else:
-            hub_id = self.hub_id(bcfg)
-            with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
-                raw = load_dataset(hub_id, code, split=split, revision=bcfg.revision)
-            where = f"{hub_id}[{code}/{split}]"
-        ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
-                           desc=f"global_mmlu {code}")
-        return ds, where
+    def offline_languages(self) -> list[str]:
+        # Offline, datasets answers the config list from its cache as ["default"]: use the language
+        # table (42 languages; the 15 of the original Lite release for Lite).
+        return sorted(langtab.gmmlu_codes(lite=self.lite))
