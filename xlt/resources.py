@@ -123,8 +123,8 @@ def translation_resources(cfg: Any) -> list[Resource]:
 def benchmark_languages(kind: str, bcfg: Any) -> tuple[str, ...]:
     """The Hub configs (languages) a benchmark is evaluated on: the selection, else all known ones.
 
-    "All" comes from xlt's language table (Belebele: 122 variants; Global-MMLU: 42 languages); for
-    other kinds (Global-MMLU-Lite, whose list grows) it is empty, meaning "every config on the Hub".
+    "All" is what the benchmark's definition knows (``known_languages``); empty for a benchmark whose
+    list grows upstream, meaning "every config on the Hub".
     """
     from xlt.data.benchmarks import get_benchmark
 
