@@ -1,7 +1,8 @@
 """xlt's LLM scorer against lm-evaluation-harness itself: same tiny model, same files, same predictions.
 
 The harness side runs its **built-in** task YAMLs (``belebele_<code>``, ``global_mmlu_full_en_<subject>``,
-``global_mmlu_en_<category>``) with only the data source swapped for the fixture files
+``global_mmlu_en_<category>``, ``xcopa_<lang>``: two options scored as their texts, random few-shot draws
+from ``validation``) with only the data source swapped for the fixture files and xlt's bundled XCOPA sample
 (:func:`tests.fixtures.llm.write_harness_tasks`). Three comparisons:
 
 * float32: identical predictions, with the shared-prefix KV cache on and off;
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,8 +37,10 @@ lm_eval = pytest.importorskip("lm_eval")
 # Belebele 5-shot contexts are 820-874 tokens: with 860, English fits (and shares its prefix) while most
 # French contexts are left-truncated, so both the cached and the truncated full-pass paths are exercised.
 MAX_LENGTH = 860
-BENCH_LANGS = [("belebele", "eng_Latn"), ("belebele", "fra_Latn"), ("global_mmlu", "en"), ("global_mmlu_lite", "en")]
-N_QUESTIONS = 2 * 9 + 12 + 12
+BENCH_LANGS = [("belebele", "eng_Latn"), ("belebele", "fra_Latn"), ("global_mmlu", "en"), ("global_mmlu_lite", "en"),
+               ("xcopa", "it"), ("xcopa", "zh")]
+N_QUESTIONS = 2 * 9 + 12 + 12 + 2 * 8
+XCOPA = Path(__file__).resolve().parents[3] / "xlt" / "assets" / "demo" / "xcopa"
 # A chat template that writes BOS itself (as Llama's do): the tokenizer must not add a second one.
 CHAT = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
         "{% if add_generation_prompt %}<|assistant|>{% endif %}")
@@ -52,7 +56,7 @@ def setup(tmp_path_factory):
     shutil.copytree(model_dir, chat_dir)
     tok_cfg = json.loads((chat_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
     (chat_dir / "tokenizer_config.json").write_text(json.dumps({**tok_cfg, "chat_template": CHAT}), encoding="utf-8")
-    tasks = write_harness_tasks(root / "tasks", bele, gmmlu)
+    tasks = write_harness_tasks(root / "tasks", bele, gmmlu, xcopa_root=XCOPA)
     return {"root": root, "bele": bele, "gmmlu": gmmlu, "model": model_dir, "chat_model": chat_dir, "tasks": tasks}
 
 
@@ -76,7 +80,8 @@ def _xlt(setup, *, dtype: str = "float32", prefix_cache: bool = True, chat: bool
     cfg = llm_root_config(
         {"belebele": {"kind": "belebele", "path": str(setup["bele"])},
          "global_mmlu": {"kind": "global_mmlu", "path": str(setup["gmmlu"])},
-         "global_mmlu_lite": {"kind": "global_mmlu_lite", "path": str(setup["gmmlu"])}},
+         "global_mmlu_lite": {"kind": "global_mmlu_lite", "path": str(setup["gmmlu"])},
+         "xcopa": {"kind": "xcopa", "path": str(XCOPA)}},
         {"model": str(setup["chat_model" if chat else "model"]), "num_fewshot": 5, "max_length": MAX_LENGTH,
          "batch_size": 4, "dtype": dtype, "device": "cpu", "prefix_cache": prefix_cache, "chat_template": chat,
          **llm},
@@ -128,7 +133,7 @@ def test_float32_predictions_match_the_builtin_harness_tasks(setup, harness_f32,
         assert metas[("global_mmlu", "en")]["prefix_cache"]["distinct_prefixes"] == 4
         assert metas[("global_mmlu", "en")]["forward"]["prefix_passes"] == 4
     else:
-        assert all(p["full_no_prefix"] == 9 or p["full_no_prefix"] == 12 for p in paths.values())
+        assert all(p["full_no_prefix"] in (8, 9, 12) for p in paths.values())
     for meta in metas.values():
         assert sum(meta["prefix_cache"]["questions_per_path"].values()) == meta["questions"]
 

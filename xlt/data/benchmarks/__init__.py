@@ -9,12 +9,14 @@ from __future__ import annotations
 from xlt.data.benchmarks.base import Benchmark
 from xlt.data.benchmarks.belebele import Belebele
 from xlt.data.benchmarks.global_mmlu import GlobalMMLU
+from xlt.data.benchmarks.xcopa import XCOPA
 from xlt.errors import ConfigError
 
 BENCHMARKS: dict[str, Benchmark] = {
     "belebele": Belebele(),
     "global_mmlu": GlobalMMLU("global_mmlu", "CohereLabs/Global-MMLU"),
     "global_mmlu_lite": GlobalMMLU("global_mmlu_lite", "CohereLabs/Global-MMLU-Lite", lite=True),
+    "xcopa": XCOPA(),
 }
 
 

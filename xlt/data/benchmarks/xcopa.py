@@ -1,0 +1,134 @@
+"""XCOPA (``cambridgeltl/xcopa``; Ponti et al., 2020): causal commonsense reasoning in 11 languages, 2 options.
+
+Everything xlt knows about XCOPA is in this file (registered in :mod:`xlt.data.benchmarks`).
+
+Upstream: one Hub config per language (``et ht id it qu sw ta th tr vi zh``; the ``translation-<code>``
+configs hold English machine translations and are not languages), splits ``validation`` (100) and
+``test`` (500), columns ``premise``, ``choice1``, ``choice2``, ``question`` (``cause`` / ``effect``),
+``label`` (0 / 1), ``idx`` and ``changed``. The items are parallel across languages: the id is ``idx``.
+
+The uniform item has no passage; its question is the premise joined to the language's word for
+"because" / "therefore" (the connectors of lm-evaluation-harness's ``xcopa_<code>`` tasks, so the
+encoder reads what a causal LLM is prompted with) and its two options are the alternatives. For causal
+LLMs the definition is the harness's task: the prompt is that question (premise without its final
+punctuation mark + connector), the continuations are the alternatives with a lower-cased first letter,
+and few-shot examples are seeded random draws from ``validation``. XCOPA has no English config, so
+translate-test few-shot prompting has no pool (``pivot_language`` None).
+
+Subsets: ``cause`` and ``effect`` questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from datasets import Features, Value
+
+from xlt import languages as langtab
+from xlt.data.benchmarks.base import ConfigPerLanguage, check_not_null, text
+from xlt.data.schema import EVAL_FEATURES
+from xlt.errors import DataError
+
+FIELDS = ("premise", "choice1", "choice2", "question", "label", "idx")
+KEY_FIELDS = ("question", "label", "idx")
+FEATURES = Features({**EVAL_FEATURES, "premise": Value("string"), "question_type": Value("string"),
+                     "idx": Value("int64"), "changed": Value("bool")})
+
+# XCOPA's language codes -> xlt's language table (FLORES-200 codes: name, script, family in reports)
+# and the connectors of lm-evaluation-harness's xcopa tasks (lm_eval/tasks/xcopa/utils.py).
+LANGUAGES: dict[str, tuple[str, dict[str, str]]] = {
+    "et": ("est_Latn", {"cause": "sest", "effect": "seetõttu"}),
+    "ht": ("hat_Latn", {"cause": "poukisa", "effect": "donk sa"}),
+    "id": ("ind_Latn", {"cause": "karena", "effect": "maka"}),
+    "it": ("ita_Latn", {"cause": "perché", "effect": "quindi"}),
+    "qu": ("quy_Latn", {"cause": "imataq", "effect": "chaymi"}),
+    "sw": ("swh_Latn", {"cause": "kwa sababu", "effect": "kwa hiyo"}),
+    "ta": ("tam_Taml", {"cause": "காரணமாக", "effect": "எனவே"}),
+    "th": ("tha_Thai", {"cause": "เพราะ", "effect": "ดังนั้น"}),
+    "tr": ("tur_Latn", {"cause": "çünkü", "effect": "bu yüzden"}),
+    "vi": ("vie_Latn", {"cause": "bởi vì", "effect": "vì vậy"}),
+    "zh": ("zho_Hans", {"cause": "因为", "effect": "所以"}),
+}
+
+
+def question_text(premise: str, question: str, language: str, where: str) -> str:
+    """The premise without its final punctuation mark, then the connector (the harness's ``doc_to_text``)."""
+    connectors = LANGUAGES[language][1] if language in LANGUAGES else None
+    if connectors is None:
+        raise DataError(f"{where}: no connector words for XCOPA language {language!r} (known: {sorted(LANGUAGES)})")
+    if question not in connectors:
+        raise DataError(f"{where}: field 'question' must be 'cause' or 'effect', got {question!r}")
+    return premise.strip()[:-1] + f" {connectors[question]}"
+
+
+def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, where: str) -> dict[str, list]:
+    """Upstream XCOPA rows -> evaluation records (batched ``Dataset.map`` function)."""
+    start = indices[0] if indices else 0
+    check_not_null(batch, KEY_FIELDS, where, start)
+    out: dict[str, list] = {k: [] for k in FEATURES}
+    for i, idx in enumerate(indices):
+        row_where = f"{where}: row {idx + 1}"
+        label = batch["label"][i]
+        if isinstance(label, bool) or label not in (0, 1):
+            raise DataError(f"{row_where}: field 'label' must be 0 or 1, got {label!r}")
+        premise, kind = text(batch["premise"][i]), str(batch["question"][i]).strip()
+        out["id"].append(str(int(batch["idx"][i])))
+        out["language"].append(language)
+        out["passage"].append("")
+        out["question"].append(question_text(premise, kind, language, row_where) if premise.strip() else "")
+        out["options"].append([text(batch["choice1"][i]), text(batch["choice2"][i])])
+        out["label"].append(int(label))
+        out["premise"].append(premise)
+        out["question_type"].append(kind)
+        out["idx"].append(int(batch["idx"][i]))
+        out["changed"].append(bool(batch["changed"][i]) if "changed" in batch else False)
+    return out
+
+
+class XCOPA(ConfigPerLanguage):
+    kind = "xcopa"
+    default_hub_id = "cambridgeltl/xcopa"
+    version = 1
+    paper = "XCOPA (Ponti et al., 2020)"
+    has_passage = False
+    pivot_language = None  # no English config
+    fields, features, convert_batch = FIELDS, FEATURES, staticmethod(convert_batch)
+    fewshot_split = "validation"
+    subsets = ("cause", "effect")
+    subset_columns = ("question_type",)
+
+    def known_languages(self) -> tuple[str, ...]:
+        return tuple(LANGUAGES)
+
+    def languages(self, bcfg: Any) -> list[str]:
+        # The translation-<code> configs are English machine translations, not languages.
+        return [c for c in super().languages(bcfg) if not c.startswith("translation-")]
+
+    def canonical(self, code: str) -> str:
+        """``it`` or ``ita_Latn`` -> ``it``."""
+        for own, (table, _) in LANGUAGES.items():
+            if code == table:
+                return own
+        lang = langtab.lookup(code)
+        return next((own for own, (table, _) in LANGUAGES.items() if lang is not None and lang.code == table), code)
+
+    def table_code(self, code: str) -> str:
+        return LANGUAGES[code][0] if code in LANGUAGES else code
+
+    def subset_masks(self, meta: Any) -> dict[str, Any]:
+        return {t: (meta["question_type"] == t).to_numpy() for t in self.subsets}
+
+    # --- causal LLMs: lm-evaluation-harness's xcopa_<code> tasks -------------------------------------
+    def doc_to_text(self, rec: Mapping[str, Any]) -> str:
+        return rec["question"]
+
+    def doc_to_choice(self, rec: Mapping[str, Any]) -> list[str]:
+        return [o[0].lower() + o[1:] for o in rec["options"]]
+
+    def default_fewshot_sampler(self, bcfg: Any) -> str:
+        return "random"  # the harness's default sampler, one Random(1234) per language task
+
+    def instruction(self) -> str:
+        return ("Given the following premise and two alternatives, output the letter of the alternative that is "
+                "its more plausible cause or effect, as the premise's last word says.")
