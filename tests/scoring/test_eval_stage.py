@@ -154,3 +154,34 @@ def test_bad_row_leaves_nothing_half_written(data, tmp_path):
     assert not (run.eval / "belebele" / "deu_Latn.json").exists()
     assert not (run.eval / "belebele" / "predictions" / "deu_Latn.jsonl").exists()
     assert not list(run.eval.rglob("*.tmp"))
+
+
+def test_bumping_a_benchmark_version_recomputes_exactly_its_results(data, tmp_path, monkeypatch):
+    """A definition's ``version`` is in every result's job hash: bumping it recomputes that benchmark only."""
+    from xlt.data.benchmarks import BENCHMARKS
+
+    run = RunDir(tmp_path / "run")
+    cfg = make_cfg(data, scorer="gold")
+    eval_stage.run_stage(cfg, run)
+    before = {p: p.stat().st_mtime_ns for p in run.eval.glob("*/*.json") if p.name != "plan.json"}
+    real = eval_stage.evaluate_job
+    seen = []
+    monkeypatch.setattr(eval_stage, "evaluate_job", lambda c, r, j, *a: seen.append(j) or real(c, r, j, *a))
+    eval_stage.run_stage(cfg, run)
+    assert seen == []  # nothing changed: everything reused
+
+    monkeypatch.setattr(BENCHMARKS["global_mmlu"], "version", BENCHMARKS["global_mmlu"].version + 1)
+    eval_stage.run_stage(cfg, run)
+    assert sorted(j.language for j in seen) == GMMLU_LANGS and {j.benchmark for j in seen} == {"global_mmlu"}
+    for path, mtime in before.items():
+        assert (path.stat().st_mtime_ns == mtime) == (path.parent.name == "belebele"), path
+    res = json.loads((run.eval / "global_mmlu" / "de.json").read_text())
+    assert res["settings"]["versions"]["benchmark"] == BENCHMARKS["global_mmlu"].version
+
+    # The scorer's version likewise: every result it produced is recomputed.
+    from xlt.scoring import scorers
+
+    seen.clear()
+    monkeypatch.setitem(scorers.SCORER_VERSIONS, "gold", scorers.SCORER_VERSIONS["gold"] + 1)
+    eval_stage.run_stage(cfg, run)
+    assert len(seen) == len(BELEBELE_LANGS) + len(GMMLU_LANGS)
