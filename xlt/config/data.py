@@ -54,7 +54,7 @@ class DataConfig:
     # Seed of the shuffles the conversion rules prescribe (independent of the training seed, so a
     # seed sweep trains on the same data).
     seed: int = opt(1234, ge=0, le=2**32 - 1)
-    # Passages with more sentences are dropped (all sources but ReClor), as in the Belebele paper.
+    # Passages with more sentences are dropped (all sources but ReClor), as in Bandarkar et al. (2024).
     max_passage_sentences: int = opt(25, ge=1)
     export_tsv: bool = True
     decontamination: DecontaminationConfig = field(default_factory=DecontaminationConfig)

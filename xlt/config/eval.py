@@ -38,7 +38,7 @@ class BenchmarkConfig:
     # Evaluate at most this many questions per language (debugging); None evaluates all.
     max_questions: int | None = opt(None, ge=1)
     # Translate-test: machine-translate the items into English (with the `translate` group's model)
-    # before scoring, as the Belebele paper does. Use a separate entry, e.g. `belebele_tt`.
+    # before scoring (as Bandarkar et al., 2024 do). Use a separate entry, e.g. `<name>_tt`.
     translate_test: bool = False
 
 
@@ -55,7 +55,7 @@ class EvalConfig:
     bootstrap_samples: int = opt(1000, ge=1)
     # Seed of the bootstrap resampling (independent of the training seed, so seeds compare fairly).
     bootstrap_seed: int = opt(0, ge=0, le=2**32 - 1)
-    # TSV of `code<TAB>group` lines grouping languages by resource level; null: the Global-MMLU tiers.
+    # TSV of `code<TAB>group` lines grouping languages by resource level; null: the language table's tiers.
     resource_groups: str | None = opt(None, affects="report")
     # Shard the (benchmark, language) jobs: this process evaluates shard `shard_index` of `num_shards`.
     shard_index: int = neutral(0, ge=0, split=True)

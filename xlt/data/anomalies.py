@@ -46,7 +46,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-# A passage that fits the 25-sentence filter is a few thousand characters; Belebele's longest is ~3k.
+# A passage that fits the 25-sentence filter is a few thousand characters; the longest evaluation passages are ~3k.
 MAX_PASSAGE_CHARS = 100_000
 # Questions and options.
 MAX_SHORT_CHARS = 10_000

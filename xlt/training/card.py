@@ -16,11 +16,12 @@ EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"
 EVAL_END = "<!-- xlt:evaluation:end -->"
 
 
-def _front_matter(base_model: str | None, lora: bool) -> str:
+def _front_matter(base_model: str | None, lora: bool, benchmarks: list[str] | None = None) -> str:
     lines = ["---", "library_name: peft" if lora else "library_name: transformers", "pipeline_tag: multiple-choice"]
     if base_model:
         lines.append(f"base_model: {base_model}")
-    lines += ["tags:", "- xlt", "- multiple-choice", "- cross-lingual-transfer", "- belebele", "---"]
+    # The benchmark kinds the run's config evaluates on are tags too.
+    lines += ["tags:", "- xlt", "- multiple-choice", "- cross-lingual-transfer", *(f"- {b}" for b in benchmarks or []), "---"]
     return "\n".join(lines)
 
 
@@ -60,7 +61,8 @@ def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) ->
     splits = ", ".join(f"{k}: {v} rows" for k, v in data_info.items())
     history = summary.get("dev_accuracy_history") or []
     dev_rows = "\n".join(f"| {h['step']} | {h['accuracy']:.4f} |" for h in history) or "| - | - |"
-    return f"""{_front_matter(base, lora)}
+    kinds = sorted({str(b.kind) for b in (cfg.eval.benchmarks or {}).values() if b.enabled})
+    return f"""{_front_matter(base, lora, kinds)}
 
 # {cfg.recipe_name}: {m.name} fine-tuned for multiple-choice reading comprehension
 
@@ -92,7 +94,7 @@ Best dev accuracy **{summary.get("best_dev_accuracy", float("nan")):.4f}** at st
 ## Evaluation results
 
 {EVAL_BEGIN}
-Not evaluated yet: the `report` stage fills in Belebele and Global-MMLU results here.
+Not evaluated yet: the `report` stage fills in the benchmark results here.
 {EVAL_END}
 
 ## How to use

@@ -1,4 +1,4 @@
-"""Translate-test: benchmark items (Belebele, Global-MMLU) translated into English before scoring.
+"""Translate-test: benchmark items translated into English before scoring.
 
 :func:`translate_items` uses the same machinery as translate-train (sentence segmentation, unique
 segments, cache, length-sorted batches). The items keep every column (including ``language``, the

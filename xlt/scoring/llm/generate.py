@@ -1,6 +1,6 @@
 """Zero-shot instruction prompting: greedy generation and extraction of the answer letter.
 
-The prompt is the Belebele paper's (:func:`xlt.scoring.llm.prompts.instruction_prompt`); the answer is
+The prompt is :func:`xlt.scoring.llm.prompts.instruction_prompt` (Bandarkar et al., 2024's format); the answer is
 read from the generation by :func:`extract_letter`, which accepts ``A``, ``(A)``, ``A.``, ``A)``,
 ``Answer: A``, ``The answer is (A)``, ``**A**`` and an exact copy of one option's text. A generation
 with no recognisable answer is *unparseable*: it gets no prediction and is counted.

@@ -11,7 +11,7 @@ Speed-ups over scoring each option separately (and over the harness):
   continuations like the answer letters) share **one** forward pass;
 * only the positions whose log-probabilities are needed go through the LM head (a forward pre-hook
   on the output embeddings gathers them), so no ``[batch, length, vocab]`` tensor is ever built;
-* questions that share a few-shot prefix (Belebele's examples, a Global-MMLU subject's dev rows)
+* questions that share a few-shot prefix (the same first-n examples, one subject's dev rows)
   reuse its key/value cache: the prefix is encoded once and only each question's suffix is run, the
   batch's suffixes attending to the one unexpanded cache through a cascade attention function registered
   with transformers' ``AttentionInterface`` (:mod:`xlt.scoring.llm.prefix_cache` decides where this is

@@ -11,7 +11,7 @@ A k-shot context is the k examples, each followed by ``TARGET_DELIMITER`` + the 
 With a chat template (``eval.llm.chat_template``) the examples are separate user/assistant turns,
 the harness's default ``fewshot_as_multiturn=True`` (:func:`chat_messages`).
 
-The zero-shot instruction prompt for generation is the Belebele paper's format (:func:`instruction_prompt`),
+The zero-shot instruction prompt for generation is in the format of Bandarkar et al. (2024) (:func:`instruction_prompt`),
 with the benchmark's instruction text.
 """
 
@@ -72,7 +72,7 @@ def fewshot_contexts(bench: Any, items: Dataset, pool: Dataset | None, shots: li
 
 
 def instruction_prompt(rec: Mapping[str, Any], instruction: str) -> str:
-    """The Belebele paper's zero-shot prompt, with as many ``(A)``... choices as the item has options;
+    """The zero-shot prompt of Bandarkar et al. (2024), with as many ``(A)``... choices as the item has options;
     rows without a passage drop that block."""
     passage = rec.get("passage") or ""
     head = f"{instruction}\n###\n"

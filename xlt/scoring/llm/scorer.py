@@ -6,7 +6,7 @@ Two modes (``eval.llm.mode``):
   templates of the benchmark's definition); the score of an option is the log-likelihood of
   ``" " + continuation`` (the option's letter, or its text where the benchmark says so) after the context
   (:mod:`~xlt.scoring.llm.loglik`). Predictions match the harness question for question.
-* ``generate`` — a zero-shot instruction prompt in the Belebele paper's format, greedy generation, answer letter
+* ``generate`` — a zero-shot instruction prompt in Bandarkar et al. (2024)'s format, greedy generation, answer letter
   extracted (:mod:`~xlt.scoring.llm.generate`). The score row is 0 for the named option and ``-inf``
   elsewhere; an unparseable answer gets a row of ``-inf`` (no prediction: the question counts as
   wrong) and is counted.
