@@ -59,3 +59,34 @@ def test_llm_5shot_recipe_runs_evaluate_and_report(llm_files, tmp_path):
     assert run.is_done("report")
     report = (tmp_path / "run" / "report.md").read_text()
     assert "eng_Latn" in report
+
+
+@pytest.mark.parametrize("name", ["llm_5shot", "llm_0shot"])
+def test_a_two_option_benchmark_runs_through_the_llm_recipes(llm_files, tmp_path, name):
+    """XCOPA (bundled sample, two options, no passage) through the LLM recipes: k-shot log-likelihood
+    with option-text continuations and validation few-shot draws, and zero-shot generation."""
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    xcopa = Path(__file__).resolve().parents[3] / "xlt" / "assets" / "demo" / "xcopa"
+    cfg = compose_recipe(name, f"eval.llm.model={llm_files['model']}", "eval.llm.batch_size=4",
+                         "eval.benchmarks.belebele.enabled=false", "eval.benchmarks.global_mmlu.enabled=false",
+                         "eval.bootstrap_samples=50")
+    raw = OmegaConf.to_container(cfg, resolve=False)
+    raw["eval"]["benchmarks"]["xcopa"] = {"kind": "xcopa", "path": str(xcopa), "languages": ["it", "zh"]}
+    cfg = xcfg.validate(raw)
+    run = RunDir(tmp_path / "run")
+    cli.run_stages(cfg, run, ["evaluate", "report"])
+    res = json.loads((tmp_path / "run" / "eval" / "xcopa" / "zh.json").read_text())
+    assert res["n"] == 8 and res["code"] == "zho_Hans"
+    assert res["subsets"]["cause"]["n"] + res["subsets"]["effect"]["n"] == 8
+    rows = [json.loads(x) for x in (tmp_path / "run" / "eval" / "xcopa" / "predictions" / "zh.jsonl").read_text().splitlines()]
+    assert all(len(r["scores"]) == 2 for r in rows)
+    meta = res["scorer_meta"]
+    if name == "llm_5shot":
+        assert meta["fewshot"] == {"k": 5, "split": "validation", "sampler": "random", "seed": 1234}
+        assert all(r["prediction"] in (0, 1) for r in rows)
+    else:
+        assert meta["mode"] == "generate" and 0 <= meta["unparseable"] <= 8
+    assert "xcopa" in (tmp_path / "run" / "report.md").read_text()
