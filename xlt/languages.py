@@ -161,3 +161,10 @@ def resource_level(code: str, groups: dict[str, str] | None = None) -> str:
     if lang is None or not lang.gmmlu_tier:
         return UNGROUPED
     return lang.gmmlu_tier
+
+
+def resource_taxonomy(groups: dict[str, str] | None = None) -> str:
+    """Where :func:`resource_level` takes the levels from (said beside every table grouped by them)."""
+    if groups is not None:
+        return "user grouping file"
+    return "Global-MMLU tiers (Singh et al., 2024), same language code only"

@@ -33,17 +33,22 @@ def correct_vector(n: int, accuracy: float, offset: int = 0) -> np.ndarray:
 
 
 def write_language(run: Path, bench: str, kind: str, lang: str, correct: np.ndarray, meta: Any = None,
-                   translate_test: bool = False) -> None:
+                   translate_test: bool = False, n_options: int | None = None) -> None:
+    """One language's result and predictions; ``n_options`` also records the result's chance level (a
+    result without it stands for one written before results recorded theirs)."""
     d = run / "eval" / bench
     (d / "predictions").mkdir(parents=True, exist_ok=True)
+    k = n_options or 4
     lines = [json.dumps({"id": f"q{i}", "language": lang, "gold": 0, "prediction": 0 if c else 1, "job": "j",
-                         "scores": [1.0, 0.0, 0.0, 0.0] if c else [0.0, 1.0, 0.0, 0.0]}) for i, c in enumerate(correct)]
+                         "scores": [float(j == (0 if c else 1)) for j in range(k)]}) for i, c in enumerate(correct)]
     (d / "predictions" / f"{lang}.jsonl").write_text("\n".join(lines) + "\n")
     lt = langtab.lookup(lang)
     result = {"benchmark": bench, "kind": kind, "language": lang, "code": lt.code if lt else lang, "split": "test",
               "translate_test": translate_test, **accuracy_with_ci(correct, 50, 0), "ties": 0, "data_checks": {},
               "provenance": {"stage": "evaluate", "inputs": "cafe", "xlt_version": "0.1.0", "model": {"sha": "m"},
                              "data": "hub:fake", "job": "j"}}
+    if n_options is not None:
+        result["chance"] = 100 / n_options
     if meta is not None:
         result["subsets"] = {k: accuracy_with_ci(correct[m], 50, 0) for k, m in get_benchmark(kind).item_subsets(meta).items()}
     (d / f"{lang}.json").write_text(json.dumps(result))
@@ -60,10 +65,12 @@ def gmmlu_meta(n: int):
 def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, translate: dict | None = None,
               belebele: dict[str, float] | None = None, belebele_tt: dict[str, float] | None = None,
               gmmlu: dict[str, tuple[float, float]] | None = None, llm: str | None = None, n: int = 40,
-              offset: int = 0) -> Path:
+              offset: int = 0, others: dict[str, dict[str, Any]] | None = None) -> Path:
     """A finished run: ``belebele`` {code: accuracy}, ``gmmlu`` {code: (CS accuracy, CA accuracy)}.
 
-    ``llm`` makes it an LLM run (``eval.scorer=llm``); ``belebele_tt`` adds a translate-test benchmark.
+    ``llm`` makes it an LLM run (``eval.scorer=llm``); ``belebele_tt`` adds a translate-test benchmark;
+    ``others`` {name: {"kind", "accuracies": {code: accuracy}, "n_options"}} benchmarks of other kinds
+    (e.g. one a test registers; their config entries are added to ``config.yaml`` as recorded, unvalidated).
     """
     benches: dict[str, Any] = {}
     if belebele is not None:
@@ -77,7 +84,14 @@ def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, tr
         ev.update({"scorer": "llm", "model": llm, "llm": {"model": llm}})
     cfg = xcfg.validate({"seed": seed, "model": model or MODELS["XLM-R"], "translate": translate or {}, "eval": ev})
     path.mkdir(parents=True, exist_ok=True)
-    (path / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    recorded = OmegaConf.to_container(cfg)
+    for name, spec in (others or {}).items():
+        recorded["eval"]["benchmarks"][name] = {"kind": spec["kind"]}
+        for lang, acc in spec["accuracies"].items():
+            write_language(path, name, spec["kind"], lang, correct_vector(n, acc, offset), n_options=spec["n_options"])
+        (path / "eval" / name / "plan.json").write_text(json.dumps({"benchmark": name, "kind": spec["kind"],
+                                                                   "languages": sorted(spec["accuracies"])}))
+    (path / "config.yaml").write_text(OmegaConf.to_yaml(recorded))
     for bench, accs, tt in (("belebele", belebele, False), ("belebele_tt", belebele_tt, True)):
         if accs is None:
             continue

@@ -74,7 +74,7 @@ def test_report_page_sorts_filters_and_shows_intervals(browser, pages):
     # Global-MMLU: full / MA / CS / CA and the HT/MT split, filterable
     gm = "global_mmlu-langs"
     assert len(first_column(page, gm)) == 42
-    page.select_option(f"#tb-{gm} select[data-filter='ht_mt']", "MT (machine)")
+    page.select_option(f"#tb-{gm} select[data-filter='translation']", "machine")
     assert len(first_column(page, gm)) == sum(1 for c in langtab.gmmlu_codes() if langtab.lookup(c).translation == "machine")
     # hovering a bar shows language, accuracy and interval
     page.hover("#ch-belebele-bars rect.bar >> nth=0")

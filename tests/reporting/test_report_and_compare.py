@@ -150,16 +150,19 @@ def test_seed_groups_ignore_keys_that_change_no_result(data, tmp_path):
 
 
 def test_report_says_which_llm_results_are_not_comparable_with_the_harness():
+    from xlt.data.benchmarks import get_benchmark
     from xlt.reporting.stage import comparability_line
     from xlt.reporting.tables import per_language_frame
+
+    gm = get_benchmark("global_mmlu")
 
     def result(lang, comparable, reasons=()):
         return {"benchmark": "global_mmlu", "language": lang, "accuracy": 50.0, "n": 4, "ci_low": 0.0, "ci_high": 100.0,
                 "scorer_meta": {"comparable_to_harness": comparable, "not_comparable_because": list(reasons)}}
 
-    capped = per_language_frame([result("de", True), result("en", False, ["capped run not comparable: --limit 4"])], None)
+    capped = per_language_frame([result("de", True), result("en", False, ["capped run not comparable: --limit 4"])], None, gm)
     line = comparability_line(capped)
     assert "Not comparable with lm-evaluation-harness numbers** (1 language(s): en)" in line and "--limit 4" in line
-    assert "every language" in comparability_line(per_language_frame([result("de", True)], None))
-    encoder = per_language_frame([{k: v for k, v in result("de", True).items() if k != "scorer_meta"}], None)
+    assert "every language" in comparability_line(per_language_frame([result("de", True)], None, gm))
+    encoder = per_language_frame([{k: v for k, v in result("de", True).items() if k != "scorer_meta"}], None, gm)
     assert comparability_line(encoder) == ""

@@ -10,10 +10,9 @@ from xlt.data.benchmarks import get_benchmark
 from xlt.scoring.metrics import (
     accuracy,
     accuracy_with_ci,
-    belebele_summary,
     bootstrap_ci,
-    gmmlu_summary,
     paired_bootstrap,
+    summarize,
 )
 
 
@@ -52,7 +51,7 @@ def test_paired_bootstrap():
         paired_bootstrap(a, a[:10])
 
 
-def test_belebele_summary_hand_computed():
+def test_summary_without_subsets_hand_computed():
     df = pd.DataFrame({
         "language": ["a", "b", "c", "d"],
         "accuracy": [80.0, 60.0, 50.0, 30.0],
@@ -60,16 +59,20 @@ def test_belebele_summary_hand_computed():
         "family": ["Romance", "Germanic", "Balto-Slavic", "Afro-Asiatic"],
         "resource": ["high", "high", "mid", "n/a"],
     })
-    s = belebele_summary(df)
-    assert s["mean"] == 55.0 and s["n_languages"] == 4
+    s = summarize(df, ("script", "family", "resource"))
+    declared = get_benchmark("belebele").summary(df)  # the default definition: these groupings, + the taxonomy
+    assert declared.pop("resource_taxonomy").startswith("Global-MMLU tiers") and declared == s
+    assert s["mean"] == 55.0 and s["n_languages"] == 4 and "chance" not in s and "full" not in s
     assert s["n_ge_50"] == 3 and s["n_ge_70"] == 1
     assert s["by_script"] == {"Arab": {"mean": 30.0, "n_languages": 1}, "Cyrl": {"mean": 50.0, "n_languages": 1},
                               "Latn": {"mean": 70.0, "n_languages": 2}}
     assert s["by_resource"]["high"] == {"mean": 70.0, "n_languages": 2}
     assert s["by_family"]["Romance"]["mean"] == 80.0
+    assert summarize(df.assign(chance=[50.0, 50.0, 25.0, 25.0]), thresholds=(40,)) == {
+        "mean": 55.0, "n_languages": 4, "n_ge_40": 3, "chance": 37.5}
 
 
-def test_gmmlu_subsets_and_summary():
+def test_subsets_and_summary_of_a_definition_with_subsets():
     items = pd.DataFrame({
         "is_annotated": [True, True, False, True],
         "cultural_sensitivity_label": ["CS", "CA", "-", "CA"],
@@ -81,14 +84,19 @@ def test_gmmlu_subsets_and_summary():
     assert m["CS"].tolist() == [True, False, False, False] and m["CA"].sum() == 2
     assert m["category/STEM"].tolist() == [True, False, True, False]
     per_lang = pd.DataFrame({
-        "language": ["x", "y", "z"],
+        "language": ["x", "y", "z"], "accuracy": [60.0, 40.0, 50.0],
         "acc_full": [60.0, 40.0, 50.0], "acc_MA": [50.0, 30.0, 40.0],
         "acc_CS": [40.0, 20.0, np.nan], "acc_CA": [70.0, 50.0, 60.0],
         "acc_category/STEM": [10.0, 20.0, 30.0],
         "tier": ["high", "low", "low"], "translation": ["human", "machine", "machine"],
     })
-    s = gmmlu_summary(per_lang)
-    assert s["full"] == 50.0 and s["MA"] == 40.0 and s["CS"] == 30.0 and s["CA"] == 60.0
+    s = get_benchmark("global_mmlu").summary(per_lang)
+    assert s["mean"] == s["full"] == 50.0 and s["MA"] == 40.0 and s["CS"] == 30.0 and s["CA"] == 60.0
     assert s["by_category"] == {"STEM": 20.0}
-    assert s["by_tier"]["low"] == {"n_languages": 2, "full": 45.0, "MA": 35.0, "CS": 20.0, "CA": 55.0}
-    assert s["by_translation"]["human"]["full"] == 60.0
+    assert s["by_tier"]["low"] == {"mean": 45.0, "n_languages": 2, "MA": 35.0, "CS": 20.0, "CA": 55.0}
+    assert s["by_translation"]["human"]["mean"] == 60.0
+    assert not any(k.startswith("n_ge_") for k in s) and "resource_taxonomy" not in s  # declared: no thresholds
+    frames = get_benchmark("global_mmlu").summary_frames(s)
+    assert list(frames) == ["overview", "subsets", "by category", "by resource tier", "by translation"]
+    assert frames["subsets"].set_index("subset")["mean accuracy"].to_dict() == {"full": 50.0, "MA": 40.0, "CS": 30.0,
+                                                                                 "CA": 60.0}

@@ -7,16 +7,17 @@ Writes to ``DIR``: ``compare.md``, ``compare.json`` and CSVs with
   on the questions both runs answered (difference, 95% interval, p-value, significant at 0.05);
 * seed groups: runs whose ``config.yaml`` differs only in ``seed`` are one system; mean ± std over the
   seeds of each benchmark's mean accuracy (and per language);
-* Global-MMLU rankings: the systems ranked on full, MA, CS and CA, each system's rank per subset, and
-  for each pair of subsets the number of rank changes and the mean absolute position shift (as the
-  Global-MMLU paper compares rankings on CS vs CA);
-* the seed papers' findings, each holds / does not hold / cannot be tested (:mod:`xlt.reporting.findings`),
+* rankings, for a benchmark whose definition declares ``rank_subsets``: the systems ranked on each of
+  those subsets, each system's rank per subset, and for each of its ``rank_pairs`` the number of rank
+  changes and the mean absolute position shift (as a paper compares rankings between two subsets);
+* the findings the benchmarks' definitions declare, each holds / does not hold / cannot be tested (:mod:`xlt.reporting.findings`),
   and ``compare.html``, the self-contained page of all of it (:mod:`xlt.reporting.html`).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +30,6 @@ from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run import RunDir
 from xlt.scoring.metrics import paired_bootstrap
 from xlt.scoring.results import Job, read_predictions
-
-# Config keys that do not change what a run computes (ignored when grouping runs by config).
-RANK_SUBSETS = ("full", "MA", "CS", "CA")
 
 
 def run_label(path: Path) -> str:
@@ -135,11 +133,11 @@ def seed_summary(groups: list[list[RunInfo]], benchmark: str) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def system_subset_scores(groups: list[list[RunInfo]], benchmark: str) -> pd.DataFrame:
-    """Global-MMLU: per system (seed group), the mean over seeds of each subset's mean over languages."""
+def system_subset_scores(groups: list[list[RunInfo]], benchmark: str, subsets: Sequence[str]) -> pd.DataFrame:
+    """Per system (seed group), the mean over seeds of each subset's mean over languages (summary keys)."""
     rows = []
     for g in groups:
-        vals = {s: [r.results[benchmark].summary.get(s) for r in g if benchmark in r.results] for s in RANK_SUBSETS}
+        vals = {s: [r.results[benchmark].summary.get(s) for r in g if benchmark in r.results] for s in subsets}
         row: dict[str, Any] = {"system": group_label(g)}
         for s, v in vals.items():
             v = [x for x in v if x is not None]
@@ -148,12 +146,12 @@ def system_subset_scores(groups: list[list[RunInfo]], benchmark: str) -> pd.Data
     return pd.DataFrame(rows)
 
 
-def rankings(scores: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Ranks per subset (1 = best; ties share the best rank) and rank changes between subsets."""
+def rankings(scores: pd.DataFrame, subsets: Sequence[str],
+             pairs: Sequence[tuple[str, str]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Ranks per subset (1 = best; ties share the best rank) and rank changes between the pairs of subsets."""
     ranks = scores[["system"]].copy()
-    for s in RANK_SUBSETS:
+    for s in subsets:
         ranks[f"rank_{s}"] = scores[s].rank(ascending=False, method="min").astype("Int64")
-    pairs = [("full", "MA"), ("MA", "CS"), ("MA", "CA"), ("CS", "CA")]
     rows = []
     for a, b in pairs:
         if scores[a].isna().any() or scores[b].isna().any():

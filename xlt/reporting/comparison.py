@@ -29,6 +29,7 @@ from xlt.reporting.findings import add_findings
 from xlt.reporting.html import write_compare_page
 from xlt.reporting.plots import comparison_plot
 from xlt.reporting.render import markdown_table
+from xlt.reporting.tables import chance_level
 from xlt.run import atomic_write_text
 
 
@@ -58,24 +59,27 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
         atomic_write_text(out / f"{bench}_side_by_side.csv", sbs.to_csv())
         atomic_write_text(out / f"{bench}_differences.csv", diffs.to_csv(index=False))
         atomic_write_text(out / f"{bench}_seeds.csv", seeds.to_csv(index=False))
-        comparison_plot(sbs, bench, out)
+        definition = get_benchmark(next(r.results[bench].kind for r in runs if bench in r.results))
+        chance = chance_level(pd.concat([r.results[bench].per_language for r in runs if bench in r.results]))
+        comparison_plot(sbs, bench, out, chance)
         entry: dict[str, Any] = {"side_by_side": sbs.reset_index().to_dict(orient="records"),
                                  "differences": diffs.to_dict(orient="records"),
-                                 "seeds": seeds.to_dict(orient="records")}
+                                 "seeds": seeds.to_dict(orient="records"), "kind": definition.kind, "chance": chance}
         md += [f"\n## {bench}\n", "\n### accuracy per language\n\n", markdown_table(sbs.reset_index()),
                "\n### differences vs baseline (paired bootstrap)\n\n", markdown_table(diffs, digits=3) if len(diffs) else "none\n",
                "\n### mean ± std over seeds\n\n", markdown_table(seeds, digits=2)]
-        kind = next(r.results[bench].kind for r in runs if bench in r.results)
-        if bool(get_benchmark(kind).subsets):
-            scores = system_subset_scores(groups, bench)
-            ranks, changes = rankings(scores)
+        if definition.rank_subsets:
+            subsets = definition.rank_subsets
+            scores = system_subset_scores(groups, bench, subsets)
+            ranks, changes = rankings(scores, subsets, definition.rank_pairs)
             atomic_write_text(out / f"{bench}_rankings.csv", scores.merge(ranks, on="system").to_csv(index=False))
             entry["rankings"] = scores.merge(ranks, on="system").astype(object).to_dict(orient="records")
             entry["rank_changes"] = changes.to_dict(orient="records")
-            md += ["\n### rankings on full, MA, CS, CA\n\n", markdown_table(scores.merge(ranks, on="system")),
+            entry["rank_subsets"] = list(subsets)
+            md += [f"\n### rankings on {', '.join(subsets)}\n\n", markdown_table(scores.merge(ranks, on="system")),
                    "\n### rank changes between subsets\n\n", markdown_table(changes, digits=2)]
         payload["benchmarks"][bench] = entry
-    md.append(add_findings(runs, payload, samples, seed))  # the papers' findings (xlt/reporting/findings.py)
+    md.append(add_findings(runs, payload, samples, seed))  # the definitions' findings (xlt/reporting/findings.py)
     atomic_write_text(out / "compare.md", "".join(md))
     atomic_write_text(out / "compare.json", json.dumps(_clean(payload), indent=2, ensure_ascii=False, default=str) + "\n")
     write_compare_page(out / "compare.html", runs, _clean(payload))

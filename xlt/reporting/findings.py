@@ -1,8 +1,12 @@
-"""The seed papers' findings, checked on the runs of a comparison (``python -m xlt.report --compare``).
+"""Findings of the benchmarks' papers, checked on the runs of a comparison (``python -m xlt.report --compare``).
 
-Each check returns a :class:`Finding`: the claim, a verdict (``holds`` / ``does not hold`` /
-``cannot be tested``), why, the numbers and the test behind it. Which run is which model and setting
-comes from each run's recorded config (``config.yaml``), never from its name:
+A benchmark's definition declares its paper's claims as data (:attr:`Benchmark.findings
+<xlt.data.benchmarks.base.Benchmark.findings>`: :class:`~xlt.data.benchmarks.base.Claim` objects); this
+module holds the generic machinery and the check kinds a claim names (:data:`CHECKS`). :func:`check_findings`
+runs the claims of every benchmark kind the compared runs evaluated. Each check returns a :class:`Finding`
+(id ``<finding_prefix>_<claim id>``): the claim, a verdict (``holds`` / ``does not hold`` / ``cannot be
+tested``), why, the numbers and the test behind it. Which run is which model and setting comes from each
+run's recorded config (``config.yaml``), never from its name:
 
 * **model family** (XLM-R, XLM-V, InfoXLM) and size (base / large) from ``model.name`` and
   ``model.name_or_path`` (or ``eval.model`` when another model than the run's was scored);
@@ -18,12 +22,19 @@ k-th seed of one system paired with the k-th seed of the other, and the spread o
 A finding *holds* when the point estimates go the paper's way; whether the margin is significant is
 reported beside it (``why`` and the ``significant`` / ``p_value`` numbers), not folded into the verdict.
 
-Belebele (Bandarkar et al., 2024): among XLM-R, XLM-V and InfoXLM in the same setting and size, InfoXLM is
-best on high- and medium-resource languages and XLM-V on the lowest-resource ones; XLM-V has the most
-languages >= 50, InfoXLM the most >= 70; translate-train-all beats zero-shot for the same model;
-translate-test beats in-language evaluation on most languages for an LLM.
-Global-MMLU (Singh et al., 2024): model rankings change between the culturally sensitive (CS) and
-agnostic (CA) subsets; accuracy on human-translated (HT) vs machine-translated (MT) languages.
+Check kinds (``Claim.check``) and their ``params``:
+
+* ``family_best_on_levels``: of ``families`` (same setting and size), ``family`` has the highest mean
+  accuracy on the ``levels`` (``"lowest"``: the lowest level present; ``"above_lowest"``: every level
+  above it) of the language column ``column`` (default ``resource``; levels ordered by ``order``,
+  default :data:`RESOURCE_ORDER`);
+* ``family_most_at_or_above``: of ``families``, ``family`` has the most languages at or above ``threshold``;
+* ``translate_train_all_beats_zero_shot``: for the same model config, translate-train-all is higher;
+* ``translate_test_beats_in_language_llm``: for an LLM, translate-test is higher on more than half the languages;
+* ``rankings_change``: the systems' ranks differ between subsets ``a`` and ``b``;
+* ``higher_where_column_is``: accuracy is higher on languages whose ``column`` is ``a`` than ``b`` (named
+  ``a_name`` / ``b_name`` in the numbers, ``a_label`` / ``b_label`` in words; ``exclude_pivot`` leaves the
+  benchmark's pivot language out).
 """
 
 from __future__ import annotations
@@ -36,19 +47,20 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from xlt.data.benchmarks import get_benchmark
-from xlt.scoring.metrics import THRESHOLDS, paired_bootstrap
+from xlt.data.benchmarks import Benchmark, get_benchmark
+from xlt.data.benchmarks.base import Claim
+from xlt.errors import ConfigError
+from xlt.scoring.metrics import paired_bootstrap
 from xlt.scoring.results import Job, read_predictions
 
 HOLDS, FAILS, UNTESTABLE = "holds", "does not hold", "cannot be tested"
-BELEBELE_PAPER = "Belebele (Bandarkar et al., 2024)"
-GMMLU_PAPER = "Global-MMLU (Singh et al., 2024)"
+# The model families xlt tells apart from a run's config.
 FAMILIES = ("XLM-R", "XLM-V", "InfoXLM")
 # Matched in this order on the model's name and path (InfoXLM and XLM-V before the XLM-R prefix).
 _FAMILY_PATTERNS = (("InfoXLM", re.compile(r"infoxlm", re.I)),
                     ("XLM-V", re.compile(r"xlm[-_]?v(?![a-z])", re.I)),
                     ("XLM-R", re.compile(r"xlm[-_]?r(oberta)?(?![a-z])|xlm-roberta", re.I)))
-# Resource levels from high to low (Global-MMLU tiers, or the labels of a user grouping file).
+# Resource levels from high to low (the language table's default tiers, or the labels of a user grouping file).
 RESOURCE_ORDER = ("high", "medium", "mid", "low", "lowest")
 ALPHA = 0.05
 
@@ -155,12 +167,11 @@ def is_translate_test(run: Any, benchmark: str) -> bool:
     return bool(flag)
 
 
-def direct_benchmark(system: System, kind_has_subsets: bool) -> str | None:
-    """The first benchmark of the system evaluated in-language: Belebele (no subsets) or Global-MMLU."""
+def direct_benchmark(system: System, kind: str) -> str | None:
+    """The first benchmark of the system of kind ``kind`` evaluated in-language (not translate-test)."""
     run = system.runs[0]
     for name in sorted(run.results):
-        res = run.results[name]
-        if bool(get_benchmark(res.kind).subsets) == kind_has_subsets and not is_translate_test(run, name):
+        if run.results[name].kind == kind and not is_translate_test(run, name):
             return name
     return None
 
@@ -185,11 +196,18 @@ def language_attr(system: System, benchmark: str, column: str) -> dict[str, str]
     return dict(zip(df["language"], df[column].astype(str), strict=True)) if column in df else {}
 
 
+_CORRECT: dict[tuple[str, str, str], dict[str, bool]] = {}
+
+
 def _correct(run: Any, benchmark: str, lang: str) -> dict[str, bool]:
+    """Per question id, whether the run answered it right (read once per :func:`check_findings` call)."""
     from xlt.run import RunDir
 
-    job = Job(benchmark, lang, run.results[benchmark].kind)
-    return {str(p["id"]): p["prediction"] == p["gold"] for p in read_predictions(RunDir(run.path), job)}
+    key = (str(run.path), benchmark, lang)
+    if key not in _CORRECT:
+        job = Job(benchmark, lang, run.results[benchmark].kind)
+        _CORRECT[key] = {str(p["id"]): p["prediction"] == p["gold"] for p in read_predictions(RunDir(run.path), job)}
+    return _CORRECT[key]
 
 
 def paired_test(a: System, bench_a: str, b: System, bench_b: str, languages: list[str],
@@ -222,127 +240,154 @@ def _fmt_test(t: dict[str, Any]) -> str:
             f"questions, {t['seed_pairs']} seed pair(s))")
 
 
-# --- Belebele: XLM-R vs XLM-V vs InfoXLM -----------------------------------------------------------
+# --- the check kinds -----------------------------------------------------------------------------------
 
 
-def three_family_group(systems: list[System]) -> tuple[dict[str, System] | None, str]:
-    """One XLM-R, XLM-V and InfoXLM system of the same setting and size (the first such group), or why none."""
+@dataclass
+class Check:
+    """What a check kind gets: the systems compared, the benchmark whose claim it checks, the claim."""
+
+    systems: list[System]
+    groups: list[list[Any]]
+    bench: Benchmark
+    claim: Claim
+    samples: int
+    seed: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.bench.finding_prefix}_{self.claim.id}"
+
+    @property
+    def title(self) -> str:
+        return self.bench.display_title
+
+    def param(self, key: str, default: Any = None) -> Any:
+        if key not in self.claim.params and default is None:
+            raise ConfigError(f"{self.bench.kind}: finding {self.claim.id!r} (check {self.claim.check!r}) needs "
+                              f"the parameter {key!r}; it has {sorted(self.claim.params)}")
+        return self.claim.params.get(key, default)
+
+    def finding(self, verdict: str, why: str, test: str = "", numbers: list[dict[str, Any]] | None = None) -> Finding:
+        return Finding(self.id, self.bench.paper, self.claim.text, verdict, why, test, numbers or [])
+
+    def untestable(self, why: str) -> Finding:
+        return self.finding(UNTESTABLE, why)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1].upper() in "AEIOFHLMNRSX" else "a"
+
+
+def _families_text(families: tuple[str, ...]) -> str:
+    names = [f"{_article(f)} {f}" for f in families]
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+
+
+def family_group(systems: list[System], families: tuple[str, ...]) -> tuple[dict[str, System] | None, str]:
+    """One system of each of ``families`` in the same setting and size (the first such group), or why none."""
     found: dict[tuple[str, str | None], dict[str, System]] = {}
     for s in systems:
-        if s.family in FAMILIES and s.setting != "llm":
+        if s.family in families and s.setting != "llm":
             found.setdefault((s.setting, s.size), {}).setdefault(s.family, s)
     for (setting, size), fam in found.items():
-        if len(fam) == len(FAMILIES):
+        if len(fam) == len(families):
             return fam, f"{setting}, {size or 'unknown size'}"
     have = "; ".join(f"{setting} {size or '?'}: {', '.join(sorted(f))}" for (setting, size), f in found.items())
-    return None, ("needs an XLM-R, an XLM-V and an InfoXLM system in the same setting (zero-shot or "
+    return None, (f"needs {_families_text(families)} system in the same setting (zero-shot or "
                   f"translate-train-all) and size; these runs have {have or 'none of these models'}")
 
 
-def _untestable(fid: str, paper: str, claim: str, why: str) -> Finding:
-    return Finding(fid, paper, claim, UNTESTABLE, why)
-
-
-def check_resource_winners(systems: list[System], samples: int, seed: int) -> list[Finding]:
-    claim_hm = "InfoXLM is the best of XLM-R, XLM-V and InfoXLM on high- and medium-resource languages"
-    claim_low = "XLM-V is the best of XLM-R, XLM-V and InfoXLM on the lowest-resource languages"
-    fam, where = three_family_group(systems)
+def _family_benches(c: Check, families: tuple[str, ...]) -> tuple[dict[str, System] | None, dict[str, str], str]:
+    fam, where = family_group(c.systems, families)
     if fam is None:
-        return [_untestable("belebele_infoxlm_best_high_medium", BELEBELE_PAPER, claim_hm, where),
-                _untestable("belebele_xlmv_best_lowest", BELEBELE_PAPER, claim_low, where)]
-    benches = {f: direct_benchmark(s, False) for f, s in fam.items()}
+        return None, {}, where
+    benches = {f: direct_benchmark(s, c.bench.kind) for f, s in fam.items()}
     if any(b is None for b in benches.values()):
-        why = "needs Belebele results (in-language) for all three systems"
-        return [_untestable("belebele_infoxlm_best_high_medium", BELEBELE_PAPER, claim_hm, why),
-                _untestable("belebele_xlmv_best_lowest", BELEBELE_PAPER, claim_low, why)]
+        return None, {}, f"needs {c.title} results (in-language) for all {len(families)} systems"
+    return fam, benches, where  # type: ignore[return-value]
+
+
+def check_family_best_on_levels(c: Check) -> Finding:
+    families = tuple(c.param("families"))
+    target, which = c.param("family"), c.param("levels")
+    column = c.param("column", "resource")
+    order = tuple(c.param("order", RESOURCE_ORDER))
+    if which not in ("lowest", "above_lowest"):
+        raise ConfigError(f"{c.bench.kind}: finding {c.claim.id!r}: levels must be 'lowest' or 'above_lowest', got {which!r}")
+    fam, benches, where = _family_benches(c, families)
+    if fam is None:
+        return c.untestable(where)
     means = {f: language_means(s, benches[f]) for f, s in fam.items()}
     shared = sorted(set.intersection(*(set(m) for m in means.values())))
-    level_of = {k: v.lower() for k, v in language_attr(fam["InfoXLM"], benches["InfoXLM"], "resource").items()}
-    levels = {lv for lv in (level_of.get(lang) for lang in shared) if lv in RESOURCE_ORDER}
-    unknown = sorted({level_of.get(lang, "n/a") for lang in shared} - set(RESOURCE_ORDER) - {"n/a"})
+    level_of = {k: v.lower() for k, v in language_attr(fam[target], benches[target], column).items()}
+    levels = {lv for lv in (level_of.get(lang) for lang in shared) if lv in order}
+    unknown = sorted({level_of.get(lang, "n/a") for lang in shared} - set(order) - {"n/a"})
     if len(levels) < 2:
-        why = (f"needs languages of at least two known resource levels ({', '.join(RESOURCE_ORDER)}); the "
-               f"compared languages have {sorted(levels) or 'none'}" + (f" and unordered labels {unknown}" if unknown else ""))
-        return [_untestable("belebele_infoxlm_best_high_medium", BELEBELE_PAPER, claim_hm, why),
-                _untestable("belebele_xlmv_best_lowest", BELEBELE_PAPER, claim_low, why)]
-    ordered = [lv for lv in RESOURCE_ORDER if lv in levels]
+        return c.untestable(f"needs languages of at least two known {c.bench.label(column)}s ({', '.join(order)}); the "
+                            f"compared languages have {sorted(levels) or 'none'}"
+                            + (f" and unordered labels {unknown}" if unknown else ""))
+    ordered = [lv for lv in order if lv in levels]
     rows, winners, tests = [], {}, {}
     for lv in ordered:
         langs = [lang for lang in shared if level_of.get(lang) == lv]
-        acc = {f: float(np.mean([means[f][lang] for lang in langs])) for f in FAMILIES}
-        rank = sorted(FAMILIES, key=lambda f: -acc[f])
+        acc = {f: float(np.mean([means[f][lang] for lang in langs])) for f in families}
+        rank = sorted(families, key=lambda f: -acc[f])
         winners[lv] = rank[0] if acc[rank[0]] > acc[rank[1]] else None  # a tie has no winner
-        t = paired_test(fam[rank[1]], benches[rank[1]], fam[rank[0]], benches[rank[0]], langs, samples, seed)
+        t = paired_test(fam[rank[1]], benches[rank[1]], fam[rank[0]], benches[rank[0]], langs, c.samples, c.seed)
         tests[lv] = t
-        rows.append({"resource": lv, "languages": len(langs), **{f"{f} ({fam[f].label})": acc[f] for f in FAMILIES},
+        rows.append({column: lv, "languages": len(langs), **{f"{f} ({fam[f].label})": acc[f] for f in families},
                      "best": winners[lv] or "tie", "runner_up": rank[1], "best_minus_runner_up": t["diff"],
                      "p_value": t["p_value"], "significant": t["significant"]})
-    test = (f"mean Belebele accuracy over the languages of each resource level ({where}; resource levels from "
-            "the report's resource column); paired bootstrap of the best against the runner-up on the pooled "
+    test = (f"mean {c.title} accuracy over the languages of each {c.bench.label(column)} ({where}; levels from the "
+            f"report's {column} column); paired bootstrap of the best against the runner-up on the pooled "
             "questions of the level")
-    high_mid, lowest = ordered[:-1], ordered[-1]
-    ok_hm = all(winners[lv] == "InfoXLM" for lv in high_mid)
-    sig_hm = all(tests[lv]["significant"] for lv in high_mid)
-    why_hm = "; ".join(f"{lv}: best {winners[lv] or 'tie'} ({_fmt_test(tests[lv])} vs {rows[i]['runner_up']})"
-                       for i, lv in enumerate(ordered[:-1]))
-    low = rows[-1]
-    why_low = f"{lowest}: best {winners[lowest] or 'tie'} ({_fmt_test(tests[lowest])} vs {low['runner_up']})"
-    return [
-        Finding("belebele_infoxlm_best_high_medium", BELEBELE_PAPER, claim_hm, HOLDS if ok_hm else FAILS,
-                why_hm + ("" if not ok_hm or sig_hm else "; the margin is not significant everywhere"), test, rows),
-        Finding("belebele_xlmv_best_lowest", BELEBELE_PAPER, claim_low,
-                HOLDS if winners[lowest] == "XLM-V" else FAILS, why_low, test, rows),
-    ]
+    picked = ordered[:-1] if which == "above_lowest" else ordered[-1:]
+    ok = all(winners[lv] == target for lv in picked)
+    why = "; ".join(f"{lv}: best {winners[lv] or 'tie'} ({_fmt_test(tests[lv])} vs {rows[ordered.index(lv)]['runner_up']})"
+                    for lv in picked)
+    if ok and len(picked) > 1 and not all(tests[lv]["significant"] for lv in picked):
+        why += "; the margin is not significant everywhere"
+    return c.finding(HOLDS if ok else FAILS, why, test, rows)
 
 
-def check_threshold_counts(systems: list[System]) -> list[Finding]:
-    out = []
-    fam, where = three_family_group(systems)
-    for family, threshold in (("XLM-V", THRESHOLDS[0]), ("InfoXLM", THRESHOLDS[1])):
-        t = int(threshold)
-        fid = f"belebele_{family.lower().replace('-', '')}_most_ge_{t}"
-        claim = f"{family} has the most Belebele languages at or above {t}% of XLM-R, XLM-V and InfoXLM"
-        if fam is None:
-            out.append(_untestable(fid, BELEBELE_PAPER, claim, where))
-            continue
-        benches = {f: direct_benchmark(s, False) for f, s in fam.items()}
-        if any(b is None for b in benches.values()):
-            out.append(_untestable(fid, BELEBELE_PAPER, claim, "needs Belebele results for all three systems"))
-            continue
-        counts = {f: _seed_stat(s, lambda r, b=benches[f], t=t: int((r.results[b].per_language["accuracy"] >= t).sum())
-                                if b in r.results else None) for f, s in fam.items()}
-        rows = [{"model": f, "system": fam[f].label, f"languages >= {t} (mean over seeds)": counts[f][0],
-                 "std over seeds": counts[f][1], "seeds": len(fam[f].runs)} for f in FAMILIES]
-        best = max(counts[f][0] for f in FAMILIES)
-        leaders = [f for f in FAMILIES if counts[f][0] == best]
-        holds = leaders == [family]
-        margin = counts[family][0] - max(counts[f][0] for f in FAMILIES if f != family)
-        spread = max(counts[f][1] for f in FAMILIES)
-        why = (f"{' and '.join(leaders)} {'has' if len(leaders) == 1 else 'share'} the most ({best:.1f}); "
-               f"{family}'s margin over the next: {margin:+.1f} languages (largest std over seeds {spread:.1f})")
-        out.append(Finding(fid, BELEBELE_PAPER, claim, HOLDS if holds else FAILS, why,
-                           f"languages with accuracy >= {t} per run, mean ± std over each system's seeds ({where})", rows))
-    return out
+def check_family_most_at_or_above(c: Check) -> Finding:
+    families = tuple(c.param("families"))
+    family, t = c.param("family"), float(c.param("threshold"))
+    fam, benches, where = _family_benches(c, families)
+    if fam is None:
+        return c.untestable(where)
+    key = f"languages >= {t:g} (mean over seeds)"
+    counts = {f: _seed_stat(s, lambda r, b=benches[f]: int((r.results[b].per_language["accuracy"] >= t).sum())
+                            if b in r.results else None) for f, s in fam.items()}
+    rows = [{"model": f, "system": fam[f].label, key: counts[f][0], "std over seeds": counts[f][1],
+             "seeds": len(fam[f].runs)} for f in families]
+    best = max(counts[f][0] for f in families)
+    leaders = [f for f in families if counts[f][0] == best]
+    margin = counts[family][0] - max(counts[f][0] for f in families if f != family)
+    spread = max(counts[f][1] for f in families)
+    why = (f"{' and '.join(leaders)} {'has' if len(leaders) == 1 else 'share'} the most ({best:.1f}); "
+           f"{family}'s margin over the next: {margin:+.1f} languages (largest std over seeds {spread:.1f})")
+    return c.finding(HOLDS if leaders == [family] else FAILS, why,
+                     f"languages with accuracy >= {t:g} per run, mean ± std over each system's seeds ({where})", rows)
 
 
-def check_translate_train_all(systems: list[System], samples: int, seed: int) -> Finding:
-    fid, claim = "belebele_translate_train_all_beats_zero_shot", \
-        "translate-train-all beats zero-shot for the same model (Belebele)"
-    pairs = [(z, t) for z in systems if z.setting == "zero-shot"
-             for t in systems if t.setting == "translate-train-all" and t.model_key == z.model_key]
+def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
+    pairs = [(z, t) for z in c.systems if z.setting == "zero-shot"
+             for t in c.systems if t.setting == "translate-train-all" and t.model_key == z.model_key]
     if not pairs:
-        have = ", ".join(s.describe() for s in systems if s.setting != "llm") or "no encoder runs"
-        return _untestable(fid, BELEBELE_PAPER, claim, "needs a zero-shot and a translate-train-all system with the "
-                           f"same model config; these runs have {have}")
+        have = ", ".join(s.describe() for s in c.systems if s.setting != "llm") or "no encoder runs"
+        return c.untestable("needs a zero-shot and a translate-train-all system with the same model config; "
+                            f"these runs have {have}")
     rows, fails, untested = [], [], []
     for z, t in pairs:
-        bz, bt = direct_benchmark(z, False), direct_benchmark(t, False)
+        bz, bt = direct_benchmark(z, c.bench.kind), direct_benchmark(t, c.bench.kind)
         if bz is None or bt is None:
-            untested.append(f"{z.label} / {t.label}: no Belebele results")
+            untested.append(f"{z.label} / {t.label}: no {c.title} results")
             continue
         mz, mt = language_means(z, bz), language_means(t, bt)
         shared = sorted(set(mz) & set(mt))
-        test = paired_test(z, bz, t, bt, shared, samples, seed)
+        test = paired_test(z, bz, t, bt, shared, c.samples, c.seed)
         wins = sum(mt[lang] > mz[lang] for lang in shared)
         rows.append({"model": z.family or z.model_key_name(), "zero-shot": z.label, "translate-train-all": t.label,
                      "languages": len(shared), "zero-shot mean": float(np.mean([mz[x] for x in shared])),
@@ -352,25 +397,22 @@ def check_translate_train_all(systems: list[System], samples: int, seed: int) ->
         if not test["diff"] > 0:
             fails.append(z.family or z.model_key_name())
     if not rows:
-        return _untestable(fid, BELEBELE_PAPER, claim, "; ".join(untested))
+        return c.untestable("; ".join(untested))
     why = "; ".join(f"{r['model']}: {r['translate-train-all mean']:.1f} vs {r['zero-shot mean']:.1f} "
                     f"(diff {r['diff']:+.1f}, p={r['p_value']:.3f}, higher on {r['languages where translate-train-all is higher']}"
                     f"/{r['languages']} languages)" for r in rows)
-    return Finding(fid, BELEBELE_PAPER, claim, FAILS if fails else HOLDS, why,
-                   "mean accuracy over the languages both evaluated; paired bootstrap on the pooled questions "
-                   "(zero-shot seed k against translate-train-all seed k)", rows)
+    return c.finding(FAILS if fails else HOLDS, why,
+                     "mean accuracy over the languages both evaluated; paired bootstrap on the pooled questions "
+                     "(zero-shot seed k against translate-train-all seed k)", rows)
 
 
-def check_translate_test_llm(systems: list[System], samples: int, seed: int) -> Finding:
-    fid, claim = "belebele_translate_test_beats_in_language_llm", \
-        "translate-test beats in-language evaluation on most Belebele languages for an LLM"
+def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
     direct: dict[str, tuple[System, str]] = {}
     tt: dict[str, tuple[System, str]] = {}
     encoder_tt = []
-    for s in systems:
+    for s in c.systems:
         for name in sorted(s.runs[0].results):
-            res = s.runs[0].results[name]
-            if bool(get_benchmark(res.kind).subsets):
+            if s.runs[0].results[name].kind != c.bench.kind:
                 continue
             is_tt = is_translate_test(s.runs[0], name)
             if s.llm_key is None:
@@ -380,19 +422,19 @@ def check_translate_test_llm(systems: list[System], samples: int, seed: int) -> 
             (tt if is_tt else direct).setdefault(s.llm_key, (s, name))
     keys = [k for k in direct if k in tt]
     if not keys:
-        why = ("needs an LLM (eval.scorer=llm) evaluated on Belebele both in-language and translate-test "
+        why = (f"needs an LLM (eval.scorer=llm) evaluated on {c.title} both in-language and translate-test "
                "(a benchmark entry with translate_test: true)")
         if direct or tt:
             why += f"; found the LLM only {'in-language' if direct else 'translate-test'}"
         if encoder_tt:
             why += f"; translate-test runs here are encoders only ({', '.join(encoder_tt)})"
-        return _untestable(fid, BELEBELE_PAPER, claim, why)
+        return c.untestable(why)
     rows, verdicts = [], []
     for k in keys:
         (sd, bd), (st, bt) = direct[k], tt[k]
         md, mt = language_means(sd, bd), language_means(st, bt)
         shared = sorted(set(md) & set(mt))
-        per_lang = [paired_test(sd, bd, st, bt, [lang], samples, seed) for lang in shared]
+        per_lang = [paired_test(sd, bd, st, bt, [lang], c.samples, c.seed) for lang in shared]
         wins = sum(mt[x] > md[x] for x in shared)
         rows.append({"llm": json.loads(k).get("model"), "in-language": f"{sd.label}:{bd}", "translate-test": f"{st.label}:{bt}",
                      "languages": len(shared), "translate-test higher": wins,
@@ -404,80 +446,90 @@ def check_translate_test_llm(systems: list[System], samples: int, seed: int) -> 
     why = "; ".join(f"{r['llm']}: translate-test higher on {r['translate-test higher']}/{r['languages']} languages "
                     f"({r['significantly higher']} significantly, {r['significantly lower']} significantly lower)"
                     for r in rows)
-    return Finding(fid, BELEBELE_PAPER, claim, HOLDS if all(verdicts) else FAILS, why,
-                   "per language, translate-test vs in-language accuracy of the same LLM; 'most' = more than half "
-                   "of the languages; paired bootstrap per language on the shared question ids", rows)
+    return c.finding(HOLDS if all(verdicts) else FAILS, why,
+                     "per language, translate-test vs in-language accuracy of the same LLM; 'most' = more than half "
+                     "of the languages; paired bootstrap per language on the shared question ids", rows)
 
 
-# --- Global-MMLU -------------------------------------------------------------------------------------
-
-
-def check_cs_ca_rankings(systems: list[System], groups: list[list[Any]]) -> Finding:
+def check_rankings_change(c: Check) -> Finding:
     from xlt.reporting.compare import rankings, system_subset_scores
 
-    fid, claim = "gmmlu_rankings_change_cs_ca", \
-        "model rankings change between the culturally sensitive (CS) and culturally agnostic (CA) subsets"
-    with_gm = [(s, g, direct_benchmark(s, True)) for s, g in zip(systems, groups, strict=True)]
-    with_gm = [(s, g, b) for s, g, b in with_gm if b is not None]
-    bench = with_gm[0][2] if with_gm else None
-    with_gm = [(s, g, b) for s, g, b in with_gm if b == bench]
-    if len(with_gm) < 2:
-        return _untestable(fid, GMMLU_PAPER, claim, f"needs at least two systems evaluated on Global-MMLU; found {len(with_gm)}")
-    scores = system_subset_scores([g for _, g, _ in with_gm], bench)
-    if scores["CS"].isna().any() or scores["CA"].isna().any():
-        return _untestable(fid, GMMLU_PAPER, claim, "a system has no CS or no CA questions in its results")
-    ranks, changes = rankings(scores)
-    ch = changes[(changes["from"] == "CS") & (changes["to"] == "CA")].iloc[0]
+    a, b = c.param("a"), c.param("b")
+    with_b = [(s, g, direct_benchmark(s, c.bench.kind)) for s, g in zip(c.systems, c.groups, strict=True)]
+    with_b = [(s, g, name) for s, g, name in with_b if name is not None]
+    bench = with_b[0][2] if with_b else None
+    with_b = [(s, g, name) for s, g, name in with_b if name == bench]
+    if len(with_b) < 2:
+        return c.untestable(f"needs at least two systems evaluated on {c.title}; found {len(with_b)}")
+    scores = system_subset_scores([g for _, g, _ in with_b], bench, (a, b))
+    if scores[a].isna().any() or scores[b].isna().any():
+        return c.untestable(f"a system has no {a} or no {b} questions in its results")
+    ranks, changes = rankings(scores, (a, b), ((a, b),))
+    ch = changes.iloc[0]
     table = scores.merge(ranks, on="system")
-    rows = [{"system": r["system"], "CS": r["CS"], "CA": r["CA"], "rank CS": int(r["rank_CS"]), "rank CA": int(r["rank_CA"]),
-             "shift CS to CA": int(r["shift_CS_to_CA"])} for _, r in table.iterrows()]
+    rows = [{"system": r["system"], a: r[a], b: r[b], f"rank {a}": int(r[f"rank_{a}"]), f"rank {b}": int(r[f"rank_{b}"]),
+             f"shift {a} to {b}": int(r[f"shift_{a}_to_{b}"])} for _, r in table.iterrows()]
     n = int(ch["rank_changes"])
-    why = (f"{n} of {len(rows)} systems change rank from CS to CA (mean absolute position shift "
+    why = (f"{n} of {len(rows)} systems change rank from {a} to {b} (mean absolute position shift "
            f"{ch['mean_abs_position_shift']:.2f}) on {bench}")
-    return Finding(fid, GMMLU_PAPER, claim, HOLDS if n > 0 else FAILS, why,
-                   "systems ranked on each subset's mean accuracy over languages (mean over seeds); rank changes and "
-                   "mean absolute position shift as the paper reports them (point estimates: predictions carry no "
-                   "subset labels, so no paired test per subset)", rows)
+    return c.finding(HOLDS if n > 0 else FAILS, why,
+                     "systems ranked on each subset's mean accuracy over languages (mean over seeds); rank changes and "
+                     "mean absolute position shift as the paper reports them (point estimates: predictions carry no "
+                     "subset labels, so no paired test per subset)", rows)
 
 
-def check_human_vs_machine(systems: list[System], samples: int, seed: int) -> Finding:
-    fid, claim = "gmmlu_human_translated_above_machine_translated", \
-        "accuracy is higher on human-translated (HT) than on machine-translated (MT) Global-MMLU languages"
+def check_higher_where_column_is(c: Check) -> Finding:
+    column, va, vb = c.param("column"), c.param("a"), c.param("b")
+    na, nb = c.param("a_name", va), c.param("b_name", vb)
+    la, lb = c.param("a_label", f"{column} {va}"), c.param("b_label", f"{column} {vb}")
+    skip = {c.bench.pivot_language} if c.claim.params.get("exclude_pivot") else set()
     rows, verdicts = [], []
-    for s in systems:
-        bench = direct_benchmark(s, True)
+    for s in c.systems:
+        bench = direct_benchmark(s, c.bench.kind)
         if bench is None:
             continue
-        means = language_means(s, bench, "acc_full")
-        source = language_attr(s, bench, "translation")
-        ht = [x for x in means if source.get(x) == "human" and x != "en"]  # English is the original, not translated
-        mt = [x for x in means if source.get(x) == "machine"]
-        if not ht or not mt:
+        means = language_means(s, bench)
+        value = language_attr(s, bench, column)
+        in_a = [x for x in means if value.get(x) == va and x not in skip]
+        in_b = [x for x in means if value.get(x) == vb and x not in skip]
+        if not in_a or not in_b:
             continue
-        a, b = np.array([means[x] for x in ht]), np.array([means[x] for x in mt])
-        diff = float(a.mean() - b.mean())
-        p = permutation_p(a, b, samples, seed)
-        per_seed = _seed_stat(s, lambda r, bench=bench, ht=ht, mt=mt: _ht_mt_diff(r, bench, ht, mt))
-        rows.append({"system": s.label, "HT languages": len(ht), "MT languages": len(mt), "HT mean": float(a.mean()),
-                     "MT mean": float(b.mean()), "HT - MT": diff, "std over seeds": per_seed[1], "p_value": p,
-                     "significant": bool(p < ALPHA)})
+        xa, xb = np.array([means[x] for x in in_a]), np.array([means[x] for x in in_b])
+        diff = float(xa.mean() - xb.mean())
+        p = permutation_p(xa, xb, c.samples, c.seed)
+        per_seed = _seed_stat(s, lambda r, bench=bench, in_a=in_a, in_b=in_b: _group_diff(r, bench, in_a, in_b))
+        rows.append({"system": s.label, f"{na} languages": len(in_a), f"{nb} languages": len(in_b),
+                     f"{na} mean": float(xa.mean()), f"{nb} mean": float(xb.mean()), f"{na} - {nb}": diff,
+                     "std over seeds": per_seed[1], "p_value": p, "significant": bool(p < ALPHA)})
         verdicts.append(diff > 0)
     if not rows:
-        return _untestable(fid, GMMLU_PAPER, claim, "needs a Global-MMLU (full) evaluation with both human- and "
-                           "machine-translated languages (Global-MMLU Lite has human translations only)")
-    why = "; ".join(f"{r['system']}: HT {r['HT mean']:.1f} vs MT {r['MT mean']:.1f} ({r['HT - MT']:+.1f}, p={r['p_value']:.3f})"
-                    for r in rows)
-    return Finding(fid, GMMLU_PAPER, claim, HOLDS if all(verdicts) else FAILS, why,
-                   "mean full-test accuracy over HT languages (English, the original, left out) minus over MT "
-                   "languages, per system; languages differ between the groups, so the test is a seeded "
-                   "permutation test of the language labels (two-sided)", rows)
+        return c.untestable(f"needs a {c.title} evaluation with both {la} ({na}) and {lb} ({nb}) languages "
+                            f"(column {column!r} of the report)")
+    why = "; ".join(f"{r['system']}: {na} {r[f'{na} mean']:.1f} vs {nb} {r[f'{nb} mean']:.1f} "
+                    f"({r[f'{na} - {nb}']:+.1f}, p={r['p_value']:.3f})" for r in rows)
+    left_out = f" ({', '.join(sorted(skip))}, the pivot language, left out)" if skip else ""
+    return c.finding(HOLDS if all(verdicts) else FAILS, why,
+                     f"mean accuracy over {na} languages{left_out} minus over {nb} languages, per system; languages "
+                     "differ between the groups, so the test is a seeded permutation test of the language labels "
+                     "(two-sided)", rows)
 
 
-def _ht_mt_diff(run: Any, bench: str, ht: list[str], mt: list[str]) -> float | None:
+def _group_diff(run: Any, bench: str, in_a: list[str], in_b: list[str]) -> float | None:
     if bench not in run.results:
         return None
-    acc = dict(zip(run.results[bench].per_language["language"], run.results[bench].per_language["acc_full"], strict=True))
-    return float(np.mean([acc[x] for x in ht]) - np.mean([acc[x] for x in mt]))
+    df = run.results[bench].per_language
+    acc = dict(zip(df["language"], df["accuracy"], strict=True))
+    return float(np.mean([acc[x] for x in in_a]) - np.mean([acc[x] for x in in_b]))
+
+
+CHECKS = {
+    "family_best_on_levels": check_family_best_on_levels,
+    "family_most_at_or_above": check_family_most_at_or_above,
+    "translate_train_all_beats_zero_shot": check_translate_train_all_beats_zero_shot,
+    "translate_test_beats_in_language_llm": check_translate_test_beats_in_language_llm,
+    "rankings_change": check_rankings_change,
+    "higher_where_column_is": check_higher_where_column_is,
+}
 
 
 def permutation_p(a: np.ndarray, b: np.ndarray, samples: int = 1000, seed: int = 0) -> float:
@@ -495,15 +547,30 @@ def permutation_p(a: np.ndarray, b: np.ndarray, samples: int = 1000, seed: int =
 # --- all -----------------------------------------------------------------------------------------------
 
 
+def evaluated_kinds(runs: list[Any]) -> list[str]:
+    """The benchmark kinds the runs evaluated, in order of first appearance."""
+    return list(dict.fromkeys(r.results[name].kind for r in runs for name in sorted(r.results)))
+
+
 def check_findings(runs: list[Any], samples: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
-    """Every finding on ``runs`` (RunInfo objects of :mod:`xlt.reporting.compare`), as dicts."""
+    """Every finding the definitions of the benchmarks ``runs`` evaluated declare (RunInfo objects of
+    :mod:`xlt.reporting.compare`), as dicts; a claim naming an unknown check kind is a :class:`ConfigError`."""
     from xlt.reporting.compare import seed_groups
 
     groups = seed_groups(runs)
     systems = make_systems(groups)
-    findings = [*check_resource_winners(systems, samples, seed), *check_threshold_counts(systems),
-                check_translate_train_all(systems, samples, seed), check_translate_test_llm(systems, samples, seed),
-                check_cs_ca_rankings(systems, groups), check_human_vs_machine(systems, samples, seed)]
+    findings = []
+    _CORRECT.clear()
+    try:
+        for kind in evaluated_kinds(runs):
+            bench = get_benchmark(kind)
+            for claim in bench.findings:
+                if claim.check not in CHECKS:
+                    raise ConfigError(f"{kind}: finding {claim.id!r} names the unknown check kind {claim.check!r}; "
+                                      f"known: {sorted(CHECKS)}")
+                findings.append(CHECKS[claim.check](Check(systems, groups, bench, claim, samples, seed)))
+    finally:
+        _CORRECT.clear()
     return [f.to_dict() for f in findings]
 
 

@@ -3,8 +3,8 @@
 One file each, viewable offline: the page's data is inlined as JSON in a
 ``<script type="application/json">`` element, and the small vanilla-JS renderer and its style sheet
 (``xlt/reporting/web/``, package data) are inlined too; nothing is fetched at view time. The renderer
-draws, from the JSON, sortable and filterable tables (click a header to sort; selects per script,
-family, resource tier, translation; a text search) and inline SVG bar charts with hover tooltips
+draws, from the JSON, sortable and filterable tables (click a header to sort; selects per language
+column: script, family and the benchmark's groupings; a text search) and inline SVG bar charts with hover tooltips
 (language, value, interval). Every string reaches the page through ``textContent`` (never parsed as
 HTML), and the inlined JSON has ``<``, ``>`` and ``&`` escaped, so no value can close the script element.
 
@@ -80,7 +80,7 @@ def write_page(path: Path, page: dict[str, Any]) -> Path:
 
 # --- building blocks ---------------------------------------------------------------------------------
 
-_FILTERED = {"script", "family", "resource", "tier", "translation", "setting", "family_model", "verdict", "paper"}
+_FILTERED = {"setting", "family_model", "verdict", "paper"}
 
 
 def col(key: str, label: str | None = None, kind: str = "text", **extra: Any) -> dict[str, Any]:
@@ -139,46 +139,49 @@ def provenance_rows(prov: dict[str, Any] | None) -> list[list[str]]:
 # --- report.html ---------------------------------------------------------------------------------------
 
 
-def _belebele_blocks(name: str, res: Any) -> list[dict[str, Any]]:
+def info_columns(res: Any) -> list[str]:
+    """The per-language text columns a page shows and filters by: script, family and the definition's groupings."""
+    df = res.per_language
+    return [c for c in dict.fromkeys(("script", "family", *res.definition.language_groupings)) if c in df]
+
+
+def benchmark_blocks(name: str, res: Any) -> list[dict[str, Any]]:
+    """A benchmark's blocks of ``report.html``, from its definition: the per-language table (its language
+    columns as filters, accuracy with interval, each subset), accuracy bars per language (each subset a
+    selectable series) and mean accuracy per grouping, with the results' chance level."""
+    bench = res.definition
     df = res.per_language.sort_values("accuracy", ascending=False)
-    columns = [col("name", "language"), col("language", "code"), col("script"), col("family"), col("resource", "resource tier"),
-               col("accuracy", "accuracy (95% CI)", "ci", low="ci_low", high="ci_high"), col("n", "n", "int"),
+    subsets = [s for s in bench.subsets if f"acc_{s}" in df]
+    show_code = "code" in df and (df["code"].astype(str) != df["language"].astype(str)).any()
+    columns = [col("name", "language"), col("language", "code"), *([col("code", "language-table code")] if show_code else []),
+               *[col(c, bench.label(c), filter=True) for c in info_columns(res)],
+               col("accuracy", "accuracy (95% CI)", "ci", low="ci_low", high="ci_high"),
+               *[col(f"acc_{s}", s, "num") for s in subsets], col("n", "n", "int"),
                col("odd_items", "odd items", "int"), col("ties", "ties", "int")]
-    series = [{"name": "accuracy", "bars": [{"label": r.language, "value": r.accuracy, "low": r.ci_low, "high": r.ci_high,
-                                              "tip": _interval_tip(r.name, r.language, r.accuracy, r.ci_low, r.ci_high)}
-                                             for r in df.itertuples()]}]
+    series = [{"name": "accuracy" if not subsets else "full", "bars": [
+        {"label": r.language, "value": r.accuracy, "low": r.ci_low, "high": r.ci_high,
+         "tip": _interval_tip(r.name, r.language, r.accuracy, r.ci_low, r.ci_high)} for r in df.itertuples()]}]
+    for s in subsets:
+        series.append({"name": bench.label(s), "bars": [
+            {"label": r["language"], "value": r[f"acc_{s}"], "tip": _interval_tip(r["name"], r["language"], r[f"acc_{s}"],
+                                                                                 None, None, s)}
+            for _, r in df.iterrows()]})
     group_series = []
-    for by in ("script", "family", "resource"):
-        g = df.groupby(by)["accuracy"].agg(["mean", "count"]).sort_values("mean", ascending=False)
-        group_series.append({"name": f"by {by}", "bars": [
-            {"label": str(k), "value": float(v["mean"]), "tip": f"{by} {k}: mean {v['mean']:.1f} over {int(v['count'])} language(s)"}
-            for k, v in g.iterrows()]})
-    return [table(f"{name}-langs", "per language", columns, df.to_dict(orient="records"), search=True),
-            bars(f"{name}-bars", "accuracy per language (95% bootstrap interval; dashed: chance)", series, chance=25),
-            bars(f"{name}-groups", "mean accuracy by group", group_series, chance=25)]
-
-
-def _gmmlu_blocks(name: str, res: Any) -> list[dict[str, Any]]:
-    df = res.per_language.sort_values("acc_full", ascending=False).copy()
-    df["ht_mt"] = df["translation"].map({"human": "HT (human)", "machine": "MT (machine)"}).fillna(df["translation"])
-    columns = [col("name", "language"), col("language", "code"), col("code", "Belebele code"), col("script"),
-               col("family"), col("tier", "resource tier"), col("ht_mt", "translation", filter=True),
-               col("acc_full", "full (95% CI)", "ci", low="ci_low", high="ci_high"),
-               *[col(f"acc_{s}", s, "num") for s in ("MA", "CS", "CA")], col("n", "n", "int"),
-               col("odd_items", "odd items", "int"), col("ties", "ties", "int")]
-    series = []
-    for s in ("full", "MA", "CS", "CA"):
-        key = f"acc_{s}"
-        if key not in df:
+    for by in bench.language_groupings:
+        if by not in df:
             continue
-        series.append({"name": s, "bars": [{"label": r["language"], "value": r[key],
-                                            "low": r["ci_low"] if s == "full" else None, "high": r["ci_high"] if s == "full" else None,
-                                            "tip": _interval_tip(r["name"], r["language"], r[key],
-                                                                 *((r["ci_low"], r["ci_high"]) if s == "full" else (None, None)), s)}
-                                           for _, r in df.iterrows()]})
-    return [table(f"{name}-langs", "per language (full, MA, CS, CA; HT/MT = human / machine translated)", columns,
-                  df.to_dict(orient="records"), search=True),
-            bars(f"{name}-bars", "accuracy per language and subset (pick the subset)", series, chance=25)]
+        g = df.groupby(by)["accuracy"].agg(["mean", "count"]).sort_values("mean", ascending=False)
+        group_series.append({"name": f"by {bench.label(by)}", "bars": [
+            {"label": str(k), "value": float(v["mean"]),
+             "tip": f"{bench.label(by)} {k}: mean {v['mean']:.1f} over {int(v['count'])} language(s)"}
+            for k, v in g.iterrows()]})
+    title = "per language" + (f" ({', '.join(['full', *subsets])})" if subsets else "")
+    blocks = [table(f"{name}-langs", title, columns, df.to_dict(orient="records"), search=True),
+              bars(f"{name}-bars", "accuracy per language" + (" and subset (pick the subset)" if subsets else "")
+                   + f" (95% bootstrap interval; dashed: chance, {res.chance:.0f})", series, chance=res.chance)]
+    if group_series:
+        blocks.append(bars(f"{name}-groups", "mean accuracy by group", group_series, chance=res.chance))
+    return blocks
 
 
 def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[list[str]]:
@@ -210,16 +213,11 @@ def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | Non
     sections = [{"title": "provenance", "blocks": [{"type": "kv", "rows": provenance_rows(provenance)
                                                      + evaluation_provenance(run_path, list(results))}]}]
     for name, res in results.items():
-        s = res.summary
-        if res.is_gmmlu:
-            head = [["languages", str(s["n_languages"])], *[[k, _num(s.get(k))] for k in ("full", "MA", "CS", "CA")]]
-        else:
-            head = [["languages", str(s["n_languages"])], ["mean accuracy", _num(s["mean"])],
-                    ["languages >= 50", str(s["n_ge_50"])], ["languages >= 70", str(s["n_ge_70"])],
-                    ["resource levels", str(s.get("resource_taxonomy", ""))]]
+        head = [[label, _num(v) if isinstance(v, float) or v is None else str(v)]
+                for label, v in res.definition.headline(res.summary)]
         blocks: list[dict[str, Any]] = [{"type": "kv", "rows": head, "cards": True}]
         blocks += [frame_table(f"{name}-{t.replace(' ', '-')}", t, f) for t, f in summary_frames(res).items()]
-        blocks += _gmmlu_blocks(name, res) if res.is_gmmlu else _belebele_blocks(name, res)
+        blocks += benchmark_blocks(name, res)
         sections.append({"title": f"{name} ({res.kind})", "blocks": blocks})
     return {"title": f"xlt report: {cfg.recipe_name}", "subtitle": "accuracies in %", "meta": meta,
             "notes": [n.strip() for n in (notes or []) if n.strip()], "sections": sections}
@@ -248,16 +246,28 @@ def run_provenance(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def _lang_info(code: str, resource: dict[str, str]) -> dict[str, str]:
-    lang = langtab.lookup(code)
-    return {"name": lang.name if lang else code, "script": lang.script if lang else "n/a",
-            "family": lang.family if lang else "n/a", "resource": resource.get(code, langtab.UNGROUPED),
-            "translation": (lang.translation or "n/a") if lang else "n/a"}
+def language_rows(runs: list[Any], bench: str) -> tuple[dict[str, dict[str, Any]], list[str], Any]:
+    """Per language of ``bench``, its name and language columns (from the first run that has it), the
+    columns shown, and the benchmark's definition."""
+    info: dict[str, dict[str, Any]] = {}
+    cols: list[str] = []
+    definition = None
+    for r in runs:
+        if bench not in r.results:
+            continue
+        res = r.results[bench]
+        definition = definition or res.definition
+        cols = cols or info_columns(res)
+        for row in res.per_language.to_dict(orient="records"):
+            info.setdefault(row["language"], {"name": row.get("name", row["language"]),
+                                              **{c: str(row.get(c, langtab.UNGROUPED)) for c in cols}})
+    return info, cols, definition
 
 
 def compare_page(runs: list[Any], payload: dict[str, Any]) -> dict[str, Any]:
     """The page of a comparison: findings, runs and their provenance, then per benchmark the side-by-side
-    accuracies, differences against the baseline (paired test), seed groups and Global-MMLU rankings."""
+    accuracies, differences against the baseline (paired test), seed groups and the rankings its
+    definition declares."""
     labels = [r.label for r in runs]
     systems = {s["system"]: s for s in payload.get("systems", [])}
     setting_of = {lab: s["setting"] for s in systems.values() for lab in str(s.get("runs", "")).split(", ")}
@@ -296,12 +306,11 @@ def compare_page(runs: list[Any], payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: list[str], notes: list[str]) -> list[dict[str, Any]]:
-    resource: dict[str, str] = {}
-    for r in runs:
-        if bench in r.results:
-            df = r.results[bench].per_language
-            key = "tier" if r.results[bench].is_gmmlu else "resource"
-            resource.update({k: v for k, v in zip(df["language"], df[key].astype(str), strict=True) if k not in resource})
+    info, groupings, definition = language_rows(runs, bench)
+
+    def lang_info(code: str) -> dict[str, Any]:
+        return info.get(code, {"name": code, **dict.fromkeys(groupings, langtab.UNGROUPED)})
+
     for r in runs:  # LLM numbers that cannot stand beside lm-evaluation-harness's (see report.md)
         df = r.results[bench].per_language if bench in r.results else None
         if df is not None and "comparable_to_harness" in df and (~df["comparable_to_harness"].astype(bool)).any():
@@ -313,8 +322,9 @@ def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: 
     if len(set(n_langs.values())) > 1:
         notes.append(f"{bench}: runs cover different languages ({', '.join(f'{k}: {v}' for k, v in n_langs.items())}); "
                      "means over languages are not comparable across them")
-    info_cols = [col("name", "language"), col("language", "code"), col("script"), col("family"), col("resource", "resource tier")]
-    sbs_rows = [{**row, **_lang_info(row["language"], resource)} for row in entry.get("side_by_side", [])]
+    info_cols = [col("name", "language"), col("language", "code"),
+                 *[col(c, definition.label(c) if definition else c, filter=True) for c in groupings]]
+    sbs_rows = [{**row, **lang_info(row["language"])} for row in entry.get("side_by_side", [])]
     sbs_cols = info_cols + [col(lab, lab + (" (baseline)" if lab == labels[0] else ""), "num") for lab in present]
     blocks = [table(f"{bench}-sbs", "accuracy per language, runs side by side", sbs_cols, sbs_rows, search=True)]
     diffs = entry.get("differences", [])
@@ -322,7 +332,7 @@ def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: 
         pivot: dict[str, dict[str, Any]] = {}
         others = [lab for lab in present[1:]]
         for d in diffs:
-            row = pivot.setdefault(d["language"], {"language": d["language"], **_lang_info(d["language"], resource)})
+            row = pivot.setdefault(d["language"], {"language": d["language"], **lang_info(d["language"])})
             row[d["run"]] = d["diff"]
             row[f"{d['run']}#sig"] = bool(d["significant"])
             row[f"{d['run']}#tip"] = (f"{d['run']} - {d['baseline']} on {d['language']}: {d['diff']:+.1f} "
@@ -345,7 +355,8 @@ def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: 
                                                   "tip": f"{r['name']} ({r['language']}): {lab} {_f(r.get(lab))}"
                                                   + (f"; baseline {_f(r.get(labels[0]))}" if lab != labels[0] else "")}
                                                  for r in base_order]})
-    blocks.append(bars(f"{bench}-accbars", "accuracy per language (pick the run; sorted by the baseline)", acc_series, chance=25))
+    blocks.append(bars(f"{bench}-accbars", "accuracy per language (pick the run; sorted by the baseline; dashed: chance)",
+                       acc_series, chance=entry.get("chance")))
     seeds = entry.get("seeds", [])
     if seeds:
         blocks.append(table(f"{bench}-seeds", "systems: mean ± std over seeds (of the mean over languages)",
@@ -353,9 +364,11 @@ def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: 
                             seeds, search=False))
     if entry.get("rankings"):
         rk = entry["rankings"]
-        rcols = [col("system")] + [col(s, s, "num") for s in ("full", "MA", "CS", "CA")] + \
+        subsets = entry.get("rank_subsets") or [k.removeprefix("rank_") for k in rk[0] if k.startswith("rank_")]
+        rcols = [col("system")] + [col(s, s, "num") for s in subsets] + \
             [col(k, k.replace("_", " "), "int") for k in rk[0] if k.startswith(("rank_", "shift_"))]
-        blocks.append(table(f"{bench}-ranks", "rankings on full, MA, CS, CA (1 = best) and position shifts", rcols, rk, search=False))
+        blocks.append(table(f"{bench}-ranks", f"rankings on {', '.join(subsets)} (1 = best) and position shifts", rcols, rk,
+                            search=False))
         blocks.append(table(f"{bench}-rankchanges", "rank changes between subsets",
                             [col("from"), col("to"), col("rank_changes", "rank changes", "int"),
                              col("mean_abs_position_shift", "mean |position shift|", "num")], entry.get("rank_changes", []),

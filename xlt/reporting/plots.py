@@ -12,8 +12,6 @@ import pandas as pd  # noqa: E402
 
 from xlt.reporting.tables import BenchmarkResults  # noqa: E402
 
-CHANCE = 25.0
-
 
 def _save(fig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -30,7 +28,7 @@ def per_language(res: BenchmarkResults, out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(6, 0.18 * len(df) + 2), 4))
     err = [df["accuracy"] - df["ci_low"], df["ci_high"] - df["accuracy"]]
     ax.bar(df["language"], df["accuracy"], yerr=err, color="#4C72B0", capsize=1.5)
-    ax.axhline(CHANCE, color="grey", ls="--", lw=1, label="chance")
+    ax.axhline(res.chance, color="grey", ls="--", lw=1, label=f"chance ({res.chance:.0f})")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     ax.set_title(f"{res.name}: accuracy per language (mean {res.summary['mean']:.1f})")
@@ -40,55 +38,55 @@ def per_language(res: BenchmarkResults, out: Path) -> Path:
 
 
 def grouped(res: BenchmarkResults, by: str, out: Path) -> Path:
-    """Mean accuracy over languages per group of ``by`` (script, family, resource, tier, translation)."""
+    """Mean accuracy over languages per group of ``by`` (one of the definition's language groupings)."""
     g = res.per_language.groupby(by)["accuracy"].agg(["mean", "count"]).sort_values("mean", ascending=False)
     fig, ax = plt.subplots(figsize=(max(5, 0.35 * len(g) + 2), 3.5))
     ax.bar([f"{i} ({c})" for i, c in zip(g.index, g["count"], strict=True)], g["mean"], color="#55A868")
-    ax.axhline(CHANCE, color="grey", ls="--", lw=1)
+    ax.axhline(res.chance, color="grey", ls="--", lw=1)
     ax.set_ylabel("mean accuracy (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"{res.name}: by {by} (number of languages)")
+    ax.set_title(f"{res.name}: by {res.definition.label(by)} (number of languages)")
     ax.tick_params(axis="x", labelrotation=60, labelsize=8)
     return _save(fig, out / f"{res.name}_by_{by}.png")
 
 
-def cs_vs_ca(res: BenchmarkResults, out: Path) -> Path | None:
-    """Global-MMLU: culturally sensitive vs culturally agnostic accuracy per language."""
+def contrast(res: BenchmarkResults, out: Path) -> Path | None:
+    """The definition's contrast (two subsets, e.g. A vs B) side by side per language."""
+    pair = res.definition.contrast
     df = res.per_language
-    if "acc_CS" not in df or "acc_CA" not in df:
+    if pair is None or any(f"acc_{s}" not in df for s in pair):
         return None
-    df = df.sort_values("acc_full", ascending=False)
+    a, b = pair
+    df = df.sort_values("accuracy", ascending=False)
     x = range(len(df))
     fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(df) + 2), 4))
-    ax.bar([i - 0.2 for i in x], df["acc_CS"], width=0.4, label="CS (culturally sensitive)", color="#C44E52")
-    ax.bar([i + 0.2 for i in x], df["acc_CA"], width=0.4, label="CA (culturally agnostic)", color="#8172B2")
+    ax.bar([i - 0.2 for i in x], df[f"acc_{a}"], width=0.4, label=res.definition.label(a), color="#C44E52")
+    ax.bar([i + 0.2 for i in x], df[f"acc_{b}"], width=0.4, label=res.definition.label(b), color="#8172B2")
     ax.set_xticks(list(x), df["language"], rotation=90, fontsize=8)
-    ax.axhline(CHANCE, color="grey", ls="--", lw=1)
+    ax.axhline(res.chance, color="grey", ls="--", lw=1)
     ax.set_ylim(0, 100)
     ax.set_ylabel("accuracy (%)")
-    ax.set_title(f"{res.name}: CS vs CA per language")
+    ax.set_title(f"{res.name}: {a} vs {b} per language")
     ax.legend()
-    return _save(fig, out / f"{res.name}_cs_vs_ca.png")
+    return _save(fig, out / f"{res.name}_{a}_vs_{b}.png".lower())
 
 
 def all_plots(results: dict[str, BenchmarkResults], out: Path) -> list[Path]:
     files: list[Path] = []
     for res in results.values():
         files.append(per_language(res, out))
-        groupings = ("tier", "translation") if res.is_gmmlu else ("script", "family", "resource")
-        files.extend(grouped(res, by, out) for by in groupings if by in res.per_language)
-        if res.is_gmmlu:
-            p = cs_vs_ca(res, out)
-            if p is not None:
-                files.append(p)
+        files.extend(grouped(res, by, out) for by in res.definition.language_groupings if by in res.per_language)
+        p = contrast(res, out)
+        if p is not None:
+            files.append(p)
     return files
 
 
-def comparison_plot(table: pd.DataFrame, name: str, out: Path) -> Path:
-    """Side-by-side accuracy per language of several runs (columns = runs)."""
+def comparison_plot(table: pd.DataFrame, name: str, out: Path, chance: float) -> Path:
+    """Side-by-side accuracy per language of several runs (columns = runs), with the chance line."""
     fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(table) * max(1, len(table.columns)) / 2 + 2), 4))
     table.plot.bar(ax=ax, width=0.8)
-    ax.axhline(CHANCE, color="grey", ls="--", lw=1)
+    ax.axhline(chance, color="grey", ls="--", lw=1)
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
     ax.set_title(f"{name}: accuracy per language")

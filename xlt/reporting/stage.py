@@ -1,16 +1,16 @@
 """The ``report`` stage: merge all per-language results into ``run/report.{md,csv,json,tex}`` and plots.
 
 It merges the evaluate stage's shards (every planned language must have its result file; otherwise it
-stops with a message listing what is missing), joins the language table, computes the summaries
-(Belebele: mean, languages >= 50 / >= 70, by script, family, resource level; Global-MMLU: full, MA, CS,
-CA, by category, tier and translation source), and writes:
+stops with a message listing what is missing), joins the language table, computes the summaries each
+benchmark's definition declares (mean, languages at or above its thresholds, its subsets' means, by
+each of its language groupings; :class:`xlt.data.benchmarks.base.Benchmark`), and writes:
 
 * ``report.csv``  — one row per (benchmark, language), all columns;
 * ``report.json`` — summaries and per-language rows;
 * ``report.md`` / ``report.tex`` — the summary tables and the per-language table;
 * ``report.html`` — one self-contained page: sortable, filterable tables and interactive charts
   (:mod:`xlt.reporting.html`);
-* ``plots/*.png`` — accuracy per language (sorted), grouped bars, CS vs CA per language.
+* ``plots/*.png`` — accuracy per language (sorted), bars per grouping, the declared contrast per language.
 """
 
 from __future__ import annotations
@@ -24,21 +24,10 @@ import pandas as pd
 from xlt.reporting import plots
 from xlt.reporting.html import write_run_page
 from xlt.reporting.render import latex_table, markdown_table
-from xlt.reporting.tables import BenchmarkResults, collect, summary_frames
+from xlt.reporting.tables import BenchmarkResults, collect, display_frame, summary_frames
 from xlt.run import RunDir, atomic_write_text
 
 log = logging.getLogger("xlt.report")
-
-PER_LANG_COLUMNS = ["language", "name", "script", "family", "resource", "accuracy", "ci_low", "ci_high", "n",
-                    "truncated"]
-GMMLU_COLUMNS = ["language", "name", "tier", "translation", "acc_full", "acc_MA", "acc_CS", "acc_CA", "n", "truncated"]
-
-
-def display_frame(res: BenchmarkResults) -> pd.DataFrame:
-    cols = GMMLU_COLUMNS if res.is_gmmlu else PER_LANG_COLUMNS
-    df = res.per_language.sort_values("accuracy", ascending=False)
-    return df[[c for c in cols if c in df]]
-
 
 def _json_safe(obj: Any) -> Any:
     if isinstance(obj, float) and obj != obj:  # NaN
@@ -55,7 +44,7 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
            f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
     for name, res in results.items():
         out.append(f"\n## {name} ({res.kind})\n")
-        if not res.is_gmmlu:
+        if res.summary.get("resource_taxonomy"):
             out.append(f"Resource levels: {res.summary['resource_taxonomy']}.\n")
         for title, frame in summary_frames(res).items():
             out.append(f"\n### {title}\n\n{markdown_table(frame)}")

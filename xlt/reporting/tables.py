@@ -2,8 +2,9 @@
 
 :func:`collect` reads ``run/eval/<benchmark>/<lang>.json`` for every planned job (erroring clearly when
 some are missing), and returns one :class:`BenchmarkResults` per benchmark: a per-language DataFrame
-(accuracy in %, n, 95% interval, code, name, script, family, resource level; Global-MMLU adds the tier,
-the translation source and ``acc_<subset>`` / ``n_<subset>`` columns) and its summary dict.
+(accuracy in %, n, 95% interval, chance level, the language columns its definition declares
+(:meth:`~xlt.data.benchmarks.base.Benchmark.language_info`), and ``acc_<subset>`` / ``n_<subset>`` per
+subset) and its summary dict (:meth:`~xlt.data.benchmarks.base.Benchmark.summary`).
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from typing import Any
 import pandas as pd
 
 from xlt import languages as langtab
-from xlt.data.benchmarks import get_benchmark
+from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.errors import DataError
 from xlt.run import RunDir
-from xlt.scoring.metrics import belebele_summary, gmmlu_summary
 from xlt.scoring.results import (
     Job,
     current_jobs,
@@ -30,6 +30,9 @@ from xlt.scoring.results import (
     result_path,
 )
 
+# The chance level of a result written before results recorded theirs (every benchmark then had 4 options).
+DEFAULT_CHANCE = 100 / 4
+
 
 @dataclass
 class BenchmarkResults:
@@ -39,28 +42,29 @@ class BenchmarkResults:
     summary: dict[str, Any]
 
     @property
-    def is_gmmlu(self) -> bool:
-        return bool(get_benchmark(self.kind).subsets)
+    def definition(self) -> Benchmark:
+        """The benchmark's definition: what to group by, which subsets, how to show and check it."""
+        return get_benchmark(self.kind)
+
+    @property
+    def chance(self) -> float:
+        """The chance level (%): the mean over languages of each result's ``chance``."""
+        return chance_level(self.per_language)
 
 
-def language_columns(code: str, groups: dict[str, str] | None) -> dict[str, Any]:
-    lang = langtab.lookup(code)
-    return {
-        "code": lang.code if lang else code,
-        "name": lang.name if lang else code,
-        "script": lang.script if lang else "n/a",
-        "family": lang.family if lang else "n/a",
-        "resource": langtab.resource_level(code, groups),
-        "tier": (lang.gmmlu_tier if lang and lang.gmmlu_tier else langtab.UNGROUPED),
-        "translation": (lang.translation if lang and lang.translation else langtab.UNGROUPED),
-    }
+def chance_level(per_language: pd.DataFrame) -> float:
+    if "chance" in per_language and per_language["chance"].notna().any():
+        return float(per_language["chance"].mean())
+    return DEFAULT_CHANCE
 
 
-def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | None) -> pd.DataFrame:
+def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | None, bench: Benchmark) -> pd.DataFrame:
     rows = []
     for r in results:
-        row = {"benchmark": r["benchmark"], "language": r["language"], **language_columns(r["language"], groups),
+        chance = r.get("chance")
+        row = {"benchmark": r["benchmark"], "language": r["language"], **bench.language_info(r["language"], groups),
                "accuracy": r["accuracy"], "n": r["n"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+               "chance": float(chance) if chance is not None else DEFAULT_CHANCE,
                # argmax ties and odd items of the benchmark file (counted by the loader, see data_checks)
                "ties": r.get("ties", 0), "odd_items": sum((r.get("data_checks") or {}).values())}
         if r.get("truncated") is not None:  # items cut to fit max_length (encoder scorers count them)
@@ -98,15 +102,9 @@ def collect(cfg: Any, run: RunDir) -> dict[str, BenchmarkResults]:
 
 def results_from_files(name: str, kind: str, results: list[dict[str, Any]],
                        groups: dict[str, str] | None = None) -> BenchmarkResults:
-    df = per_language_frame(results, groups)
-    if bool(get_benchmark(kind).subsets):
-        summary = gmmlu_summary(df)
-        summary["mean"] = summary["full"]
-    else:
-        summary = belebele_summary(df, with_resource=True)
-        summary["resource_taxonomy"] = ("user grouping file" if groups is not None else
-                                        "Global-MMLU tiers (Singh et al., 2024), same language code only")
-    return BenchmarkResults(name, kind, df, summary)
+    bench = get_benchmark(kind)
+    df = per_language_frame(results, groups, bench)
+    return BenchmarkResults(name, kind, df, bench.summary(df, groups))
 
 
 def load_run_results(run_path: str | Path) -> dict[str, BenchmarkResults]:
@@ -133,20 +131,11 @@ def load_run_results(run_path: str | Path) -> dict[str, BenchmarkResults]:
 
 
 def summary_frames(res: BenchmarkResults) -> dict[str, pd.DataFrame]:
-    """Small DataFrames of a benchmark's summary, one per grouping (for Markdown/LaTeX/CSV)."""
-    s = res.summary
-    frames: dict[str, pd.DataFrame] = {}
-    if res.is_gmmlu:
-        frames["subsets"] = pd.DataFrame([{"subset": k, "mean accuracy": s[k]} for k in ("full", "MA", "CS", "CA")])
-        frames["by category"] = pd.DataFrame([{"category": k, "mean accuracy": v} for k, v in s["by_category"].items()])
-        for key, label in (("by_tier", "resource tier"), ("by_translation", "translation")):
-            frames[f"by {label}"] = pd.DataFrame([{label: g, **vals} for g, vals in s[key].items()])
-    else:
-        frames["overview"] = pd.DataFrame([{"mean accuracy": s["mean"], "languages": s["n_languages"],
-                                            "languages >= 50": s["n_ge_50"], "languages >= 70": s["n_ge_70"]}])
-        for key in ("by_script", "by_family", "by_resource"):
-            if key in s:
-                label = key.removeprefix("by_")
-                frames[f"by {label}"] = pd.DataFrame([{label: g, "mean accuracy": v["mean"],
-                                                       "languages": v["n_languages"]} for g, v in s[key].items()])
-    return frames
+    """Small DataFrames of a benchmark's summary, one per table (for Markdown/LaTeX/HTML)."""
+    return res.definition.summary_frames(res.summary)
+
+
+def display_frame(res: BenchmarkResults) -> pd.DataFrame:
+    """The per-language table of the report: the definition's columns, best first."""
+    df = res.per_language.sort_values("accuracy", ascending=False)
+    return df[[c for c in res.definition.report_columns() if c in df]]

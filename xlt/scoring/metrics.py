@@ -72,60 +72,44 @@ def paired_bootstrap(correct_a: Sequence[bool] | np.ndarray, correct_b: Sequence
     return {"diff": delta, "ci_low": float(lo), "ci_high": float(hi), "p_value": p}
 
 
-def group_means(df: pd.DataFrame, by: str, value: str = "accuracy") -> dict[str, dict[str, float]]:
-    """Mean of ``value`` over languages per group of column ``by``: {group: {"mean", "n_languages"}}."""
-    out: dict[str, dict[str, float]] = {}
+def group_means(df: pd.DataFrame, by: str, value: str = "accuracy",
+                extra: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """Mean of ``value`` over languages per group of column ``by``: {group: {"mean", "n_languages"}}, plus
+    the mean of each ``extra`` column (keyed without its ``acc_`` prefix; None where all are missing)."""
+    out: dict[str, dict[str, Any]] = {}
     sub = df.dropna(subset=[value])
     for key, grp in sub.groupby(by, sort=True):
-        out[str(key)] = {"mean": float(grp[value].mean()), "n_languages": int(len(grp))}
+        out[str(key)] = {"mean": float(grp[value].mean()), "n_languages": int(len(grp)),
+                         **{c.removeprefix("acc_"): float(grp[c].mean()) if grp[c].notna().any() else None
+                            for c in extra}}
     return out
 
 
-def belebele_summary(per_lang: pd.DataFrame, with_resource: bool = True) -> dict[str, Any]:
-    """Belebele headline numbers from a per-language table (columns accuracy, script, family, resource).
+def summarize(per_lang: pd.DataFrame, groupings: Sequence[str] = (), subsets: Sequence[str] = (),
+              thresholds: Sequence[float] = THRESHOLDS) -> dict[str, Any]:
+    """Headline numbers of a per-language table (column ``accuracy``; ``acc_<subset>`` per subset; the
+    grouping columns; optionally ``chance``). Every mean is over languages.
 
-    Mean over languages (macro = micro: 900 items each), number of languages >= 50 and >= 70, and the
-    means grouped by script, family and (when available) resource level.
+    ``mean`` and ``n_languages``; ``n_ge_<t>``: languages at or above each threshold; ``chance``: the mean
+    chance level; with subsets, ``full`` and each subset's mean (None where no language has its items);
+    finer subsets ``acc_<kind>/<name>`` as ``by_<kind>`` ({name: mean}); per grouping column ``g``,
+    ``by_<g>`` = {group: {"mean", "n_languages", <subset>: mean}}.
     """
     acc = per_lang["accuracy"]
-    out: dict[str, Any] = {
-        "mean": float(acc.mean()),
-        "n_languages": int(len(per_lang)),
-        **{f"n_ge_{int(t)}": int((acc >= t).sum()) for t in THRESHOLDS},
-        "by_script": group_means(per_lang, "script"),
-        "by_family": group_means(per_lang, "family"),
-    }
-    if with_resource and "resource" in per_lang:
-        out["by_resource"] = group_means(per_lang, "resource")
-    return out
-
-
-GMMLU_SUBSETS = ("full", "MA", "CS", "CA")
-
-
-def gmmlu_summary(per_lang: pd.DataFrame) -> dict[str, Any]:
-    """Global-MMLU summaries from a per-language table with one accuracy column per subset.
-
-    Columns ``acc_full``, ``acc_MA``, ``acc_CS``, ``acc_CA``, ``acc_category/<cat>`` (NaN where a language
-    has no such items), plus ``tier`` and ``translation``. Every mean is over languages.
-    """
-    out: dict[str, Any] = {"n_languages": int(len(per_lang))}
-    for subset in GMMLU_SUBSETS:
-        col = f"acc_{subset}"
-        out[subset] = float(per_lang[col].mean()) if col in per_lang and per_lang[col].notna().any() else None
-    out["by_category"] = {
-        c.removeprefix("acc_category/"): float(per_lang[c].mean())
-        for c in sorted(per_lang.columns)
-        if c.startswith("acc_category/") and per_lang[c].notna().any()
-    }
-    for by, key in (("tier", "by_tier"), ("translation", "by_translation")):
-        out[key] = {}
-        if by not in per_lang:
-            continue
-        for group, grp in per_lang.groupby(by, sort=True):
-            out[key][str(group)] = {
-                "n_languages": int(len(grp)),
-                **{s: (float(grp[f"acc_{s}"].mean()) if grp[f"acc_{s}"].notna().any() else None)
-                   for s in GMMLU_SUBSETS if f"acc_{s}" in grp},
-            }
+    out: dict[str, Any] = {"mean": float(acc.mean()), "n_languages": int(len(per_lang)),
+                           **{f"n_ge_{t:g}": int((acc >= t).sum()) for t in thresholds}}
+    if "chance" in per_lang and per_lang["chance"].notna().any():
+        out["chance"] = float(per_lang["chance"].mean())
+    cols = [f"acc_{s}" for s in subsets if f"acc_{s}" in per_lang]
+    if subsets:
+        for s in ("full", *subsets):
+            col = f"acc_{s}"
+            out[s] = float(per_lang[col].mean()) if col in per_lang and per_lang[col].notna().any() else None
+    for c in sorted(per_lang.columns):
+        if c.startswith("acc_") and "/" in c and per_lang[c].notna().any():
+            kind, _, name = c.removeprefix("acc_").partition("/")
+            out.setdefault(f"by_{kind}", {})[name] = float(per_lang[c].mean())
+    for by in groupings:
+        if by in per_lang:
+            out[f"by_{by}"] = group_means(per_lang, by, extra=cols)
     return out

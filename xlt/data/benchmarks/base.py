@@ -23,6 +23,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +259,100 @@ class Benchmark(ABC):
                 out.append(canon)
         return out
 
+    # --- reporting ---------------------------------------------------------------------------------------
+    # How results are grouped, summarised, shown and checked against the paper. xlt/reporting asks these
+    # declarations and names no benchmark; the defaults suit a benchmark with no subsets.
+
+    # The name reports and findings use (empty: the kind).
+    title: str = ""
+    # Per-language columns (from the language table, see :meth:`language_info`) results are grouped by:
+    # summaries, grouped plots, the results pages' filters and compare's tables.
+    language_groupings: tuple[str, ...] = ("script", "family", "resource")
+    # Accuracies (%) for which the summary counts the languages at or above (``n_ge_<t>``).
+    thresholds: tuple[float, ...] = (50.0, 70.0)
+    # Display names of columns and subsets (a missing key shows as itself).
+    labels: dict[str, str] = {"resource": "resource level"}
+    # Subsets (``"full"`` and names of :attr:`subsets`) systems are ranked on in ``report --compare``, and
+    # the pairs of them whose rank changes are counted; none: no rankings section.
+    rank_subsets: tuple[str, ...] = ()
+    rank_pairs: tuple[tuple[str, str], ...] = ()
+    # Two subsets shown side by side per language (a plot ``<name>_<a>_vs_<b>.png``); None: no such plot.
+    contrast: tuple[str, str] | None = None
+    # The claims of :attr:`paper` checked on every comparison (:mod:`xlt.reporting.findings` holds the
+    # check kinds); a finding's id is ``<finding_prefix>_<claim id>``.
+    findings: tuple[Claim, ...] = ()
+
+    @property
+    def display_title(self) -> str:
+        return self.title or self.kind
+
+    @property
+    def finding_prefix(self) -> str:
+        return self.kind
+
+    def label(self, key: str) -> str:
+        return self.labels.get(key, key)
+
+    def language_info(self, code: str, groups: dict[str, str] | None = None) -> dict[str, Any]:
+        """The per-language columns of the report for one of this benchmark's codes, from the language
+        table: ``code`` (the table's), ``name``, ``script``, ``family`` and ``resource`` (the user's grouping
+        file ``groups`` or the table's default taxonomy). A code the table lacks gets ``n/a``."""
+        table = self.table_code(code)
+        lang = langtab.lookup(table)
+        return {"code": lang.code if lang else code, "name": lang.name if lang else code,
+                "script": lang.script if lang else langtab.UNGROUPED,
+                "family": lang.family if lang else langtab.UNGROUPED,
+                "resource": langtab.resource_level(table, groups)}
+
+    def report_columns(self) -> list[str]:
+        """The columns of the per-language table in ``report.md`` / ``report.tex`` (those present)."""
+        return ["language", "name", *self.language_groupings, "accuracy", "ci_low", "ci_high",
+                *(f"acc_{s}" for s in self.subsets), "n", "truncated"]
+
+    def summary(self, per_lang: Any, groups: dict[str, str] | None = None) -> dict[str, Any]:
+        """Headline numbers over languages (:func:`xlt.scoring.metrics.summarize`: ``mean`` always, the
+        threshold counts, each subset's mean, the means per grouping); ``resource_taxonomy`` says where
+        the resource levels come from when results are grouped by them."""
+        from xlt.scoring.metrics import summarize
+
+        out = summarize(per_lang, self.language_groupings, self.subsets, self.thresholds)
+        if "resource" in self.language_groupings:
+            out["resource_taxonomy"] = langtab.resource_taxonomy(groups)
+        return out
+
+    def summary_frames(self, summary: dict[str, Any]) -> dict[str, Any]:
+        """Small DataFrames of a :meth:`summary`, one per table of ``report.md`` (title -> frame)."""
+        import pandas as pd
+
+        overview = {"mean accuracy": summary["mean"], "languages": summary["n_languages"],
+                    **{f"languages >= {t:g}": summary.get(f"n_ge_{t:g}") for t in self.thresholds}}
+        if summary.get("chance") is not None:
+            overview["chance"] = summary["chance"]
+        frames = {"overview": pd.DataFrame([overview])}
+        if self.subsets:
+            frames["subsets"] = pd.DataFrame([{"subset": s, "mean accuracy": summary.get(s)} for s in ("full", *self.subsets)])
+        for key, value in summary.items():  # finer subsets, e.g. by_category
+            by = key.removeprefix("by_")
+            if key.startswith("by_") and by not in self.language_groupings and isinstance(value, dict):
+                frames[f"by {self.label(by)}"] = pd.DataFrame([{self.label(by): k, "mean accuracy": v} for k, v in value.items()])
+        for by in self.language_groupings:
+            if f"by_{by}" in summary:
+                frames[f"by {self.label(by)}"] = pd.DataFrame([
+                    {self.label(by): g, "mean accuracy": v["mean"], "languages": v["n_languages"],
+                     **{s: v.get(s) for s in self.subsets}} for g, v in summary[f"by_{by}"].items()])
+        return frames
+
+    def headline(self, summary: dict[str, Any]) -> list[tuple[str, Any]]:
+        """The few numbers a results page shows first: (label, value) pairs."""
+        out: list[tuple[str, Any]] = [("languages", summary["n_languages"]), ("mean accuracy", summary["mean"])]
+        out += [(f"languages >= {t:g}", summary.get(f"n_ge_{t:g}")) for t in self.thresholds]
+        out += [(self.label(s), summary.get(s)) for s in self.subsets]
+        if summary.get("chance") is not None:
+            out.append(("chance", summary["chance"]))
+        if summary.get("resource_taxonomy"):
+            out.append(("resource levels", summary["resource_taxonomy"]))
+        return out
+
 
 class ConfigPerLanguage(Benchmark):
     """A benchmark published as one Hub config per language, each with named splits (Global-MMLU, XCOPA).
@@ -425,3 +520,19 @@ def convert_split(raw: Dataset, language: str, where: str, *, fields: Sequence[s
         desc=desc,
         load_from_cache_file=False,
     )
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A finding of a benchmark's paper, declared as data on its definition (:attr:`Benchmark.findings`).
+
+    ``check`` names one of the generic check kinds of :mod:`xlt.reporting.findings` (which runs it on
+    the systems of a comparison), ``id`` the finding within the benchmark (its id in reports is
+    ``<finding_prefix>_<id>``), ``text`` the claim in words, ``params`` what the check compares (see
+    the check kind).
+    """
+
+    check: str
+    id: str
+    text: str
+    params: dict[str, Any] = field(default_factory=dict)

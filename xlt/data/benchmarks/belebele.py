@@ -18,7 +18,7 @@ from typing import Any
 from datasets import Dataset, Features, Value, get_dataset_config_names, get_dataset_split_names, load_dataset
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Benchmark, check_not_null, convert_split, load_local_file, text
+from xlt.data.benchmarks.base import Benchmark, Claim, check_not_null, convert_split, load_local_file, text
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 from xlt.hub import hub_resource, offline
@@ -128,3 +128,25 @@ class Belebele(Benchmark):
         ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
                            desc=f"belebele {code}")
         return ds, where
+
+    # --- reporting ---------------------------------------------------------------------------------------
+    # Groupings, thresholds and the rest: the defaults (script, family, resource level; >= 50 and >= 70).
+    title = "Belebele"
+    findings = (
+        Claim("family_best_on_levels", "infoxlm_best_high_medium",
+              "InfoXLM is the best of XLM-R, XLM-V and InfoXLM on high- and medium-resource languages",
+              {"families": ("XLM-R", "XLM-V", "InfoXLM"), "family": "InfoXLM", "levels": "above_lowest"}),
+        Claim("family_best_on_levels", "xlmv_best_lowest",
+              "XLM-V is the best of XLM-R, XLM-V and InfoXLM on the lowest-resource languages",
+              {"families": ("XLM-R", "XLM-V", "InfoXLM"), "family": "XLM-V", "levels": "lowest"}),
+        Claim("family_most_at_or_above", "xlmv_most_ge_50",
+              "XLM-V has the most Belebele languages at or above 50% of XLM-R, XLM-V and InfoXLM",
+              {"families": ("XLM-R", "XLM-V", "InfoXLM"), "family": "XLM-V", "threshold": 50}),
+        Claim("family_most_at_or_above", "infoxlm_most_ge_70",
+              "InfoXLM has the most Belebele languages at or above 70% of XLM-R, XLM-V and InfoXLM",
+              {"families": ("XLM-R", "XLM-V", "InfoXLM"), "family": "InfoXLM", "threshold": 70}),
+        Claim("translate_train_all_beats_zero_shot", "translate_train_all_beats_zero_shot",
+              "translate-train-all beats zero-shot for the same model (Belebele)"),
+        Claim("translate_test_beats_in_language_llm", "translate_test_beats_in_language_llm",
+              "translate-test beats in-language evaluation on most Belebele languages for an LLM"),
+    )

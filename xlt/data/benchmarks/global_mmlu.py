@@ -21,7 +21,7 @@ from datasets import Features, Value
 from datasets import Sequence as HFSequence
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import ConfigPerLanguage, check_not_null, text
+from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, check_not_null, text
 from xlt.data.schema import EVAL_FEATURES, LETTERS
 from xlt.errors import DataError
 
@@ -190,3 +190,39 @@ class GlobalMMLU(ConfigPerLanguage):
         # Offline, datasets answers the config list from its cache as ["default"]: use the language
         # table (42 languages; the 15 of the original Lite release for Lite).
         return sorted(langtab.gmmlu_codes(lite=self.lite))
+
+    # --- reporting ---------------------------------------------------------------------------------------
+    # Grouped by the paper's resource tier and how each language's test set was made (human or machine
+    # translated); CS and CA side by side; systems ranked on full, MA, CS and CA as the paper compares them.
+    language_groupings = ("tier", "translation")
+    thresholds = ()
+    labels = {"tier": "resource tier", "translation": "translation", "full": "full", "MA": "MA (annotated)",
+              "CS": "CS (culturally sensitive)", "CA": "CA (culturally agnostic)", "category": "category"}
+    rank_subsets = ("full", "MA", "CS", "CA")
+    rank_pairs = (("full", "MA"), ("MA", "CS"), ("MA", "CA"), ("CS", "CA"))
+    contrast = ("CS", "CA")
+    findings = (
+        Claim("rankings_change", "rankings_change_cs_ca",
+              "model rankings change between the culturally sensitive (CS) and culturally agnostic (CA) subsets",
+              {"a": "CS", "b": "CA"}),
+        Claim("higher_where_column_is", "human_translated_above_machine_translated",
+              "accuracy is higher on human-translated (HT) than on machine-translated (MT) Global-MMLU languages",
+              {"column": "translation", "a": "human", "b": "machine", "a_name": "HT", "b_name": "MT",
+               "a_label": "human-translated", "b_label": "machine-translated",
+               "exclude_pivot": True}),  # English is the original, not translated
+    )
+
+    @property
+    def display_title(self) -> str:
+        return "Global-MMLU-Lite" if self.lite else "Global-MMLU"
+
+    @property
+    def finding_prefix(self) -> str:
+        return self.kind.replace("global_mmlu", "gmmlu")  # gmmlu_*, gmmlu_lite_*: the ids README and tests cite
+
+    def language_info(self, code: str, groups: dict[str, str] | None = None) -> dict[str, Any]:
+        """The default columns, plus the paper's resource ``tier`` and ``translation`` (human / machine)."""
+        lang = langtab.lookup(code)
+        return {**super().language_info(code, groups),
+                "tier": lang.gmmlu_tier if lang and lang.gmmlu_tier else langtab.UNGROUPED,
+                "translation": lang.translation if lang and lang.translation else langtab.UNGROUPED}
