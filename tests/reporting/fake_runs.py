@@ -69,7 +69,7 @@ def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, tr
     """A finished run: ``belebele`` {code: accuracy}, ``gmmlu`` {code: (CS accuracy, CA accuracy)}.
 
     ``llm`` makes it an LLM run (``eval.scorer=llm``); ``belebele_tt`` adds a translate-test benchmark;
-    ``others`` {name: {"kind", "accuracies": {code: accuracy}, "n_options"}} benchmarks of other kinds
+    ``others`` {name: {"kind", "accuracies": {code: accuracy}, "n_options"[, "translate_test"]}} benchmarks of other kinds
     (e.g. one a test registers; their config entries are added to ``config.yaml`` as recorded, unvalidated).
     """
     benches: dict[str, Any] = {}
@@ -86,9 +86,11 @@ def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, tr
     path.mkdir(parents=True, exist_ok=True)
     recorded = OmegaConf.to_container(cfg)
     for name, spec in (others or {}).items():
-        recorded["eval"]["benchmarks"][name] = {"kind": spec["kind"]}
+        tt = bool(spec.get("translate_test"))
+        recorded["eval"]["benchmarks"][name] = {"kind": spec["kind"], "translate_test": tt}
         for lang, acc in spec["accuracies"].items():
-            write_language(path, name, spec["kind"], lang, correct_vector(n, acc, offset), n_options=spec["n_options"])
+            write_language(path, name, spec["kind"], lang, correct_vector(n, acc, offset), n_options=spec["n_options"],
+                           translate_test=tt)
         (path / "eval" / name / "plan.json").write_text(json.dumps({"benchmark": name, "kind": spec["kind"],
                                                                    "languages": sorted(spec["accuracies"])}))
     (path / "config.yaml").write_text(OmegaConf.to_yaml(recorded))

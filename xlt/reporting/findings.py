@@ -30,7 +30,8 @@ Check kinds (``Claim.check``) and their ``params``:
   default :data:`RESOURCE_ORDER`);
 * ``family_most_at_or_above``: of ``families``, ``family`` has the most languages at or above ``threshold``;
 * ``translate_train_all_beats_zero_shot``: for the same model config, translate-train-all is higher;
-* ``translate_test_beats_in_language_llm``: for an LLM, translate-test is higher on more than half the languages;
+* ``translate_test_beats_in_language_llm``: for an LLM (``systems: any``: any system), translate-test is higher
+  on more than half the languages;
 * ``rankings_change``: the systems' ranks differ between subsets ``a`` and ``b``;
 * ``higher_where_column_is``: accuracy is higher on languages whose ``column`` is ``a`` than ``b`` (named
   ``a_name`` / ``b_name`` in the numbers, ``a_label`` / ``b_label`` in words; ``exclude_pivot`` leaves the
@@ -410,19 +411,23 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
     direct: dict[str, tuple[System, str]] = {}
     tt: dict[str, tuple[System, str]] = {}
     encoder_tt = []
+    # "llm" (default): an LLM's in-language and translate-test runs; "any": encoders too, each system's
+    # own in-language and translate-test entries.
+    scope = c.param("systems", "llm")
     for s in c.systems:
         for name in sorted(s.runs[0].results):
             if s.runs[0].results[name].kind != c.bench.kind:
                 continue
             is_tt = is_translate_test(s.runs[0], name)
-            if s.llm_key is None:
+            if s.llm_key is None and scope == "llm":
                 if is_tt:
                     encoder_tt.append(s.label)
                 continue
-            (tt if is_tt else direct).setdefault(s.llm_key, (s, name))
+            (tt if is_tt else direct).setdefault(s.llm_key or s.label, (s, name))
     keys = [k for k in direct if k in tt]
     if not keys:
-        why = (f"needs an LLM (eval.scorer=llm) evaluated on {c.title} both in-language and translate-test "
+        who = "an LLM (eval.scorer=llm)" if scope == "llm" else "a system"
+        why = (f"needs {who} evaluated on {c.title} both in-language and translate-test "
                "(a benchmark entry with translate_test: true)")
         if direct or tt:
             why += f"; found the LLM only {'in-language' if direct else 'translate-test'}"
@@ -436,7 +441,7 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
         shared = sorted(set(md) & set(mt))
         per_lang = [paired_test(sd, bd, st, bt, [lang], c.samples, c.seed) for lang in shared]
         wins = sum(mt[x] > md[x] for x in shared)
-        rows.append({"llm": json.loads(k).get("model"), "in-language": f"{sd.label}:{bd}", "translate-test": f"{st.label}:{bt}",
+        rows.append({"llm": json.loads(k).get("model") if k.startswith("{") else k, "in-language": f"{sd.label}:{bd}", "translate-test": f"{st.label}:{bt}",
                      "languages": len(shared), "translate-test higher": wins,
                      "significantly higher": sum(t["significant"] and t["diff"] > 0 for t in per_lang),
                      "significantly lower": sum(t["significant"] and t["diff"] < 0 for t in per_lang),
