@@ -92,3 +92,12 @@ def test_gmmlu_subsets_and_summary():
     assert s["by_category"] == {"STEM": 20.0}
     assert s["by_tier"]["low"] == {"n_languages": 2, "full": 45.0, "MA": 35.0, "CS": 20.0, "CA": 55.0}
     assert s["by_translation"]["human"]["full"] == 60.0
+
+
+def test_chance_level_is_the_mean_of_one_over_each_items_options():
+    from xlt.scoring.metrics import chance_level
+
+    assert chance_level([4] * 9) == 25.0
+    assert chance_level([3, 3]) == pytest.approx(100 / 3)
+    assert chance_level([2, 3, 5]) == pytest.approx(100 * (1 / 2 + 1 / 3 + 1 / 5) / 3)
+    assert chance_level([]) is None
