@@ -14,10 +14,10 @@ are not UTF-8, empty file, truncated last line) is a :class:`DataError` naming t
 row/line and the field. Odd items are kept and counted per language (:func:`data_checks`: duplicate
 ids, duplicate / empty / placeholder options, empty passages and questions); items that cannot be scored
 at all (fewer than two distinct non-empty options, or neither passage nor question) are left out and
-counted (``unscorable``); a language with no scorable item is an error. Items may have any number of
-options (:data:`xlt.data.schema.MAX_OPTIONS` at most, one per answer letter); a label that is not one
-of its item's options, or more options than answer letters, is a wrong file (:func:`check_items`). The counts go into each
-evaluation result (``data_checks``) and the report.
+counted (``unscorable``); a language with no scorable item is an error. The counts go into each
+evaluation result (``data_checks``) and the report. Items may have any number of options (at most
+:data:`xlt.data.schema.MAX_OPTIONS`, one per answer letter); a label that is not one of its item's
+options, or more options than answer letters, is a wrong file (:func:`check_items`).
 """
 
 from __future__ import annotations
@@ -172,13 +172,16 @@ def check_items(ds: Dataset, where: str) -> None:
         return
     counts = option_counts(ds)
     labels = np.asarray(ds["label"], dtype=np.int64)
-    for bad, why in (((labels < 0) | (labels >= counts), "label"), (counts > MAX_OPTIONS, "options")):
-        if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            problem = (f"field 'label' is {labels[i]}, not one of the item's {counts[i]} options (0..{counts[i] - 1})"
-                       if why == "label" else f"field 'options' holds {counts[i]} options; at most {MAX_OPTIONS} "
-                       "(one per answer letter A-Z)")
-            raise DataError(f"{where}: row {i + 1}: {problem}")
+    bad_label = np.flatnonzero((labels < 0) | (labels >= counts))
+    if bad_label.size:
+        i = int(bad_label[0])
+        raise DataError(f"{where}: row {i + 1}: field 'label' is {labels[i]}, not one of the item's {counts[i]} "
+                        f"options (0..{counts[i] - 1})")
+    too_many = np.flatnonzero(counts > MAX_OPTIONS)
+    if too_many.size:
+        i = int(too_many[0])
+        raise DataError(f"{where}: row {i + 1}: field 'options' holds {counts[i]} options; at most {MAX_OPTIONS} "
+                        "(one per answer letter A-Z)")
 
 
 def data_checks(ds: Dataset, has_passage: bool = True) -> tuple[dict[str, int], list[int]]:
