@@ -137,3 +137,35 @@ def test_xlmr_features_have_no_segment_ids_and_padding_to_a_multiple(tok):
     feats = Dataset.from_dict(out)
     collated = MCCollator(tok, pad_to_multiple_of=8)([feats[0]])
     assert collated["input_ids"].shape[-1] % 8 == 0 and set(collated) == {"input_ids", "attention_mask", "labels"}
+
+
+def test_items_keep_their_own_number_of_options(tok):
+    """2-, 5- and 3-option items in one batch: each gets one pair per own option, in order; only the item
+    whose passage was cut is flagged."""
+    long_passage = " ".join(["Anna went to the market."] * 40)
+    options = [["yes", "no"], ["red", "green", "blue", "white", "black"], ["one", "two", "three"]]
+    batch = {"passage": ["Anna went home.", long_passage, ""], "question": ["Did she?", "Which colour?", "How many?"],
+             "options": options, "label": [1, 4, 2]}
+    out = encode_batch(batch, tok, max_length=32)
+    assert [len(seqs) for seqs in out["input_ids"]] == [2, 5, 3]
+    assert [len(m) for m in out["attention_mask"]] == [2, 5, 3]
+    for seqs, opts in zip(out["input_ids"], options, strict=True):
+        for seq, opt in zip(seqs, opts, strict=True):
+            assert tok.decode(seq, skip_special_tokens=True).strip().endswith(opt)
+    assert out["truncated"] == [False, True, False] and out["labels"] == [1, 4, 2]
+    assert out["length"] == [max(len(s) for s in seqs) for seqs in out["input_ids"]]
+
+
+def test_collator_batches_one_option_count_and_refuses_a_mix(tok):
+    ds = Dataset.from_list([
+        {"passage": "A b c.", "question": "Q?", "options": ["a", "b", "c"], "label": 2},
+        {"passage": "A.", "question": "Q?", "options": ["x", "y", "z"], "label": 0},
+        {"passage": "A.", "question": "Q?", "options": ["a", "b", "c", "d", "e"], "label": 4},
+    ])
+    feats = tokenize_mc(ds, tok, 64)
+    batch = MCCollator(tok)([feats[0], feats[1]])
+    assert batch["input_ids"].shape == (2, 3, max(feats["length"][:2])) and batch["labels"].tolist() == [2, 0]
+    assert MCCollator(tok)([feats[2]])["input_ids"].shape[:2] == (1, 5)
+    # transformers' collator would take the first item's count for all (dropping options silently)
+    with pytest.raises(ValueError, match=r"mixes items with \[3, 5\] options"):
+        MCCollator(tok)([feats[0], feats[2]])

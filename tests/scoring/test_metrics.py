@@ -100,3 +100,12 @@ def test_subsets_and_summary_of_a_definition_with_subsets():
     assert list(frames) == ["overview", "subsets", "by category", "by resource tier", "by translation"]
     assert frames["subsets"].set_index("subset")["mean accuracy"].to_dict() == {"full": 50.0, "MA": 40.0, "CS": 30.0,
                                                                                  "CA": 60.0}
+
+
+def test_chance_level_is_the_mean_of_one_over_each_items_options():
+    from xlt.scoring.metrics import chance_level
+
+    assert chance_level([4] * 9) == 25.0
+    assert chance_level([3, 3]) == pytest.approx(100 / 3)
+    assert chance_level([2, 3, 5]) == pytest.approx(100 * (1 / 2 + 1 / 3 + 1 / 5) / 3)
+    assert chance_level([]) is None

@@ -49,8 +49,8 @@ class EvalConfig:
     model: str = opt("run", names_run=True)
     # Scorer registry entry (xlt/scoring/scorers.py): "mc" (encoder MC head), "gold", "fixed", "llm".
     scorer: str = opt("mc", choices=scorer_names, names_run=True)
-    # Option index the "fixed" scorer always picks (0-3).
-    fixed_option: int = opt(0, ge=0, le=3, names_run=True)
+    # Option index (0-based) the "fixed" scorer always picks; an item with fewer options gets no prediction.
+    fixed_option: int = opt(0, ge=0, names_run=True)
     batch_size: int = opt(64, ge=1)
     bootstrap_samples: int = opt(1000, ge=1)
     # Seed of the bootstrap resampling (independent of the training seed, so seeds compare fairly).

@@ -22,7 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 from xlt.config.data import DataConfig, SourceConfig
 from xlt.data.decontaminate import find_overlaps
 from xlt.data.export import write_tsv
-from xlt.data.schema import LETTERS, TRAIN_FEATURES
+from xlt.data.schema import TRAIN_FEATURES, TRAIN_LETTERS
 from xlt.data.sentences import splitter_name
 from xlt.data.sources import SOURCES, BuildContext, SourceStats
 from xlt.errors import ConfigError
@@ -147,8 +147,8 @@ def make_report(result: BuildResult, data_cfg: DataConfig | DictConfig) -> dict[
     datasets = [st.dataset for st in result.stats]
     labels: dict[str, Any] = {}
     for split in SPLITS:
-        c = Counter(LETTERS[r["label"]] for r in recs[split])
-        labels[split] = {k: c.get(k, 0) for k in LETTERS}
+        c = Counter(TRAIN_LETTERS[r["label"]] for r in recs[split])
+        labels[split] = {k: c.get(k, 0) for k in TRAIN_LETTERS}
     lengths = {ds: _lengths([r for s in SPLITS for r in recs[s] if r["dataset"] == ds]) for ds in datasets}
     lengths["all"] = _lengths([r for s in SPLITS for r in recs[s]])
     totals = {split: {"built": len(recs[split]), "paper": PAPER_SIZES[split]} for split in SPLITS}
@@ -184,7 +184,7 @@ def report_tables(report: dict[str, Any]) -> list[tuple[str, list[str], list[lis
     tables = [
         ("Rows per source and split", ["dataset", "split", "rows read", "questions", "kept", "dropped (reason n)",
                                        "repaired (rule n)"], counts),
-        ("Label distribution (correct option)", ["split", *LETTERS], labels),
+        ("Label distribution (correct option)", ["split", *TRAIN_LETTERS], labels),
         ("Lengths in words, passage also in characters (mean / median / max)",
          ["dataset", "passage", "passage chars", "question", "option"], lengths),
     ]

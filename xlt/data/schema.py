@@ -3,26 +3,40 @@
 Every stage after loading speaks this shape, so features, scoring and reporting are written once:
 
 * training set (build_data):  ``TRAIN_FEATURES`` — dataset, split, passage_id, question_id, passage,
-  question, options (4 strings), label (0-based), license.
+  question, options (``TRAIN_OPTIONS`` = 4 strings), label (0-based), license.
 * translated training set:    ``TRAIN_FEATURES`` + ``language`` (FLORES-200 code).
 * benchmark items (evaluate): ``EVAL_FEATURES`` — id, language, passage, question, options, label,
   plus benchmark metadata columns (subject, subject_category, cultural_sensitivity_label, ...).
 
-Features, scoring and reports only rely on ``passage``, ``question``, ``options`` and ``label``.
+Features, scoring and reports only rely on ``passage``, ``question``, ``options`` and ``label``. The
+number of options is a property of each benchmark item (``len(item["options"])``, between
+``MIN_OPTIONS`` and ``MAX_OPTIONS``; :func:`option_counts`), so a benchmark may have 2, 3, 5 or mixed
+counts; option ``i`` is answer letter ``LETTERS[i]``. Scores are ``(n, max options)`` arrays with
+``-inf`` in the slots an item does not have (:func:`xlt.scoring.scorers.check_scores`).
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from datasets import Features, Value
 from datasets import Sequence as HFSequence
 
 from xlt.errors import DataError
 
-NUM_OPTIONS = 4
-LETTERS = "ABCD"
+# Options per training item: the English training set and its translations are 4-option (Belebele's shape).
+TRAIN_OPTIONS = 4
+# Answer letters: option i of an item is LETTERS[i] (LLM prompts, answer fields of the sources).
+LETTERS = string.ascii_uppercase
+TRAIN_LETTERS = LETTERS[:TRAIN_OPTIONS]
+# A benchmark item has at least two options (fewer is unscorable) and at most one per answer letter.
+MIN_OPTIONS = 2
+MAX_OPTIONS = len(LETTERS)
+# Deprecated alias, kept only for xlt/scoring/llm/scorer.py until it reads each item's own count.
+NUM_OPTIONS = TRAIN_OPTIONS
 
 TRAIN_FEATURES = Features(
     {
@@ -32,7 +46,7 @@ TRAIN_FEATURES = Features(
         "question_id": Value("string"),
         "passage": Value("string"),
         "question": Value("string"),
-        "options": HFSequence(Value("string"), length=NUM_OPTIONS),
+        "options": HFSequence(Value("string"), length=TRAIN_OPTIONS),
         "label": Value("int64"),
         "license": Value("string"),
     }
@@ -46,10 +60,15 @@ EVAL_FEATURES = Features(
         "language": Value("string"),
         "passage": Value("string"),
         "question": Value("string"),
-        "options": HFSequence(Value("string")),  # any number >= 2: each item has its own
+        "options": HFSequence(Value("string")),  # any number per item (MIN_OPTIONS..MAX_OPTIONS)
         "label": Value("int64"),
     }
 )
+
+
+def option_counts(items: Any) -> np.ndarray:
+    """The number of options of each item (a Dataset, or a batch dict with an ``options`` column)."""
+    return np.fromiter((len(o) for o in items["options"]), dtype=np.int64)
 
 
 class RecordError(DataError):
@@ -57,22 +76,22 @@ class RecordError(DataError):
 
 
 def check_record(rec: Mapping[str, Any], where: str, answer_text: str | None = None) -> None:
-    """Check the invariants of one built row; raise :class:`RecordError` naming ``where`` and the field.
+    """Check the invariants of one built training row; raise :class:`RecordError` naming ``where`` and the field.
 
-    Invariants: exactly 4 distinct, non-empty string options; label an int in 0..3; and, when the
+    Invariants: exactly ``TRAIN_OPTIONS`` (4) distinct, non-empty string options; label an int in 0..3; and, when the
     source's correct answer text is given, ``options[label] == answer_text``.
     """
     options = rec.get("options")
-    if not isinstance(options, Sequence) or isinstance(options, str) or len(options) != NUM_OPTIONS:
-        raise RecordError(f"{where}: field 'options' must hold {NUM_OPTIONS} strings, got {options!r}")
+    if not isinstance(options, Sequence) or isinstance(options, str) or len(options) != TRAIN_OPTIONS:
+        raise RecordError(f"{where}: field 'options' must hold {TRAIN_OPTIONS} strings, got {options!r}")
     for i, opt in enumerate(options):
         if not isinstance(opt, str) or not opt.strip():
             raise RecordError(f"{where}: field 'options[{i}]' is empty or not a string: {opt!r}")
-    if len(set(options)) != NUM_OPTIONS:
+    if len(set(options)) != TRAIN_OPTIONS:
         raise RecordError(f"{where}: field 'options' has duplicate options: {list(options)!r}")
     label = rec.get("label")
-    if not isinstance(label, int) or isinstance(label, bool) or not 0 <= label < NUM_OPTIONS:
-        raise RecordError(f"{where}: field 'label' must be an int in 0..{NUM_OPTIONS - 1}, got {label!r}")
+    if not isinstance(label, int) or isinstance(label, bool) or not 0 <= label < TRAIN_OPTIONS:
+        raise RecordError(f"{where}: field 'label' must be an int in 0..{TRAIN_OPTIONS - 1}, got {label!r}")
     if answer_text is not None and options[label] != answer_text:
         raise RecordError(
             f"{where}: field 'label' points at {options[label]!r}, but the source's answer is {answer_text!r}"

@@ -1,4 +1,7 @@
-"""Multiple-choice features: each question becomes 4 (passage, question + option) pairs.
+"""Multiple-choice features: each question becomes one (passage, question + option) pair per option.
+
+Items may have any number of options (training items have 4; a benchmark's items 2, 3, 5 or mixed):
+the pairs of a batch are tokenized in one call and cut back into items at per-item offsets.
 
 Only the passage is truncated (``only_first``). Items without a passage (Global-MMLU) become
 (question, option) pairs. Before tokenization every text is cut to :func:`max_chars` characters
@@ -15,10 +18,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 import torch
 from datasets import Dataset
 
-from xlt.data.schema import NUM_OPTIONS
+from xlt.data.schema import option_counts
 
 FEATURES_VERSION = "3"
 # A token of XLM-R's vocabulary is at most ~16 characters of ordinary text: 32 is a generous bound.
@@ -98,7 +102,7 @@ def _encode(tokenizer, first: list[str], second: list[str], max_length: int) -> 
 
 
 def encode_batch(batch: dict[str, list[Any]], tokenizer, max_length: int) -> dict[str, list[Any]]:
-    """Tokenize a batch of MC items into per-item lists of 4 sequences (no padding).
+    """Tokenize a batch of MC items into per-item lists of sequences, one per option (no padding).
 
     Columns: the model inputs the tokenizer produces (``input_ids``, ``attention_mask`` and, for the
     BERT family, ``token_type_ids``: 0 for the passage segment, 1 for question + option), ``labels``,
@@ -108,17 +112,19 @@ def encode_batch(batch: dict[str, list[Any]], tokenizer, max_length: int) -> dic
     first, second = _pairs(batch["passage"], batch["question"], batch["options"], limit)
     enc, cut = _encode(tokenizer, first, second, max_length)
     cut = [c or len(a) >= limit for c, a in zip(cut, first, strict=True)]  # the character cut counts too
-    n = len(batch["passage"])
+    # Item i owns pairs offsets[i]:offsets[i + 1] (its own number of options).
+    offsets = np.concatenate([[0], np.cumsum(option_counts(batch))]).tolist()
+    spans = list(zip(offsets[:-1], offsets[1:], strict=True))
     out: dict[str, list[Any]] = {}
     for key in MODEL_INPUTS:
         if key in enc:
             flat = enc[key]
-            out[key] = [flat[i * NUM_OPTIONS : (i + 1) * NUM_OPTIONS] for i in range(n)]
+            out[key] = [flat[a:b] for a, b in spans]
     if "attention_mask" not in out:
         out["attention_mask"] = [[[1] * len(s) for s in item] for item in out["input_ids"]]
     out["labels"] = list(batch["label"])
     out["length"] = [max(len(s) for s in item) for item in out["input_ids"]]
-    out["truncated"] = [any(cut[i * NUM_OPTIONS : (i + 1) * NUM_OPTIONS]) for i in range(n)]
+    out["truncated"] = [any(cut[a:b]) for a, b in spans]
     return out
 
 
@@ -143,7 +149,12 @@ def tokenize_mc(dataset: Dataset, tokenizer, max_length: int, batch_size: int = 
 
 
 class MCCollator:
-    """Pads a list of MC features to the longest sequence in the batch: tensors of shape (B, 4, L).
+    """Pads a list of MC features to the longest sequence in the batch: tensors of shape (B, C, L).
+
+    ``C`` is the batch's number of options, the same for every item of a batch: transformers' collator
+    takes the first item's count for all (it would silently drop options or fail on an index), so a
+    batch mixing counts is refused; :class:`xlt.scoring.mc.MCScorer` batches items by option count.
+    Training items all have 4 options.
 
     transformers' ``DataCollatorForMultipleChoice`` does the padding (with the tokenizer's pad id, pad side
     and ``pad_token_type_id``; ``pad_to_multiple_of`` on GPU). It flattens every key of a feature, so only
@@ -158,6 +169,10 @@ class MCCollator:
         self.inner = DataCollatorForMultipleChoice(tokenizer, pad_to_multiple_of=pad_to_multiple_of)
 
     def __call__(self, features: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        counts = sorted({len(f["input_ids"]) for f in features})
+        if len(counts) > 1:
+            raise ValueError(f"MCCollator: one batch mixes items with {counts} options; batch items by their "
+                             "number of options (as MCScorer does)")
         labelled = "labels" in features[0]
         batch = self.inner([{**{k: f[k] for k in MODEL_INPUTS if k in f}, "labels": f["labels"] if labelled else -100}
                             for f in features])

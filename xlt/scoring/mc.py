@@ -1,12 +1,15 @@
 """Score benchmark items with an encoder multiple-choice model (``AutoModelForMultipleChoice``).
 
 Items are tokenized with :func:`xlt.modeling.features.tokenize_mc` (batched, cached; with
-``token_type_ids`` where the tokenizer makes them), sorted by length (longest first, so an
-out-of-memory shows up at once) and cut into batches padded only to the batch's longest sequence
+``token_type_ids`` where the tokenizer makes them), grouped by their number of options (a batch holds
+items of one count, so every item is scored exactly as on its own; the groups with the most tokens come
+first), sorted by length within a group (longest first, so an out-of-memory shows up at once) and cut
+into batches padded only to the batch's longest sequence
 (:class:`~xlt.modeling.features.MCCollator`; to a multiple of 8 on GPU); the batch size halves on
 out-of-memory, keeping finished batches (:class:`xlt.batching.AdaptiveBatcher`). The forward passes run
 under ``torch.inference_mode()`` with bf16 autocast on GPUs that support it. Scores come back in item
-order; :meth:`MCScorer.language_meta` counts the items truncated to fit ``max_length``.
+order, ``(n, max options)`` with ``-inf`` in the slots an item does not have;
+:meth:`MCScorer.language_meta` counts the items truncated to fit ``max_length``.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from datasets import Dataset
 from tqdm.auto import tqdm
 
 from xlt.batching import AdaptiveBatcher
-from xlt.data.schema import NUM_OPTIONS
+from xlt.data.schema import option_counts
 from xlt.errors import ConfigError
 
 
@@ -69,16 +72,22 @@ class MCScorer:
 
     def score(self, items: Dataset, *, benchmark: str = "", language: str = "") -> np.ndarray:
         from xlt.modeling.features import MODEL_INPUTS, tokenize_mc
+        from xlt.scoring.scorers import empty_scores
 
         n = len(items)
-        scores = np.zeros((n, NUM_OPTIONS), dtype=np.float32)
+        counts = option_counts(items)
+        scores = empty_scores(counts)
         self._truncated[(benchmark, language)] = 0
         if n == 0:
             return scores
         feats = tokenize_mc(items, self.tokenizer, self.max_length, desc=f"tokenize {benchmark}/{language}")
         self._truncated[(benchmark, language)] = int(sum(feats["truncated"]))
         inputs = feats.select_columns([c for c in MODEL_INPUTS if c in feats.column_names])
-        order = np.argsort(-np.asarray(feats["length"]), kind="stable").tolist()
+        lengths = np.asarray(feats["length"])
+        # One group per option count, heaviest (options x longest sequence) first; longest items first inside.
+        groups = [np.flatnonzero(counts == c) for c in np.unique(counts)]
+        groups.sort(key=lambda g: -int(counts[g[0]] * lengths[g].max()))
+        orders = [g[np.argsort(-lengths[g], kind="stable")].tolist() for g in groups]
         bar = tqdm(total=n, desc=f"{benchmark}/{language}", unit="q", leave=False, disable=not self.progress)
 
         def forward(idx: list[int]) -> np.ndarray:
@@ -87,11 +96,12 @@ class MCScorer:
             return self.model(**{k: v.to(self.device) for k, v in batch.items()}).logits.float().cpu().numpy()
 
         def done(idx: list[int], logits: np.ndarray) -> None:
-            scores[idx] = logits
+            scores[idx, : logits.shape[1]] = logits
             bar.update(len(idx))
 
         with torch.inference_mode(), self._autocast():
-            self.batcher.map(forward, order, on_batch=done)
+            for order in orders:
+                self.batcher.map(forward, order, on_batch=done)
         bar.close()
         return scores
 

@@ -25,6 +25,13 @@ def accuracy(correct: Sequence[bool] | np.ndarray) -> float:
     return float(arr.mean() * 100) if arr.size else float("nan")
 
 
+def chance_level(counts: Sequence[int] | np.ndarray) -> float | None:
+    """Expected accuracy (percent) of guessing uniformly among each item's own options: ``100 * mean(1/n)``
+    (25.0 for 4-option items; None for no items)."""
+    arr = np.asarray(counts, dtype=float)
+    return float(np.mean(1.0 / arr) * 100) if arr.size else None
+
+
 def bootstrap_ci(correct: Sequence[bool] | np.ndarray, samples: int = 1000, seed: int = 0,
                  level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap interval (percent) of the accuracy of 0/1 ``correct``; seeded."""

@@ -5,7 +5,8 @@ Layout under ``run/eval/<benchmark>/``::
     plan.json                  the languages this benchmark is evaluated on (written before scoring)
     <lang>.json                per-language result: accuracy (%), n, 95% bootstrap interval, subsets;
                                its presence marks the language done
-    predictions/<lang>.jsonl   one line per question: id, language, gold, prediction, scores[4]
+    predictions/<lang>.jsonl   one line per question: id, language, gold, prediction, scores (one per
+                               option of that question; null: no score)
 
 A job is one (benchmark, language) pair. Jobs are sorted by (benchmark, language) and shard ``i`` of
 ``n`` takes every ``n``-th job starting at ``i``: deterministic, and balanced across benchmarks.
@@ -160,7 +161,8 @@ def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
 
     Raises :class:`xlt.state.Damaged` when the result or its predictions file is damaged: not JSON of
     the result's shape, predictions missing, truncated or unreadable, or the result no longer agrees
-    with its own predictions (count, correct, accuracy, the job hash each prediction carries).
+    with its own predictions (count, correct, accuracy, chance level from each prediction's number of
+    scores, the job hash each prediction carries). ``chance`` is optional (results of older xlt lack it).
     """
     path = result_path(run, job)
     result = read_state(path, RESULT)
@@ -177,10 +179,30 @@ def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
         raise Damaged(path, f"disagrees with its predictions {preds_file.name} (result: n={result['n']}, correct="
                             f"{result['correct']}, accuracy={result['accuracy']}; predictions: n={len(preds)}, "
                             f"correct={correct})")
+    if "chance" in result:
+        problem = _chance_problem(result["chance"], preds)
+        if problem:
+            raise Damaged(path, f"disagrees with its predictions {preds_file.name}: {problem}")
     tag = (result.get("provenance") or {}).get("job") if isinstance(result.get("provenance"), dict) else None
     if tag is not None and any(p.get("job") != tag for p in preds):
         raise Damaged(preds_file, "holds predictions of another computation than its result (job hash differs)")
     return result
+
+
+def _chance_problem(chance: Any, preds: list[dict[str, Any]]) -> str | None:
+    """Why a result's ``chance`` does not match its predictions (each holds one score per option)."""
+    from xlt.scoring.metrics import chance_level
+
+    counts = [len(p["scores"]) if isinstance(p.get("scores"), list) else 0 for p in preds]
+    if 0 in counts:
+        return "a prediction has no option scores"
+    want = chance_level(counts)
+    if chance is None or want is None:
+        return None if chance is want else f"chance is {chance}, expected {want} ({len(preds)} predictions)"
+    if isinstance(chance, bool) or not isinstance(chance, (int, float)) or not math.isclose(
+            chance, want, rel_tol=1e-9, abs_tol=1e-9):
+        return f"chance is {chance!r}, its predictions' option counts give {want}"
+    return None
 
 
 def stored_job(run: RunDir, job: Job) -> str | None:

@@ -21,8 +21,9 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from xlt.data.benchmarks import get_benchmark
+from xlt.data.schema import option_counts
 from xlt.run import RunDir, atomic_write_json, atomic_write_text, strict_json
-from xlt.scoring.metrics import accuracy_with_ci
+from xlt.scoring.metrics import accuracy_with_ci, chance_level
 from xlt.scoring.results import (
     Job,
     enabled_benchmarks,
@@ -53,7 +54,8 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     if bcfg.translate_test:
         items = translate_test(items, job.benchmark, job.language)
     where = f"{job.benchmark}/{job.language}"
-    scores = check_scores(scorer.score(items, benchmark=job.benchmark, language=job.language), len(items), where)
+    counts = option_counts(items)  # each item's own number of options
+    scores = check_scores(scorer.score(items, benchmark=job.benchmark, language=job.language), counts, where)
     gold = np.asarray(items["label"], dtype=int)
     pred = scores.argmax(axis=1)
     # A row with no finite score (e.g. an LLM answer naming no option) has no prediction: -1, wrong.
@@ -66,7 +68,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     lines = [
         # Strict JSON: a score that is not finite (an LLM answer naming no option) is null.
         json.dumps(strict_json({"id": ids[i], "language": job.language, "gold": int(gold[i]),
-                                "prediction": int(pred[i]), "scores": [float(s) for s in scores[i]], "job": tag}),
+                                "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag}),
                    ensure_ascii=False, allow_nan=False)
         for i in range(len(items))
     ]
@@ -84,6 +86,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "translate_test": bool(bcfg.translate_test),
         "settings": job_settings(cfg, job),
         **accuracy_with_ci(correct, samples, seed),
+        "chance": chance_level(counts),  # % right when guessing among each item's own options
         "ties": ties,  # predictions whose top score is shared by several options (argmax picks the first)
         # Items whose passage (or question) was cut to fit the model's max_length; None: the scorer does not say.
         "truncated": None,
@@ -91,7 +94,8 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     }
     masks = get_benchmark(job.kind).item_subsets(items)  # "full" and the benchmark's own subsets, if any
     if masks:
-        result["subsets"] = {name: accuracy_with_ci(correct[mask], samples, seed) for name, mask in masks.items()}
+        result["subsets"] = {name: {**accuracy_with_ci(correct[mask], samples, seed), "chance": chance_level(counts[mask])}
+                             for name, mask in masks.items()}
     if provenance is not None:
         result["provenance"] = provenance
     meta_fn = getattr(scorer, "language_meta", None)

@@ -73,3 +73,24 @@ def test_report_line_names_languages_with_odd_items():
     df = pd.DataFrame({"language": ["fra_Latn", "deu_Latn"], "odd_items": [3, 0], "ties": [2, 1]})
     assert data_checks_line(df) == ("\nData checks: 3 odd item(s) in the benchmark files (fra_Latn 3); 3 prediction(s) "
                                     "were argmax ties (see each result's `data_checks` and `ties`).\n")
+
+
+def test_items_have_their_own_number_of_options_within_the_answer_letters():
+    from datasets import Dataset
+
+    from xlt.data.benchmarks.base import check_items
+    from xlt.data.schema import EVAL_FEATURES, LETTERS, MAX_OPTIONS, option_counts
+    from xlt.errors import DataError
+
+    def ds(options, labels):
+        n = len(options)
+        return Dataset.from_dict({"id": [str(i) for i in range(n)], "language": ["xx"] * n, "passage": ["p"] * n,
+                                  "question": ["q"] * n, "options": options, "label": labels}, features=EVAL_FEATURES)
+
+    ok = ds([["a", "b"], ["a", "b", "c", "d", "e"], list(LETTERS)], [1, 4, 25])
+    check_items(ok, "toy.jsonl")
+    assert option_counts(ok).tolist() == [2, 5, MAX_OPTIONS] and MAX_OPTIONS == 26
+    with pytest.raises(DataError, match=r"toy\.jsonl: row 2: field 'label' is -1, not one of the item's 3 options"):
+        check_items(ds([["a", "b"], ["a", "b", "c"]], [0, -1]), "toy.jsonl")
+    with pytest.raises(DataError, match=r"toy\.jsonl: row 1: field 'options' holds 27 options; at most 26"):
+        check_items(ds([[f"o{k}" for k in range(27)]], [0]), "toy.jsonl")

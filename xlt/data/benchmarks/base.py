@@ -15,7 +15,9 @@ row/line and the field. Odd items are kept and counted per language (:func:`data
 ids, duplicate / empty / placeholder options, empty passages and questions); items that cannot be scored
 at all (fewer than two distinct non-empty options, or neither passage nor question) are left out and
 counted (``unscorable``); a language with no scorable item is an error. The counts go into each
-evaluation result (``data_checks``) and the report.
+evaluation result (``data_checks``) and the report. Items may have any number of options (at most
+:data:`xlt.data.schema.MAX_OPTIONS`, one per answer letter); a label that is not one of its item's
+options, or more options than answer letters, is a wrong file (:func:`check_items`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 
 from xlt import languages as langtab
 from xlt.data.anomalies import PLACEHOLDERS
-from xlt.data.schema import LETTERS
+from xlt.data.schema import LETTERS, MAX_OPTIONS, option_counts
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource, offline
 
@@ -211,6 +213,7 @@ class Benchmark(ABC):
     def load_checked(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
         """The scorable items of one language (at most ``max_questions``) and their data checks."""
         ds, where = self.load_all(bcfg, language, split)
+        check_items(ds, where)
         checks, keep = data_checks(ds, self.has_passage)
         if not keep:
             raise DataError(f"{where}: none of the {len(ds)} items can be scored (every item has fewer than two "
@@ -414,6 +417,27 @@ class ConfigPerLanguage(Benchmark):
 
 CHECKS = ("duplicate_ids", "duplicate_options", "empty_options", "placeholder_options", "empty_passages",
           "empty_questions", "unscorable")
+
+
+def check_items(ds: Dataset, where: str) -> None:
+    """Raise :class:`DataError` naming the first row whose ``label`` is not one of its own options (0-based)
+    or that has more options than answer letters (:data:`~xlt.data.schema.MAX_OPTIONS`)."""
+    import numpy as np
+
+    if len(ds) == 0:
+        return
+    counts = option_counts(ds)
+    labels = np.asarray(ds["label"], dtype=np.int64)
+    bad_label = np.flatnonzero((labels < 0) | (labels >= counts))
+    if bad_label.size:
+        i = int(bad_label[0])
+        raise DataError(f"{where}: row {i + 1}: field 'label' is {labels[i]}, not one of the item's {counts[i]} "
+                        f"options (0..{counts[i] - 1})")
+    too_many = np.flatnonzero(counts > MAX_OPTIONS)
+    if too_many.size:
+        i = int(too_many[0])
+        raise DataError(f"{where}: row {i + 1}: field 'options' holds {counts[i]} options; at most {MAX_OPTIONS} "
+                        "(one per answer letter A-Z)")
 
 
 def data_checks(ds: Dataset, has_passage: bool = True) -> tuple[dict[str, int], list[int]]:

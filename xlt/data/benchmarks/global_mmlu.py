@@ -32,6 +32,7 @@ FIELDS = ("sample_id", "question", "option_a", "option_b", "option_c", "option_d
 # the row. A null question or option is an odd item: read as "" and counted by the data checks.
 KEY_FIELDS = ("sample_id", "answer", "cultural_sensitivity_label", "is_annotated")
 CS_LABELS = ("CS", "CA", "-")
+ANSWER_LETTERS = LETTERS[:4]  # the answers of option_a..option_d
 
 FEATURES = Features(
     {
@@ -68,9 +69,9 @@ SUBJECT_CATEGORY: dict[str, str] = {s: cat for cat, subs in _CATEGORIES.items() 
 def parse_letter(value: Any, where: str) -> int:
     """``answer`` letter A-D -> 0-based label; anything else raises DataError."""
     text = str(value).strip() if isinstance(value, str) else None
-    if text is None or len(text) != 1 or text not in LETTERS:
+    if text is None or len(text) != 1 or text not in ANSWER_LETTERS:
         raise DataError(f"{where}: field 'answer' must be a letter A-D, got {value!r}")
-    return LETTERS.index(text)
+    return ANSWER_LETTERS.index(text)
 
 
 def parse_list(value: Any, field: str, where: str) -> list[str]:

@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 from xlt.config.data import SourceConfig
 from xlt.data.anomalies import MAX_PASSAGE_CHARS, clean_text, row_problem
 from xlt.data.anomalies import option_problem as option_problem
-from xlt.data.schema import LETTERS, NUM_OPTIONS, check_record
+from xlt.data.schema import TRAIN_LETTERS, TRAIN_OPTIONS, check_record
 from xlt.data.sentences import count_sentences, max_sentences
 from xlt.data.sources.files import Row, iter_local_split
 from xlt.errors import ConfigError, DataError
@@ -150,7 +150,7 @@ def get_str(row: Row, name: str) -> str:
     return get(row, name, str)
 
 
-def get_str_list(row: Row, name: str, length: int | None = NUM_OPTIONS) -> list[str]:
+def get_str_list(row: Row, name: str, length: int | None = TRAIN_OPTIONS) -> list[str]:
     if row.data.get(name, "") is None:
         raise OddRow("null_field")
     value = get(row, name, (list, tuple), "a list of strings")
@@ -168,9 +168,9 @@ def get_letter(row: Row, name: str) -> int:
     """A 0-based label from an answer letter A-D."""
     value = get_str(row, name)
     letter = value.strip()
-    if len(letter) != 1 or letter not in LETTERS:
+    if len(letter) != 1 or letter not in TRAIN_LETTERS:
         raise DataError(f"{row.where}: field '{name}' must be an answer letter A-D, got {value!r}")
-    return LETTERS.index(letter)
+    return TRAIN_LETTERS.index(letter)
 
 
 def is_cloze(question: str) -> bool:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from xlt.data.schema import LETTERS
+from xlt.data.schema import TRAIN_LETTERS
 from xlt.data.sources.base import BuildContext, Row, Source, get, get_letter, get_str, option_problem, text_id
 from xlt.errors import DataError
 
@@ -62,7 +62,7 @@ class MCTest(Source):
         question = strip_prefix(get_str(row, "question"))
         answer_options = get(row, "answer_options", dict, "a struct {A, B, C, D}")
         options = []
-        for letter in LETTERS:
+        for letter in TRAIN_LETTERS:
             opt = answer_options.get(letter)
             if not isinstance(opt, str):
                 raise DataError(f"{row.where}: field 'answer_options.{letter}' must be a string, got {opt!r:.80}")

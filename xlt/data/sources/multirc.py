@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlt.data.anomalies import MAX_PASSAGE_CHARS
-from xlt.data.schema import NUM_OPTIONS
+from xlt.data.schema import TRAIN_OPTIONS
 from xlt.data.sources.base import BuildContext, OddRow, Row, Source, SourceStats, get, get_str
 from xlt.errors import DataError
 
@@ -139,7 +139,7 @@ class MultiRC(Source):
         n_correct = sum(label for _, label in q.options)
         if n_correct != 1:
             return "not_exactly_one_correct"
-        if len(q.options) < NUM_OPTIONS:
+        if len(q.options) < TRAIN_OPTIONS:
             return "fewer_than_4_options"
         # Identical option texts would make two options indistinguishable: keep the first of each.
         unique: dict[str, int] = {}
@@ -147,7 +147,7 @@ class MultiRC(Source):
             if text in unique and unique[text] != label:
                 return "duplicate_options"
             unique.setdefault(text, label)
-        if len(unique) < NUM_OPTIONS:
+        if len(unique) < TRAIN_OPTIONS:
             return "duplicate_options"
         if q.paragraph not in passages:
             passage, sentences = strip_markup(q.paragraph)
@@ -163,10 +163,10 @@ class MultiRC(Source):
             return "passage_too_long"
         options = list(unique)
         correct = next(t for t, label in unique.items() if label == 1)
-        if len(options) > NUM_OPTIONS:
+        if len(options) > TRAIN_OPTIONS:
             rng = ctx.rng(self.name, split, pid, qid)
             wrong = [t for t in options if t != correct]
-            options = [correct, *rng.sample(wrong, NUM_OPTIONS - 1)]
+            options = [correct, *rng.sample(wrong, TRAIN_OPTIONS - 1)]
             rng.shuffle(options)
         return self.record(
             split, q.where, pid, f"{pid}-{qid}", passage, q.question, options, options.index(correct), correct
