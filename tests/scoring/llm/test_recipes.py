@@ -72,7 +72,7 @@ def test_a_two_option_benchmark_runs_through_the_llm_recipes(llm_files, tmp_path
     xcopa = Path(__file__).resolve().parents[3] / "xlt" / "assets" / "demo" / "xcopa"
     cfg = compose_recipe(name, f"eval.llm.model={llm_files['model']}", "eval.llm.batch_size=4",
                          "eval.benchmarks.belebele.enabled=false", "eval.benchmarks.global_mmlu.enabled=false",
-                         "eval.bootstrap_samples=50")
+                         "eval.bootstrap_samples=50", "eval.llm.chat_template=false")  # the tiny LM has no template
     raw = OmegaConf.to_container(cfg, resolve=False)
     raw["eval"]["benchmarks"]["xcopa"] = {"kind": "xcopa", "path": str(xcopa), "languages": ["it", "zh"]}
     cfg = xcfg.validate(raw)
