@@ -72,11 +72,11 @@ class MCScorer:
 
     def score(self, items: Dataset, *, benchmark: str = "", language: str = "") -> np.ndarray:
         from xlt.modeling.features import MODEL_INPUTS, tokenize_mc
-        from xlt.scoring.scorers import empty_scores
 
         n = len(items)
         counts = option_counts(items)
-        scores = empty_scores(counts)
+        # -inf in the slots an item does not have; every item's own slots are filled below.
+        scores = np.full((n, int(counts.max()) if n else 0), -np.inf, dtype=np.float32)
         self._truncated[(benchmark, language)] = 0
         if n == 0:
             return scores
