@@ -5,9 +5,7 @@ level, predictions and result files. Adding a benchmark needs no other module th
 
 from __future__ import annotations
 
-import copy
 import json
-import types
 from pathlib import Path
 
 import numpy as np
@@ -72,18 +70,9 @@ def write_toy(root: Path, shape: list[tuple[int, int]]) -> Path:
 
 
 def register(monkeypatch, *kinds: str) -> None:
-    """Register toy benchmarks for this test: the registry, and the config layer's list of kinds while it
-    holds its own copy (a no-op once ``eval.benchmarks.*.kind`` asks the registry)."""
-    import xlt.config.eval as eval_cfg
-
+    """Register toy benchmarks for this test: the registry is all there is to it (the config layer asks it)."""
     for kind in kinds:
         monkeypatch.setitem(BENCHMARKS, kind, ToyBenchmark(kind))
-    monkeypatch.setattr(eval_cfg, "BENCHMARK_KINDS", (*eval_cfg.BENCHMARK_KINDS, *kinds))
-    field = eval_cfg.BenchmarkConfig.__dataclass_fields__["kind"]
-    if not callable(field.metadata.get("choices")):
-        patched = copy.copy(field)
-        patched.metadata = types.MappingProxyType({**field.metadata, "choices": (*field.metadata["choices"], *kinds)})
-        monkeypatch.setitem(eval_cfg.BenchmarkConfig.__dataclass_fields__, "kind", patched)
 
 
 @pytest.fixture(scope="module")

@@ -35,8 +35,6 @@ TRAIN_LETTERS = LETTERS[:TRAIN_OPTIONS]
 # A benchmark item has at least two options (fewer is unscorable) and at most one per answer letter.
 MIN_OPTIONS = 2
 MAX_OPTIONS = len(LETTERS)
-# Deprecated alias, kept only for xlt/scoring/llm/scorer.py until it reads each item's own count.
-NUM_OPTIONS = TRAIN_OPTIONS
 
 TRAIN_FEATURES = Features(
     {
