@@ -26,6 +26,7 @@ from xlt.data.schema import LETTERS, TRAIN_FEATURES
 from xlt.data.sentences import splitter_name
 from xlt.data.sources import SOURCES, BuildContext, SourceStats
 from xlt.errors import ConfigError
+from xlt.markdown import markdown_table
 
 log = logging.getLogger(__name__)
 
@@ -202,9 +203,7 @@ def report_markdown(report: dict[str, Any]) -> str:
              f"(all sources but ReClor); sentence splitter: {report.get('sentence_splitter', '?')}. "
              "Odd rows are repaired or dropped and counted (see the README's anomaly policy).", ""]
     for title, header, rows in report_tables(report):
-        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-        lines.append("")
+        lines += [f"## {title}", "", markdown_table(header, rows)]
     lines += ["## Licences", ""]
     lines += [f"- {ds}: {'; '.join(lic)}" for ds, lic in report["licenses"].items()]
     return "\n".join(lines) + "\n"

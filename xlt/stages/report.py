@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from xlt.contract import StageContext
+from xlt.markdown import markdown_table as md_table
 from xlt.reporting import plots
 from xlt.reporting.html import write_run_page
 from xlt.reporting.render import latex_table, markdown_table
@@ -119,12 +120,9 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
 
 def card_summary(results: dict[str, BenchmarkResults]) -> str:
     """The model card's evaluation section: mean accuracy per benchmark, and where the details are."""
-    lines = ["| benchmark | languages | mean accuracy (%) |", "|---|---|---|"]
-    for name, r in results.items():
-        lines.append(f"| {name} | {len(r.per_language)} | {r.summary['mean']:.1f} |")
-    lines.append("")
-    lines.append("Per-language results, intervals and subsets: `report.md` in the run directory.")
-    return "\n".join(lines)
+    table = md_table(["benchmark", "languages", "mean accuracy (%)"],
+                     [[name, len(r.per_language), f"{r.summary['mean']:.1f}"] for name, r in results.items()])
+    return table + "\nPer-language results, intervals and subsets: `report.md` in the run directory."
 
 
 def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:

@@ -79,6 +79,7 @@ class Session:
     run: RunDir
     ctx: StageContext
     args: Any  # transformers.TrainingArguments
+    main: bool  # rank 0 (the one that writes); fixed here: the process state is reset by clean-up
     launch: dict[str, Any]  # world size and launch warnings (train_metrics.json)
     tokenizer: Any
     raw: Any  # the training set, a DatasetDict {train, dev}
@@ -86,10 +87,6 @@ class Session:
     new_weights: list[str]  # weights not in the base checkpoint: initialised (seeded) before training
     collapse: CollapseDetector
     trainer: Any
-
-    @property
-    def main(self) -> bool:
-        return self.args.process_index == 0
 
 
 # --- 1. set-up ----------------------------------------------------------------------------------------
@@ -133,7 +130,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
     if t.early_stopping_patience:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
     trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks))
-    return Session(cfg, run, ctx, args, launch, tokenizer, raw, model, new_weights, collapse, trainer)
+    return Session(cfg, run, ctx, args, main, launch, tokenizer, raw, model, new_weights, collapse, trainer)
 
 
 def usable_checkpoints(run: RunDir, ctx: StageContext, main: bool) -> bool:
