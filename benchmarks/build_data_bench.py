@@ -4,7 +4,7 @@ Generates a synthetic local copy of all six sources at their real sizes (~71k ke
 passages of ~15-20 sentences, MultiRC one row per option, MCScript XML, ...) in a temporary folder,
 then, in one run:
 
-* xlt: the ``build_data`` stage (``xlt.stages.build_data``) (read, convert, check every row, save_to_disk, TSV, report);
+* xlt: the ``build_data`` stage, ``xlt.stages.build_data`` (read, convert, check every row, save_to_disk, TSV, report);
 * baseline: the reference ``assemble_training_set.py`` logic re-implemented row by row with pandas
   (``read_json`` + ``DataFrame.apply(axis=1)``, MCScript siblings looked up with ``.loc`` per row),
   using the same sentence splitter, writing the same TSV.

@@ -55,14 +55,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[An
     simulate a crash).
     """
     session = setup(cfg, run, ctx, extra_callbacks or [])
-    summary = train(session)
-    if session.collapse.collapsed and cfg.training.stop_on_collapse:
-        cleanup(session)
-        c = session.collapse.collapsed
-        raise TrainingCollapsedError(
-            collapse_message(c["step"], c["accuracy"], c["evaluations"])
-            + f"\nStopped (training.stop_on_collapse=true); no model was saved. Metrics: {run.path / 'train_metrics.json'}"
-        )
+    summary = train(session)  # a collapse with training.stop_on_collapse stops here (cleaned up)
     save(session, summary)
     cleanup(session)
     merge(session, summary)
@@ -158,7 +151,11 @@ def usable_checkpoints(run: RunDir, ctx: StageContext, main: bool) -> bool:
 # --- 2. train -----------------------------------------------------------------------------------------
 
 def train(s: Session) -> dict[str, Any]:
-    """Resume (checkpoints of the same inputs only) and train; the summary, also in ``train_metrics.json``."""
+    """Resume (checkpoints of the same inputs only) and train; the summary, also in ``train_metrics.json``.
+
+    A collapse (dev accuracy at chance, :class:`~xlt.training.callbacks.CollapseDetector`) with
+    ``training.stop_on_collapse`` cleans up and raises :class:`TrainingCollapsedError`: no model is saved.
+    """
     cfg, run, t = s.cfg, s.run, s.cfg.training
     # Rank 0 has settled the folder in setup: its recorded inputs are this stage's unless it must start fresh.
     ok = recorded_inputs(run.checkpoints) == s.ctx.inputs
@@ -195,6 +192,13 @@ def train(s: Session) -> dict[str, Any]:
         atomic_write_json(run.path / "train_metrics.json", {**{k: v for k, v in summary.items() if k != "dev_accuracy_history"},
                                                             **history, "provenance": s.ctx.record()})
         tracking.summarize({k: summary[k] for k in ("best_dev_accuracy", "best_step", "train_loss")})
+    if s.collapse.collapsed and t.stop_on_collapse:
+        cleanup(s)
+        c = s.collapse.collapsed
+        raise TrainingCollapsedError(
+            collapse_message(c["step"], c["accuracy"], c["evaluations"])
+            + f"\nStopped (training.stop_on_collapse=true); no model was saved. Metrics: {run.path / 'train_metrics.json'}"
+        )
     return summary
 
 
