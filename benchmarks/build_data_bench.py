@@ -4,7 +4,7 @@ Generates a synthetic local copy of all six sources at their real sizes (~71k ke
 passages of ~15-20 sentences, MultiRC one row per option, MCScript XML, ...) in a temporary folder,
 then, in one run:
 
-* xlt: ``xlt.data.assemble.run_stage`` (read, convert, check every row, save_to_disk, TSV, report);
+* xlt: the ``build_data`` stage, ``xlt.stages.build_data`` (read, convert, check every row, save_to_disk, TSV, report);
 * baseline: the reference ``assemble_training_set.py`` logic re-implemented row by row with pandas
   (``read_json`` + ``DataFrame.apply(axis=1)``, MCScript siblings looked up with ``.loc`` per row),
   using the same sentence splitter, writing the same TSV.
@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from xlt.config import validate
-from xlt.data.assemble import run_stage
+from xlt.contract import call_stage
 from xlt.data.sentences import count_sentences
 from xlt.run import RunDir
 
@@ -260,7 +260,7 @@ def main() -> None:
         print(f"generated synthetic sources in {time.perf_counter() - t0:.1f} s")
         cfg = validate({"data": {"sources": sources}})
         t0 = time.perf_counter()
-        summary = run_stage(cfg, RunDir(root / "run"))
+        summary = call_stage("build_data", cfg, RunDir(root / "run"))
         t_xlt = time.perf_counter() - t0
         n_xlt = summary["train"] + summary["dev"]
         print(f"xlt:      {n_xlt:>7,} rows in {t_xlt:6.1f} s = {n_xlt / t_xlt:8,.0f} rows/s "

@@ -126,8 +126,8 @@ def test_the_config_layer_asks_the_registries(monkeypatch):
     assert compose("demo", ["eval.benchmarks.belebele.kind=my_bench"]).eval.benchmarks.belebele.kind == "my_bench"
 
 
-def test_no_import_cycles():
-    """No module of xlt imports (even lazily, inside a function) a module that imports it back."""
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the xlt modules it imports (even lazily, inside a function), from the source."""
     import ast
     from pathlib import Path
 
@@ -143,18 +143,41 @@ def test_no_import_cycles():
                 graph[m] |= {t for t in [node.module, *(f"{node.module}.{a.name}" for a in node.names)] if t in mods}
             elif isinstance(node, ast.Import):
                 graph[m] |= {a.name for a in node.names if a.name in mods}
+    return graph
 
+
+def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for n in graph[todo.pop()] - seen:
+            seen.add(n)
+            todo.append(n)
+    return seen
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_no_import_cycles():
+    """No module of xlt imports (even lazily, inside a function) a module that imports it back."""
+    graph = _import_graph()
     # A package and its own submodules import each other by design (xlt.config -> xlt.config.data and
     # xlt.config.keys -> xlt.config): those edges are not cycles between modules.
     for m in graph:
         graph[m] = {d for d in graph[m] if not (d.startswith(m + ".") or m.startswith(d + "."))}
+    assert sorted(m for m in graph if m in _reaches(graph, m)) == []
 
-    def reaches(start: str) -> set[str]:
-        seen, todo = set(), [start]
-        while todo:
-            for n in graph[todo.pop()] - seen:
-                seen.add(n)
-                todo.append(n)
-        return seen
 
-    assert sorted(m for m in mods if m in reaches(m)) == []
+def test_layers_never_import_a_stage_and_the_data_layer_not_the_run_directory():
+    """Stages call layers, never the reverse: only xlt.stages itself imports a stage module (the contract
+    names them as strings). The data layer is records in, DatasetDict out: nothing under xlt.data reaches,
+    even indirectly, the run directory, the contract, the run-state reader or a stage."""
+    graph = _import_graph()
+    assert "xlt.stages.train" in graph and "xlt.data.assemble" in graph  # the graph sees the packages
+    importers = {m for m, deps in graph.items() if any(_within(d, "xlt.stages") for d in deps)}
+    assert sorted(m for m in importers if not _within(m, "xlt.stages")) == []
+    forbidden = ("xlt.run", "xlt.contract", "xlt.state", "xlt.stages")
+    leaks = {m: sorted(d for d in _reaches(graph, m) if any(_within(d, f) for f in forbidden))
+             for m in graph if _within(m, "xlt.data")}
+    assert {m: d for m, d in leaks.items() if d} == {}

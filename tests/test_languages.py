@@ -53,3 +53,48 @@ def test_resource_levels_default_and_user_groups(tmp_path):
 def test_unknown_code_suggests_closest():
     with pytest.raises(ConfigError, match="did you mean 'swh_Latn'"):
         L.get("swh_Latm")
+
+
+def test_machine_translation_coverage_is_in_the_table():
+    assert L.m2m100_code("deu_Latn") == "de" and L.m2m100_code("eng_Latn") == "en" and L.m2m100_code("zho_Hans") == "zh"
+    assert L.m2m100_code("acm_Arab") is None and L.m2m100_code("xx_Yyyy") is None
+    nllb = L.mt_codes("nllb", exclude=["eng_Latn"])
+    assert len(nllb) == 115 and not {"eng_Latn", "hin_Latn", "arb_Latn"} & set(nllb) and nllb == sorted(nllb)
+    gmmlu = L.mt_codes("nllb", "global_mmlu", exclude=["en"])  # a Global-MMLU code is accepted too
+    assert len(gmmlu) == 41 and "zho_Hans" in gmmlu and set(gmmlu) <= set(nllb)
+    assert len(L.mt_codes("m2m100")) == 87 and "acm_Arab" not in L.mt_codes("m2m100")
+    with pytest.raises(ConfigError, match="unknown MT model family 'marian'"):
+        L.mt_codes("marian")
+
+
+def test_the_m2m100_engine_reads_its_codes_from_the_table():
+    from xlt.translation.translator import LanguageTokens
+
+    class M2M100Tokens(LanguageTokens):  # what _model_code looks at in an M2M100 tokenizer
+        tokenizer = type("Tok", (), {"get_lang_id": None, "lang_code_to_token": {"__fr__": 1}})()
+        user_code_map = {"oci_Latn": "oc"}
+
+    tokens = M2M100Tokens.__new__(M2M100Tokens)
+    assert tokens._model_code("fra_Latn") == "fr" and tokens._model_code("oci_Latn") == "oc"
+    with pytest.raises(ConfigError, match="translate.lang_code_map.acm_Arab"):
+        tokens._model_code("acm_Arab")
+
+
+@pytest.mark.parametrize(("option", "expected"), [("nllb", ("nllb", "belebele")), ("nllb_gmmlu", ("nllb", "global_mmlu"))])
+def test_the_translate_configs_take_their_languages_from_the_table(option, expected):
+    from pathlib import Path
+
+    from omegaconf import OmegaConf
+
+    import xlt
+    from xlt.config import register
+    from xlt.config.translate import TranslateConfig
+
+    register()  # the resolvers, as every entry point does
+    group = OmegaConf.load(Path(xlt.__file__).resolve().parent / "conf" / "translate" / f"{option}.yaml")
+    cfg = OmegaConf.merge(OmegaConf.structured(TranslateConfig), group)
+    assert list(cfg.languages) == L.mt_codes(*expected, exclude=[cfg.source_language])
+    assert len(cfg.languages) == {"nllb": 115, "nllb_gmmlu": 41}[option]
+    cfg.source_language = "fra_Latn"  # the source is never a target
+    assert "fra_Latn" not in cfg.languages and "eng_Latn" in cfg.languages
+    assert list(OmegaConf.merge(cfg, {"languages": ["deu_Latn"]}).languages) == ["deu_Latn"]  # a user's list wins

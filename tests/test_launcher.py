@@ -78,7 +78,7 @@ def test_signal_during_training_checkpoints_then_resume_finishes(tmp_path):
     """USR1 mid-training: a checkpoint at that very step (not a save step), Preempted; a rerun resumes from it."""
     from transformers import TrainerCallback
 
-    from xlt.training.stage import run_stage
+    from xlt.contract import call_stage
 
     class SignalAtStep(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):
@@ -93,14 +93,14 @@ def test_signal_during_training_checkpoints_then_resume_finishes(tmp_path):
     try:
         cluster.install_signal_handlers(("SIGUSR1",))
         with pytest.raises(cluster.Preempted, match="checkpoint saved at step 7"):
-            run_stage(make_cfg(**settings), run, extra_callbacks=[SignalAtStep(), cluster.checkpoint_callback()])
+            call_stage("train", make_cfg(**settings), run, extra_callbacks=[SignalAtStep(), cluster.checkpoint_callback()])
     finally:
         signal.signal(signal.SIGUSR1, old)
         cluster._requested["signal"] = None
         cluster._active_callbacks.clear()
     assert (run.checkpoints / "checkpoint-7" / "trainer_state.json").exists()
     assert not run.model.exists()
-    summary = run_stage(make_cfg(**settings), run)
+    summary = call_stage("train", make_cfg(**settings), run)
     assert summary["resumed_from"].endswith("checkpoint-7") and summary["global_step"] == 16
     assert run.model.exists()
 

@@ -37,7 +37,7 @@ def calls(monkeypatch):
     seen: list[str] = []
 
     def fake(name):
-        def stage(cfg, run, ctx=None):
+        def stage(cfg, run, ctx):
             seen.append(name)
             _write_outputs(run, name)
             return {"ok": True}
@@ -118,7 +118,7 @@ def test_rank0_marks_a_failed_stage_for_the_others(tmp_path, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "0")
 
-    def boom(cfg, run, ctx=None):
+    def boom(cfg, run, ctx):
         raise RuntimeError("broken")
 
     monkeypatch.setattr(contract, "_stage_function", lambda name: boom)

@@ -218,7 +218,9 @@ def _evaluate_upstream(cfg: Any) -> tuple[str, ...]:
 @dataclass(frozen=True)
 class StageSpec:
     name: str
-    func: str  # "module:function" taking (cfg, run, ctx) and returning a summary, or None if incomplete
+    # "module:function" (in xlt.stages, one module per stage) taking (cfg, run, ctx) and returning a
+    # summary, or None if incomplete
+    func: str
     upstream: Callable[[Any], tuple[str, ...]]
     files: Callable[[Any, RunDir], dict[str, Any]]
     outputs: tuple[str, ...]
@@ -236,16 +238,16 @@ class StageSpec:
 
 
 STAGES: dict[str, StageSpec] = {s.name: s for s in (
-    StageSpec("build_data", "xlt.data.assemble:run_stage", lambda cfg: (), _build_data_files,
+    StageSpec("build_data", "xlt.stages.build_data:run_stage", lambda cfg: (), _build_data_files,
               ("data/train_set", "data/build_report.json"), check=_check_build_data, sealed=("data/train_set",)),
-    StageSpec("translate", "xlt.translation.stage:run_stage", lambda cfg: ("build_data",), _translate_files,
+    StageSpec("translate", "xlt.stages.translate:run_stage", lambda cfg: ("build_data",), _translate_files,
               ("data/translation_report.json",), shard_section="translate", check=_check_translate),
-    StageSpec("train", "xlt.training.stage:run_stage",
+    StageSpec("train", "xlt.stages.train:run_stage",
               lambda cfg: ("build_data", "translate") if translate_train_all(cfg) else ("build_data",),
               _train_files, ("model", "train_metrics.json"), check=_check_train),
-    StageSpec("evaluate", "xlt.scoring.stage:run_stage", _evaluate_upstream, _evaluate_files, ("eval",),
+    StageSpec("evaluate", "xlt.stages.evaluate:run_stage", _evaluate_upstream, _evaluate_files, ("eval",),
               shard_section="eval", check="xlt.scoring.results:check_outputs", guard=_evaluate_guard),
-    StageSpec("report", "xlt.reporting.stage:run_stage", lambda cfg: ("evaluate",), _report_files,
+    StageSpec("report", "xlt.stages.report:run_stage", lambda cfg: ("evaluate",), _report_files,
               ("report.json",), check=_check_report),
 )}
 
@@ -357,6 +359,13 @@ def _stage_function(name: str) -> Callable[..., dict[str, Any] | None]:
     return getattr(importlib.import_module(module), func)
 
 
+def call_stage(name: str, cfg: Any, run: RunDir, force: bool | None = None, **extra: Any) -> dict[str, Any] | None:
+    """Run stage ``name`` once with its current context, outside :func:`run_stages` (no skip decision, no
+    done-marker): for tests and tools that drive one stage directly. ``extra`` goes to the stage function
+    (e.g. the train stage's ``extra_callbacks``)."""
+    return _stage_function(name)(cfg, run, context(cfg, run, name, force=force), **extra)
+
+
 def _wait_for_rank0(run: RunDir, name: str, ctx: StageContext) -> None:
     """On ranks > 0: wait until rank 0 has finished (or failed) stage ``name`` with these inputs."""
     log.info("stage %-10s runs on rank 0; waiting for it", name)
@@ -420,7 +429,7 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
         log.info("stage %-10s running: %s", name, reason)
         started = time.time()
         try:
-            summary = _stage_function(name)(cfg, run, ctx=ctx)
+            summary = _stage_function(name)(cfg, run, ctx)
         except BaseException:
             if distributed and is_main_process():
                 atomic_write_text(failed, "failed\n")

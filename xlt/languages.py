@@ -5,6 +5,9 @@ variant's FLORES-200-style code, name, script and family *as published in the Be
 where the language is also in Global-MMLU, its Global-MMLU config code, resource tier and translation
 source. Every Global-MMLU language maps to exactly one Belebele code (``zh`` -> ``zho_Hans``,
 ``fil`` -> ``tgl_Latn``, ...), so results join across the two benchmarks on :attr:`Language.code`.
+It also says which machine-translation models cover a language: its M2M100 tokenizer code and whether
+NLLB-200 has it (:func:`m2m100_code`, :func:`mt_codes`; the ``translate`` configs list their languages
+through :func:`mt_codes`).
 
 Resource-level taxonomy
 -----------------------
@@ -46,6 +49,8 @@ class Language:
     gmmlu_tier: str | None  # "high" | "mid" | "low"
     gmmlu_source: str | None  # see languages.tsv header
     gmmlu_lite: bool
+    m2m100: str | None = None  # the M2M100 tokenizer's code, e.g. "de"
+    nllb: bool = False  # NLLB-200 has the language
 
     @property
     def translation(self) -> str | None:
@@ -72,6 +77,8 @@ def table() -> tuple[Language, ...]:
                 gmmlu_tier=r["gmmlu_tier"] or None,
                 gmmlu_source=r["gmmlu_source"] or None,
                 gmmlu_lite=r["gmmlu_lite"] == "yes",
+                m2m100=r["m2m100"] or None,
+                nllb=r["nllb"] == "yes",
             )
         )
     return tuple(out)
@@ -94,6 +101,30 @@ def belebele_codes() -> list[str]:
 def gmmlu_codes(lite: bool = False) -> list[str]:
     """Global-MMLU language codes (42), or those of the original Lite release (15)."""
     return [lang.gmmlu_code for lang in table() if lang.gmmlu_code and (lang.gmmlu_lite or not lite)]
+
+
+MT_MODELS = ("nllb", "m2m100")
+LANGUAGE_SETS = ("belebele", "global_mmlu")
+
+
+def mt_codes(model: str, languages: str = "belebele", exclude: Iterable[str] = ()) -> list[str]:
+    """The codes of ``languages`` (every Belebele variant, or the Global-MMLU languages as Belebele codes)
+    that the MT ``model`` family (``nllb`` or ``m2m100``) covers, in table order, without ``exclude``
+    (the source language): e.g. the targets of translate-train-all."""
+    if model not in MT_MODELS:
+        raise ConfigError(f"unknown MT model family {model!r}; the language table knows {list(MT_MODELS)}")
+    if languages not in LANGUAGE_SETS:
+        raise ConfigError(f"unknown language set {languages!r}; one of {list(LANGUAGE_SETS)}")
+    skip = {lookup(c).code if lookup(c) else c for c in exclude}
+    return [lang.code for lang in table()
+            if (lang.nllb if model == "nllb" else lang.m2m100 is not None)
+            and (languages == "belebele" or lang.gmmlu_code) and lang.code not in skip]
+
+
+def m2m100_code(code: str) -> str | None:
+    """The M2M100 tokenizer's code of a FLORES-200 / Belebele ``code`` (None: not in the table or not in M2M100)."""
+    lang = lookup(code)
+    return lang.m2m100 if lang else None
 
 
 def lookup(code: str) -> Language | None:

@@ -1,4 +1,4 @@
-"""The run directory: its name, stage markers and atomic writes.
+"""The run directory: its name, stage markers and sharding (writes go through :mod:`xlt.files`).
 
 A run directory is derived from the recipe and the command-line overrides (never the clock), so the
 same command finds the same directory: finished stages are skipped, interrupted ones resume.
@@ -18,18 +18,18 @@ Layout::
 
 from __future__ import annotations
 
-import contextlib
-import json
-import math
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from xlt.config.keys import run_name  # noqa: F401  (re-exported: the run directory's name)
-from xlt.errors import XltError
+from xlt.files import (  # noqa: F401  (re-exported: the run directory is written through them)
+    WriteError,
+    atomic_dir,
+    atomic_write_json,
+    atomic_write_text,
+    remove_path,
+)
 
 
 def shard(items: list, index: int, num: int) -> list:
@@ -102,88 +102,3 @@ class RunDir:
 
     def clear(self, stage: str) -> None:
         remove_path(self.marker(stage))
-
-
-def remove_path(path: str | os.PathLike[str]) -> None:
-    """Remove a file, or a folder found where a file belongs (a damaged run directory)."""
-    path = Path(path)
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_dir() and not path.is_symlink():  # a damaged run directory: a folder where the file belongs
-            shutil.rmtree(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as err:
-        raise WriteError(path, err) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as err:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(err, OSError):
-            raise WriteError(path, err) from None
-        raise
-
-
-class WriteError(XltError, OSError):
-    """A run-directory file cannot be written (no space, no permission, a file where a folder belongs)."""
-
-    def __init__(self, path: Path, err: OSError):
-        where = next((p for p in [path.parent, *path.parent.parents] if p.exists()), path.parent)
-        hint = (f"{where} is a file where a folder belongs: remove it" if where.is_file() else
-                "free some space" if err.errno == 28 else f"make {where} writable, or use another run_root")
-        super().__init__(f"cannot write {path}: {err.strerror or err}; {hint}, then rerun")
-
-
-def strict_json(obj: Any) -> Any:
-    """``obj`` with every non-finite float (NaN, inf: e.g. the accuracy of an empty subset) as None, so
-    the JSON is strict (``null``) and any parser reads it."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: strict_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [strict_json(v) for v in obj]
-    return obj
-
-
-def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    """Write ``obj`` as strict JSON (NaN -> null) atomically."""
-    text = json.dumps(strict_json(obj), indent=2, ensure_ascii=False, sort_keys=False, allow_nan=False)
-    atomic_write_text(path, text + "\n")
-
-
-@contextlib.contextmanager
-def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
-    """Yield a temporary sibling folder; on success it replaces ``path`` in one rename.
-
-    Use it for outputs written as folders (``save_to_disk``, ``save_pretrained``): readers never see
-    a half-written folder, and a crash leaves the previous version (or nothing) in place.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
-    try:
-        yield tmp
-        if path.exists():
-            old = path.with_name(f".{path.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.replace(tmp, path)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

@@ -9,7 +9,8 @@ import pytest
 from datasets import load_from_disk
 
 from xlt.config import validate
-from xlt.data.assemble import BuildResult, build, make_report, report_markdown, run_stage
+from xlt.contract import call_stage
+from xlt.data.assemble import BuildResult, build, make_report, report_markdown
 from xlt.data.export import TSV_COLUMNS
 from xlt.data.schema import TRAIN_FEATURES, RecordError
 from xlt.data.sources import SourceStats
@@ -145,7 +146,7 @@ def test_make_report_hand_computed():
 def test_run_stage_outputs_tsv_and_determinism(sources, tmp_path):
     cfg = make_cfg(sources, tmp_path)
     runs = [RunDir(tmp_path / "run_a"), RunDir(tmp_path / "run_b")]
-    summaries = [run_stage(cfg, run) for run in runs]
+    summaries = [call_stage("build_data", cfg, run) for run in runs]
     assert summaries[0]["train"] == 10 and summaries[0]["dev"] == 5
     assert summaries[0]["per_dataset"]["MCScript2.0"] == {"train": 2}
     a, b = runs
@@ -182,7 +183,7 @@ def test_different_seed_changes_only_shuffled_sources(sources, tmp_path):
 
 def test_export_tsv_off(sources, tmp_path):
     run = RunDir(tmp_path / "run")
-    run_stage(make_cfg(sources, tmp_path, export_tsv=False), run)
+    call_stage("build_data", make_cfg(sources, tmp_path, export_tsv=False), run)
     assert not (run.data / "train_set.tsv").exists() and run.train_set.is_dir()
 
 
@@ -197,14 +198,14 @@ def test_decontamination_report_and_remove(sources, tmp_path):
                                "gmmlu": {"kind": "global_mmlu"}}}
     cfg = validate({"data": {"sources": sources, "decontamination": {"enabled": True}}, "eval": eval_cfg})
     run = RunDir(tmp_path / "run")
-    assert run_stage(cfg, run)["train"] == 10
+    assert call_stage("build_data", cfg, run)["train"] == 10
     report = json.loads((run.data / "build_report.json").read_text())
     assert report["decontamination"]["splits"]["train"]["flagged"] == 2
     assert report["decontamination"]["splits"]["train"]["by_dataset"] == {"RACE": 2}
 
     cfg = validate({"data": {"sources": sources, "decontamination": {"enabled": True, "remove": True}}, "eval": eval_cfg})
     run = RunDir(tmp_path / "run2")
-    assert run_stage(cfg, run)["train"] == 8
+    assert call_stage("build_data", cfg, run)["train"] == 8
     report = json.loads((run.data / "build_report.json").read_text())
     assert report["sources"]["race"]["splits"]["train"]["dropped"] == {"cloze_question": 1, "eval_overlap": 2}
     assert report["sources"]["race"]["splits"]["train"]["kept"] == 0

@@ -25,9 +25,9 @@ from xlt.reporting.compare import RunInfo
 from xlt.reporting.comparison import compare_runs
 from xlt.reporting.findings import FAILS, HOLDS, UNTESTABLE, check_findings
 from xlt.reporting.html import compare_page, run_page
-from xlt.reporting.stage import write_report
 from xlt.reporting.tables import load_run_results, per_language_frame
 from xlt.run import RunDir
+from xlt.stages.report import write_report
 
 KIND = "toy_pairs"
 # tox is in no language table: its name and script read as its code and n/a.

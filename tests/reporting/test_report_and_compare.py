@@ -12,11 +12,10 @@ from omegaconf import OmegaConf
 
 from tests.fixtures.benchmarks import write_belebele, write_global_mmlu
 from xlt import config as xcfg
+from xlt.contract import call_stage
 from xlt.errors import DataError
-from xlt.reporting import stage as report_stage
 from xlt.reporting.comparison import compare_runs
 from xlt.run import RunDir
-from xlt.scoring import stage as eval_stage
 
 BELEBELE_LANGS = ["arb_Arab", "deu_Latn", "hin_Latn", "zho_Hans"]
 GMMLU_LANGS = ["de", "sw", "zh"]
@@ -40,7 +39,7 @@ def make_cfg(data, seed=42, **eval_kw):
 def evaluate(data, path, config_seed=42, config_option=0, **eval_kw):
     """Evaluate with ``eval_kw``; record a config.yaml that differs from others only as asked."""
     run = RunDir(path)
-    eval_stage.run_stage(make_cfg(data, **eval_kw), run)
+    call_stage("evaluate", make_cfg(data, **eval_kw), run)
     recorded = make_cfg(data, seed=config_seed, fixed_option=config_option)
     (run.path / "config.yaml").write_text(OmegaConf.to_yaml(recorded))
     return run
@@ -51,8 +50,8 @@ def test_report_files_and_hand_computed_summaries(data, tmp_path):
     groups.write_text("code\tgroup\narb_Arab\tlow\nde\thigh\nzho_Hans\thigh\n")
     cfg = make_cfg(data, scorer="fixed", fixed_option=2, resource_groups=str(groups))
     run = RunDir(tmp_path / "run")
-    eval_stage.run_stage(cfg, run)
-    summary = report_stage.run_stage(cfg, run)
+    call_stage("evaluate", cfg, run)
+    summary = call_stage("report", cfg, run)
     assert summary == {"belebele": {"mean_accuracy": 25.0, "n_languages": 4},
                        "global_mmlu": {"mean_accuracy": 25.0, "n_languages": 3}}
     for ext in ("md", "csv", "json", "tex", "html"):
@@ -82,9 +81,9 @@ def test_report_files_and_hand_computed_summaries(data, tmp_path):
 def test_report_errors_when_languages_missing(data, tmp_path):
     cfg = make_cfg(data, scorer="gold", num_shards=2, shard_index=0)
     run = RunDir(tmp_path / "run")
-    assert eval_stage.run_stage(cfg, run) is None
+    assert call_stage("evaluate", cfg, run) is None
     with pytest.raises(DataError, match=r"missing: .*belebele: deu_Latn, zho_Hans.*shard"):
-        report_stage.run_stage(cfg, run)
+        call_stage("report", cfg, run)
     assert not (run.path / "report.md").exists()
 
 
@@ -151,8 +150,8 @@ def test_seed_groups_ignore_keys_that_change_no_result(data, tmp_path):
 
 def test_report_says_which_llm_results_are_not_comparable_with_the_harness():
     from xlt.data.benchmarks import get_benchmark
-    from xlt.reporting.stage import comparability_line
     from xlt.reporting.tables import per_language_frame
+    from xlt.stages.report import comparability_line
 
     gm = get_benchmark("global_mmlu")
 

@@ -15,10 +15,11 @@ from tests.fixtures.benchmarks import (
     write_global_mmlu,
 )
 from xlt import config as xcfg
+from xlt.contract import call_stage
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir
-from xlt.scoring import stage as eval_stage
 from xlt.scoring.results import Job, plan_jobs, shard_jobs
+from xlt.stages import evaluate as eval_stage
 
 BELEBELE_LANGS = ["arb_Arab", "deu_Latn", "fra_Latn", "zho_Hans"]
 GMMLU_LANGS = ["de", "sw", "zh"]
@@ -43,7 +44,7 @@ def make_cfg(data, **eval_kw):
 
 def test_gold_scorer_all_right_with_predictions(data, tmp_path):
     run = RunDir(tmp_path / "run")
-    summary = eval_stage.run_stage(make_cfg(data, scorer="gold"), run)
+    summary = call_stage("evaluate", make_cfg(data, scorer="gold"), run)
     assert summary["belebele"]["n_languages"] == 4 and summary["belebele"]["mean_accuracy"] == 100.0
     assert summary["global_mmlu"]["n_questions"] == 36
     res = json.loads((run.eval / "belebele" / "zho_Hans.json").read_text())
@@ -56,7 +57,7 @@ def test_gold_scorer_all_right_with_predictions(data, tmp_path):
 
 def test_fixed_scorer_known_accuracy_and_subsets(data, tmp_path):
     run = RunDir(tmp_path / "run")
-    eval_stage.run_stage(make_cfg(data, scorer="fixed", fixed_option=2), run)
+    call_stage("evaluate", make_cfg(data, scorer="fixed", fixed_option=2), run)
     # Belebele gold = (7i+2) % 4 for i in 0..7 -> [2,1,0,3,2,1,0,3]: option 2 right twice of 8.
     res = json.loads((run.eval / "belebele" / "arb_Arab.json").read_text())
     assert res["correct"] == 2 and res["accuracy"] == 25.0 and res["code"] == "arb_Arab"
@@ -89,14 +90,14 @@ def test_resume_skips_finished_languages(data, tmp_path, monkeypatch):
 
     monkeypatch.setattr(eval_stage, "evaluate_job", crash_after_two)
     with pytest.raises(KeyboardInterrupt):
-        eval_stage.run_stage(cfg, run)
+        call_stage("evaluate", cfg, run)
     done = sorted(p.name for p in (run.eval / "belebele").glob("*.json") if p.name != "plan.json")
     assert done == ["arb_Arab.json", "deu_Latn.json"]
     assert not list(run.eval.rglob("*.tmp"))
     first = (run.eval / "belebele" / "arb_Arab.json").stat().st_mtime_ns
     seen = []
     monkeypatch.setattr(eval_stage, "evaluate_job", lambda c, r, j, *a: seen.append(j) or real(c, r, j, *a))
-    summary = eval_stage.run_stage(cfg, run)
+    summary = call_stage("evaluate", cfg, run)
     assert len(seen) == 5 and Job("belebele", "arb_Arab", "belebele") not in seen
     assert (run.eval / "belebele" / "arb_Arab.json").stat().st_mtime_ns == first
     assert summary["belebele"]["n_languages"] == 4
@@ -104,11 +105,11 @@ def test_resume_skips_finished_languages(data, tmp_path, monkeypatch):
 
 def test_shards_then_merge_equal_one_run(data, tmp_path):
     one = RunDir(tmp_path / "one")
-    full = eval_stage.run_stage(make_cfg(data, scorer="fixed", fixed_option=1), one)
+    full = call_stage("evaluate", make_cfg(data, scorer="fixed", fixed_option=1), one)
     sharded = RunDir(tmp_path / "sharded")
-    assert eval_stage.run_stage(make_cfg(data, scorer="fixed", fixed_option=1, num_shards=3, shard_index=0), sharded) is None
-    assert eval_stage.run_stage(make_cfg(data, scorer="fixed", fixed_option=1, num_shards=3, shard_index=2), sharded) is None
-    last = eval_stage.run_stage(make_cfg(data, scorer="fixed", fixed_option=1, num_shards=3, shard_index=1), sharded)
+    assert call_stage("evaluate", make_cfg(data, scorer="fixed", fixed_option=1, num_shards=3, shard_index=0), sharded) is None
+    assert call_stage("evaluate", make_cfg(data, scorer="fixed", fixed_option=1, num_shards=3, shard_index=2), sharded) is None
+    last = call_stage("evaluate", make_cfg(data, scorer="fixed", fixed_option=1, num_shards=3, shard_index=1), sharded)
     assert last == full
     for path in sorted(one.eval.rglob("*.json*")):
         assert path.read_text() == (sharded.path / path.relative_to(one.path)).read_text(), path
@@ -132,13 +133,13 @@ def test_language_subset_and_errors(data, tmp_path):
         ("belebele", "fra_Latn"), ("belebele", "zho_Hans"), ("global_mmlu", "sw")]
     cfg.eval.benchmarks.belebele.languages = ["fra_latm"]
     with pytest.raises(ConfigError, match="did you mean 'fra_Latn'"):
-        eval_stage.run_stage(cfg, RunDir(tmp_path / "bad"))
+        call_stage("evaluate", cfg, RunDir(tmp_path / "bad"))
     cfg.eval.benchmarks.belebele.enabled = False
     cfg.eval.benchmarks.global_mmlu.enabled = False
     with pytest.raises(ConfigError, match="empty benchmark selection"):
-        eval_stage.run_stage(cfg, RunDir(tmp_path / "bad"))
+        call_stage("evaluate", cfg, RunDir(tmp_path / "bad"))
     with pytest.raises(ConfigError, match="eval.scorer='nope' is not allowed; use one of mc, gold, fixed, llm"):
-        eval_stage.run_stage(make_cfg(data, scorer="nope"), RunDir(tmp_path / "bad2"))
+        call_stage("evaluate", make_cfg(data, scorer="nope"), RunDir(tmp_path / "bad2"))
 
 
 def test_bad_row_leaves_nothing_half_written(data, tmp_path):
@@ -150,7 +151,7 @@ def test_bad_row_leaves_nothing_half_written(data, tmp_path):
     path.write_text("\n".join(lines) + "\n")
     run = RunDir(tmp_path / "run")
     with pytest.raises(DataError, match=r"deu_Latn.jsonl: row 5: field 'correct_answer_num'"):
-        eval_stage.run_stage(make_cfg(data, scorer="gold"), run)
+        call_stage("evaluate", make_cfg(data, scorer="gold"), run)
     assert not (run.eval / "belebele" / "deu_Latn.json").exists()
     assert not (run.eval / "belebele" / "predictions" / "deu_Latn.jsonl").exists()
     assert not list(run.eval.rglob("*.tmp"))
@@ -162,16 +163,16 @@ def test_bumping_a_benchmark_version_recomputes_exactly_its_results(data, tmp_pa
 
     run = RunDir(tmp_path / "run")
     cfg = make_cfg(data, scorer="gold")
-    eval_stage.run_stage(cfg, run)
+    call_stage("evaluate", cfg, run)
     before = {p: p.stat().st_mtime_ns for p in run.eval.glob("*/*.json") if p.name != "plan.json"}
     real = eval_stage.evaluate_job
     seen = []
     monkeypatch.setattr(eval_stage, "evaluate_job", lambda c, r, j, *a: seen.append(j) or real(c, r, j, *a))
-    eval_stage.run_stage(cfg, run)
+    call_stage("evaluate", cfg, run)
     assert seen == []  # nothing changed: everything reused
 
     monkeypatch.setattr(BENCHMARKS["global_mmlu"], "version", BENCHMARKS["global_mmlu"].version + 1)
-    eval_stage.run_stage(cfg, run)
+    call_stage("evaluate", cfg, run)
     assert sorted(j.language for j in seen) == GMMLU_LANGS and {j.benchmark for j in seen} == {"global_mmlu"}
     for path, mtime in before.items():
         assert (path.stat().st_mtime_ns == mtime) == (path.parent.name == "belebele"), path
@@ -183,5 +184,5 @@ def test_bumping_a_benchmark_version_recomputes_exactly_its_results(data, tmp_pa
 
     seen.clear()
     monkeypatch.setitem(scorers.SCORER_VERSIONS, "gold", scorers.SCORER_VERSIONS["gold"] + 1)
-    eval_stage.run_stage(cfg, run)
+    call_stage("evaluate", cfg, run)
     assert len(seen) == len(BELEBELE_LANGS) + len(GMMLU_LANGS)

@@ -10,9 +10,9 @@ import torch
 
 from tests.fixtures.benchmarks import write_belebele, write_global_mmlu
 from xlt import config as xcfg
+from xlt.contract import call_stage
 from xlt.data.benchmarks import BENCHMARKS
 from xlt.run import RunDir
-from xlt.scoring import stage as eval_stage
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_mc_scorer_through_stage_from_path(tmp_path, tiny):
         "model": str(path), "scorer": "mc", "batch_size": 4, "bootstrap_samples": 50,
         "benchmarks": {"global_mmlu": {"kind": "global_mmlu", "path": str(tmp_path / "g")}}}})
     run = RunDir(tmp_path / "run")
-    summary = eval_stage.run_stage(cfg, run)
+    summary = call_stage("evaluate", cfg, run)
     assert summary["global_mmlu"]["n_questions"] == 6
     preds = [json.loads(x) for x in (run.eval / "global_mmlu" / "predictions" / "ru.jsonl").read_text().splitlines()]
     assert all(p["prediction"] == int(np.argmax(p["scores"])) for p in preds)

@@ -13,12 +13,12 @@ import pytest
 from omegaconf import OmegaConf
 
 from xlt import config as xcfg
+from xlt.contract import call_stage
 from xlt.data.benchmarks import BENCHMARKS
 from xlt.data.benchmarks.base import Benchmark, convert_split, load_local_file
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 from xlt.run import RunDir
-from xlt.scoring import stage as eval_stage
 from xlt.scoring.results import Job, read_result, result_problem
 
 
@@ -110,7 +110,7 @@ MIXED_CHANCE = 100 * np.mean([1 / n for n, _ in MIXED])  # (1/2 + 1/3 + 1/5) / 3
 
 def test_gold_scorer_on_three_and_mixed_option_items(toy, tmp_path):
     run = RunDir(tmp_path / "run")
-    summary = eval_stage.run_stage(make_cfg(toy, scorer="gold"), run)
+    summary = call_stage("evaluate", make_cfg(toy, scorer="gold"), run)
     assert summary["toy3"] == {"n_languages": 2, "mean_accuracy": 100.0, "n_questions": 12}
     res = read_res(run, "toy3", "fra_Latn")
     assert res["kind"] == "toy3" and res["n"] == 6 and res["accuracy"] == 100.0
@@ -122,19 +122,19 @@ def test_gold_scorer_on_three_and_mixed_option_items(toy, tmp_path):
     assert mixed["accuracy"] == 100.0 and mixed["chance"] == pytest.approx(MIXED_CHANCE)
     assert [len(p["scores"]) for p in read_preds(run, "mixed", "eng_Latn")] == [n for n, _ in MIXED]
     # The result agrees with its predictions (count, correct, chance): a rerun reuses it ...
-    assert eval_stage.run_stage(make_cfg(toy, scorer="gold"), run) == summary
+    assert call_stage("evaluate", make_cfg(toy, scorer="gold"), run) == summary
     assert read_result(run, Job("mixed", "eng_Latn", "toy_mixed"))["chance"] == mixed["chance"]
     # ... and a result whose chance level no longer matches its predictions is damaged (recomputed).
     path = run.eval / "mixed" / "eng_Latn.json"
     path.write_text(json.dumps({**mixed, "chance": 25.0}))
     assert "chance is 25.0" in result_problem(run, Job("mixed", "eng_Latn", "toy_mixed"))
-    eval_stage.run_stage(make_cfg(toy, scorer="gold"), run)
+    call_stage("evaluate", make_cfg(toy, scorer="gold"), run)
     assert read_res(run, "mixed", "eng_Latn")["chance"] == pytest.approx(MIXED_CHANCE)
 
 
 def test_fixed_scorer_beyond_an_items_options_is_no_prediction(toy, tmp_path):
     run = RunDir(tmp_path / "run")
-    eval_stage.run_stage(make_cfg(toy, scorer="fixed", fixed_option=2), run)
+    call_stage("evaluate", make_cfg(toy, scorer="fixed", fixed_option=2), run)
     res = read_res(run, "toy3", "eng_Latn")  # gold 0,1,2,0,1,2: option 2 right twice
     assert res["correct"] == 2 and res["accuracy"] == pytest.approx(100 / 3) and res["chance"] == pytest.approx(100 / 3)
     # Mixed: the 2-option items have no option 2 (no prediction, wrong); option 2 is gold at items 1, 4, 5.
@@ -149,7 +149,7 @@ def test_tiny_mc_model_scores_each_item_over_its_own_options(toy, tmp_path, tiny
     path = tiny_mc[0]
     run = RunDir(tmp_path / "run")
     cfg = make_cfg(toy, scorer="mc", model=str(path), batch_size=4)
-    summary = eval_stage.run_stage(cfg, run)
+    summary = call_stage("evaluate", cfg, run)
     assert summary["mixed"]["n_questions"] == 12 and summary["toy3"]["n_questions"] == 12
     preds = read_preds(run, "mixed", "eng_Latn")
     assert [len(p["scores"]) for p in preds] == [n for n, _ in MIXED]
@@ -165,4 +165,4 @@ def test_a_label_outside_its_items_options_names_the_row(toy, tmp_path):
     cfg = make_cfg(toy, scorer="gold")
     OmegaConf.update(cfg, "eval.benchmarks.mixed.path", str(root), merge=False)
     with pytest.raises(DataError, match=r"eng_Latn\.jsonl: row 2: field 'label' is 2, not one of the item's 2 options"):
-        eval_stage.run_stage(cfg, RunDir(tmp_path / "run"))
+        call_stage("evaluate", cfg, RunDir(tmp_path / "run"))

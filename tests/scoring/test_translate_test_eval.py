@@ -8,8 +8,9 @@ from omegaconf import OmegaConf
 
 from tests.fixtures.benchmarks import write_belebele
 from xlt import config as xcfg
+from xlt.contract import call_stage
 from xlt.run import RunDir
-from xlt.scoring import stage as eval_stage
+from xlt.stages import evaluate as eval_stage
 
 
 def _cfg(data, **bench):
@@ -25,7 +26,7 @@ def _cfg(data, **bench):
 def test_translate_test_translates_items_before_scoring(tmp_path):
     write_belebele(tmp_path / "bele", ["fra_Latn", "eng_Latn"], n=6)
     run = RunDir(tmp_path / "run")
-    summary = eval_stage.run_stage(_cfg(tmp_path / "bele"), run)
+    summary = call_stage("evaluate", _cfg(tmp_path / "bele"), run)
     assert summary["belebele_tt"]["n_languages"] == 2
     res = json.loads((run.eval / "belebele_tt" / "fra_Latn.json").read_text())
     assert res["translate_test"] is True and res["n"] == 6 and res["accuracy"] == 100.0
@@ -41,11 +42,11 @@ def test_changed_settings_recompute_stale_results(tmp_path):
     write_belebele(tmp_path / "bele", ["fra_Latn"], n=8)
     run = RunDir(tmp_path / "run")
     cfg = _cfg(tmp_path / "bele", translate_test=False)
-    eval_stage.run_stage(cfg, run)
+    call_stage("evaluate", cfg, run)
     first = json.loads((run.eval / "belebele_tt" / "fra_Latn.json").read_text())
     assert first["n"] == 8
     OmegaConf.update(cfg, "eval.benchmarks.belebele_tt.max_questions", 3)
-    eval_stage.run_stage(cfg, run)
+    call_stage("evaluate", cfg, run)
     second = json.loads((run.eval / "belebele_tt" / "fra_Latn.json").read_text())
     assert second["n"] == 3 and second["settings"]["max_questions"] == 3
 
@@ -62,7 +63,7 @@ def test_rows_without_finite_scores_count_as_wrong(tmp_path, monkeypatch):
 
     monkeypatch.setattr(eval_stage, "build_scorer", lambda cfg, run: NoAnswer())
     run = RunDir(tmp_path / "run")
-    eval_stage.run_stage(_cfg(tmp_path / "bele", translate_test=False), run)
+    call_stage("evaluate", _cfg(tmp_path / "bele", translate_test=False), run)
     res = json.loads((run.eval / "belebele_tt" / "fra_Latn.json").read_text())
     assert res["accuracy"] == 0.0
     preds = [json.loads(x) for x in (run.eval / "belebele_tt" / "predictions" / "fra_Latn.jsonl").read_text().splitlines()]

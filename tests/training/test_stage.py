@@ -11,11 +11,11 @@ from datasets import load_from_disk
 
 from tests.training.conftest import make_cfg, write_train_set
 from tests.training.helpers import CrashAtStep, SimulatedCrash
+from xlt.contract import call_stage
 from xlt.errors import DataError
 from xlt.modeling.features import MCCollator, tokenize_mc
 from xlt.modeling.load import load_trained
 from xlt.training.callbacks import TrainingCollapsedError
-from xlt.training.stage import run_stage
 
 
 def dev_logits(model, tokenizer, run, n: int = 32) -> torch.Tensor:
@@ -31,7 +31,7 @@ def dev_logits(model, tokenizer, run, n: int = 32) -> torch.Tensor:
 def test_training_lowers_loss_and_beats_chance(run_dir):
     write_train_set(run_dir, 800, 120)
     cfg = make_cfg(**{"training.num_train_epochs": 3, "training.eval_steps": 20})
-    summary = run_stage(cfg, run_dir)
+    summary = call_stage("train", cfg, run_dir)
 
     metrics = json.loads((run_dir.path / "train_metrics.json").read_text())
     losses = [h["loss"] for h in metrics["train_loss_history"]]
@@ -67,14 +67,14 @@ def test_kill_and_resume_gives_the_same_result(tmp_path):
     settings = {"training.max_steps": 30, "training.eval_steps": 10}
     one = RunDir(tmp_path / "one")
     write_train_set(one, 320, 48)
-    full = run_stage(make_cfg(**settings), one)
+    full = call_stage("train", make_cfg(**settings), one)
 
     two = RunDir(tmp_path / "two")
     write_train_set(two, 320, 48)
     with pytest.raises(SimulatedCrash):
-        run_stage(make_cfg(**settings), two, extra_callbacks=[CrashAtStep(15)])
+        call_stage("train", make_cfg(**settings), two, extra_callbacks=[CrashAtStep(15)])
     assert (two.checkpoints / "checkpoint-10").exists() and not two.model.exists()
-    resumed = run_stage(make_cfg(**settings), two)
+    resumed = call_stage("train", make_cfg(**settings), two)
 
     assert resumed["resumed_from"].endswith("checkpoint-10")
     for key in ("best_dev_accuracy", "best_step", "final_dev_accuracy", "global_step"):
@@ -91,7 +91,7 @@ def test_lora_trains_saves_head_and_reloads(run_dir):
     write_train_set(run_dir, 320, 48)
     cfg = make_cfg(**{"model.lora.enabled": True, "model.lora.merge_and_save": True, "training.max_steps": 20,
                       "training.eval_steps": 10, "model.lora.r": 4})
-    summary = run_stage(cfg, run_dir)
+    summary = call_stage("train", cfg, run_dir)
     assert summary["lora"] and (run_dir.model / "adapter_config.json").exists()
     assert (run_dir.model / "base_model" / "model.safetensors").exists()
     model, tok = load_trained(run_dir.model)
@@ -115,7 +115,7 @@ def test_collapse_stops_the_run_with_a_clear_error(run_dir):
                       "training.stop_on_collapse": True, "training.collapse_margin": 0.3,
                       "training.collapse_patience": 2})
     with pytest.raises(TrainingCollapsedError, match="collapsed"):
-        run_stage(cfg, run_dir)
+        call_stage("train", cfg, run_dir)
     metrics = json.loads((run_dir.path / "train_metrics.json").read_text())
     assert metrics["collapsed"]["step"] == 20  # warmup is 3 steps: evaluations at 10 and 20
     assert metrics["global_step"] == 20  # stopped early
@@ -124,21 +124,21 @@ def test_collapse_stops_the_run_with_a_clear_error(run_dir):
 
 def test_missing_training_set_is_a_clear_error(run_dir):
     with pytest.raises(DataError, match="build_data"):
-        run_stage(make_cfg(), run_dir)
+        call_stage("train", make_cfg(), run_dir)
 
 
 def test_early_stopping_when_dev_accuracy_stalls(run_dir):
     write_train_set(run_dir, 160, 48)
     cfg = make_cfg(**{"training.learning_rate": 0.0, "training.max_steps": 50, "training.eval_steps": 10,
                       "training.early_stopping_patience": 2})
-    summary = run_stage(cfg, run_dir)
+    summary = call_stage("train", cfg, run_dir)
     # lr 0: the first evaluation stays best; two more without improvement end the run at step 30.
     assert summary["global_step"] == 30 and summary["best_step"] == 10
 
 
 def test_no_evaluation_before_the_end_keeps_the_final_model(run_dir):
     write_train_set(run_dir, 64, 16)
-    summary = run_stage(make_cfg(**{"training.max_steps": 3, "training.eval_steps": 100}), run_dir)
+    summary = call_stage("train", make_cfg(**{"training.max_steps": 3, "training.eval_steps": 100}), run_dir)
     assert summary["best_step"] == 3 and summary["best_dev_accuracy"] == summary["final_dev_accuracy"]
     assert "at step 3" in (run_dir.model / "README.md").read_text()
 
@@ -146,10 +146,10 @@ def test_no_evaluation_before_the_end_keeps_the_final_model(run_dir):
 def test_rerun_resumes_finished_run_and_force_starts_over(run_dir):
     write_train_set(run_dir, 64, 16)
     settings = {"training.max_steps": 4, "training.eval_steps": 2}
-    first = run_stage(make_cfg(**settings), run_dir)
-    again = run_stage(make_cfg(**settings), run_dir)  # e.g. killed while saving: nothing is retrained
+    first = call_stage("train", make_cfg(**settings), run_dir)
+    again = call_stage("train", make_cfg(**settings), run_dir)  # e.g. killed while saving: nothing is retrained
     assert again["resumed_from"].endswith("checkpoint-4") and again["best_dev_accuracy"] == first["best_dev_accuracy"]
-    forced = run_stage(make_cfg(**settings, force=True), run_dir)
+    forced = call_stage("train", make_cfg(**settings, force=True), run_dir)
     assert forced["resumed_from"] is None and forced["global_step"] == 4
 
 
@@ -159,7 +159,7 @@ def test_batches_are_grouped_by_length(run_dir):
     from xlt.modeling.load import load_model, load_tokenizer
     from xlt.training.args import build_training_arguments
     from xlt.training.data import tokenized_splits
-    from xlt.training.stage import make_trainer
+    from xlt.training.trainer import make_trainer
 
     ds = write_train_set(run_dir, 320, 16)
     # Spread the lengths: prepend i % 6 copies of another passage.
@@ -196,8 +196,8 @@ def test_warning_signal_checkpoints_mid_interval_and_resumes(run_dir, monkeypatc
     write_train_set(run_dir, 160, 16)
     settings = {"training.max_steps": 10, "training.eval_steps": 5}
     with pytest.raises(cluster.Preempted):
-        run_stage(make_cfg(**settings), run_dir, extra_callbacks=[SignalAt()])
+        call_stage("train", make_cfg(**settings), run_dir, extra_callbacks=[SignalAt()])
     assert (run_dir.checkpoints / "checkpoint-7" / "optimizer.pt").exists()
     monkeypatch.setitem(cluster._requested, "signal", None)
-    summary = run_stage(make_cfg(**settings), run_dir)
+    summary = call_stage("train", make_cfg(**settings), run_dir)
     assert summary["resumed_from"].endswith("checkpoint-7") and summary["global_step"] == 10

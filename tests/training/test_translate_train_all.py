@@ -7,10 +7,9 @@ import json
 import pytest
 
 from tests.training.conftest import make_cfg, write_train_set
+from xlt.contract import call_stage
 from xlt.errors import ConfigError
 from xlt.training.data import translate_train_all
-from xlt.training.stage import run_stage
-from xlt.translation import stage as translation
 
 ECHO = {"translate.kind": "echo", "translate.languages": ["fra_Latn", "deu_Latn"], "translate.batch_size": 64}
 SHORT = {"training.max_steps": 4, "training.eval_steps": 2}
@@ -26,8 +25,8 @@ def test_the_recipe_decides():
 def test_trains_on_english_and_every_translation(run_dir):
     write_train_set(run_dir, 40, 12)
     cfg = make_cfg(**ECHO, **SHORT)
-    translation.run_stage(cfg, run_dir)
-    summary = run_stage(cfg, run_dir)
+    call_stage("translate", cfg, run_dir)
+    summary = call_stage("train", cfg, run_dir)
     metrics = json.loads((run_dir.path / "train_metrics.json").read_text())
     expected = {"deu_Latn": 40, "eng_Latn": 40, "fra_Latn": 40}
     assert metrics["train_rows_by_language"] == expected and summary["train_rows"] == 120
@@ -38,10 +37,10 @@ def test_trains_on_english_and_every_translation(run_dir):
 def test_configured_but_not_translated_is_rejected(run_dir):
     write_train_set(run_dir, 40, 12)
     with pytest.raises(ConfigError, match=r"'fra_Latn'.*run the translate stage first"):
-        run_stage(make_cfg(**ECHO, **SHORT), run_dir)
+        call_stage("train", make_cfg(**ECHO, **SHORT), run_dir)
 
 
 def test_translate_stage_without_languages_is_rejected(run_dir):
     write_train_set(run_dir, 40, 12)
     with pytest.raises(ConfigError, match="translate.languages is empty"):
-        run_stage(make_cfg(stages=["build_data", "translate", "train"], **SHORT), run_dir)
+        call_stage("train", make_cfg(stages=["build_data", "translate", "train"], **SHORT), run_dir)

@@ -9,8 +9,9 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import english_rows, make_cfg
+from xlt.contract import call_stage
 from xlt.errors import DataError
-from xlt.translation import stage
+from xlt.stages import translate as stage
 
 
 def _write_jsonl(path, rows):
@@ -22,7 +23,7 @@ def test_the_source_language_is_refused(tmp_path, run):
     _write_jsonl(tmp_path / "imp" / "fra_Latn.jsonl", english_rows(3, "train"))
     _write_jsonl(tmp_path / "imp" / "eng_Latn.jsonl", english_rows(3, "train"))
     with pytest.raises(DataError, match=r"eng_Latn is the source language.*remove or rename"):
-        stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp"), languages=[]), run)
+        call_stage("translate", make_cfg(import_dir=str(tmp_path / "imp"), languages=[]), run)
     assert not (run.data / "translated").exists() or not any((run.data / "translated").glob("*_*"))
 
 
@@ -31,7 +32,7 @@ def test_the_source_language_is_refused(tmp_path, run):
 def test_codes_that_are_not_flores_200_are_refused(tmp_path, run, code, hint):
     _write_jsonl(tmp_path / "imp" / f"{code}.jsonl", english_rows(3, "train"))
     with pytest.raises(DataError) as err:
-        stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp"), languages=[]), run)
+        call_stage("translate", make_cfg(import_dir=str(tmp_path / "imp"), languages=[]), run)
     assert f"'{code}' is not a FLORES-200 code" in str(err.value) and hint in str(err.value)
 
 
@@ -39,7 +40,7 @@ def test_duplicate_rows_are_dropped_and_counted(tmp_path, run):
     rows = english_rows(4, "train") + english_rows(2, "dev")
     rows = rows + rows[:3] + [rows[4]]  # three train rows and one dev row twice
     _write_jsonl(tmp_path / "imp" / "fra_Latn.jsonl", rows)
-    summary = stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp"), languages=["fra_Latn"]), run)
+    summary = call_stage("translate", make_cfg(import_dir=str(tmp_path / "imp"), languages=["fra_Latn"]), run)
     assert summary["rows"] == {"fra_Latn": {"train": 4, "dev": 2}}
     assert load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].num_rows == 4
     report = json.loads((run.data / "translation_report.json").read_text())["languages"]["fra_Latn"]
@@ -55,4 +56,4 @@ def test_bytes_that_are_not_utf8_are_named_with_file_and_line(tmp_path, run):
     lines[1] = lines[1].replace(b'"question": "', b'"question": "\xe9t\xe9 ')  # Latin-1, not UTF-8
     path.write_bytes(b"".join(lines))
     with pytest.raises(DataError, match=r"fra_Latn.jsonl, line 2: bytes that are not UTF-8"):
-        stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp"), languages=["fra_Latn"]), run)
+        call_stage("translate", make_cfg(import_dir=str(tmp_path / "imp"), languages=["fra_Latn"]), run)

@@ -12,8 +12,9 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import make_cfg, make_train_set
+from xlt.contract import call_stage
 from xlt.errors import DataError
-from xlt.translation import stage
+from xlt.stages import translate as stage
 from xlt.translation.engine import translate_dataset
 from xlt.translation.translator import Translator
 
@@ -50,7 +51,7 @@ def test_unit_with_all_rows_dropped(run, monkeypatch):
     # A language that keeps no row is an error (it would silently vanish from translate-train-all); the
     # report that says why is written first.
     with pytest.raises(DataError, match=r"kept 0 training rows for fra_Latn.*translation_report"):
-        stage.run_stage(make_cfg(languages=["fra_Latn"]), run)
+        call_stage("translate", make_cfg(languages=["fra_Latn"]), run)
     report = json.loads((run.data / "translation_report.json").read_text())
     counts = report["languages"]["fra_Latn"]["counts"]
     assert counts["dropped_duplicate_options"] == 19 and counts["rows_out"] == 0

@@ -7,12 +7,13 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import make_cfg
-from xlt.translation import stage
+from xlt.contract import call_stage
+from xlt.stages import translate as stage
 
 
 @pytest.mark.parametrize("what", ["record_garbage", "record_other_shape", "record_deleted", "arrow_deleted"])
 def test_a_damaged_merged_translation_is_redone_identically(run, caplog, what):
-    stage.run_stage(make_cfg(), run)
+    call_stage("translate", make_cfg(), run)
     folder = stage.language_dir(run, "fra_Latn")
     before = {s: load_from_disk(str(folder))[s].to_list() for s in ("train", "dev")}
     record = folder / stage.MERGED_FILE
@@ -24,7 +25,7 @@ def test_a_damaged_merged_translation_is_redone_identically(run, caplog, what):
         record.unlink()
     else:
         next(folder.glob("train/data-*.arrow")).unlink()
-    stage.run_stage(make_cfg(), run)
+    call_stage("translate", make_cfg(), run)
     after = {s: load_from_disk(str(folder))[s].to_list() for s in ("train", "dev")}
     assert after == before
     assert (folder / stage.MERGED_FILE).is_file()

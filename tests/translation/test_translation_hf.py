@@ -12,9 +12,11 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import PASSAGES, make_cfg, make_run
+from xlt.contract import call_stage
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, HubUnavailableError
-from xlt.translation import ct2, stage
+from xlt.stages import translate as stage
+from xlt.translation import ct2
 from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
 from xlt.translation.tiny import build_tiny_nllb
@@ -95,7 +97,7 @@ def test_generation_limit_follows_input_length(tiny_mt, monkeypatch):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_stage_with_tiny_model(run, tiny_mt, engine):
     cfg = mt_cfg(tiny_mt, engine, max_new_tokens=8, languages=["fra_Latn"], quality={"drop_runaway": False})
-    summary = stage.run_stage(cfg, run)
+    summary = call_stage("translate", cfg, run)
     dd = load_from_disk(str(stage.language_dir(run, "fra_Latn")))
     report = json.loads((run.data / "translation_report.json").read_text())
     counts = report["languages"]["fra_Latn"]["counts"]
@@ -111,7 +113,7 @@ def test_stage_with_tiny_model(run, tiny_mt, engine):
     assert counts["segments_translated"] + counts["segments_cached"] == counts["segments_unique"]
     # Rerun after deleting the outputs: the cache answers everything.
     shutil.rmtree(stage.translated_dir(run))
-    stage.run_stage(cfg, run)
+    call_stage("translate", cfg, run)
     counts2 = json.loads((run.data / "translation_report.json").read_text())["languages"]["fra_Latn"]["counts"]
     assert counts2["segments_translated"] == 0
     assert load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].to_list() == dd["train"].to_list()
@@ -121,14 +123,14 @@ def test_stage_with_tiny_model(run, tiny_mt, engine):
 def test_unknown_target_language_fails_before_translating(run, tiny_mt, engine):
     cfg = mt_cfg(tiny_mt, engine, languages=["zul_Latn"])
     with pytest.raises(ConfigError, match="zul_Latn"):
-        stage.run_stage(cfg, run)
+        call_stage("translate", cfg, run)
 
 
 def test_hub_model_offline_is_a_clear_error(run, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     cfg = make_cfg(kind="hf", model_name_or_path="facebook/nllb-200-distilled-600M")
     with pytest.raises(HubUnavailableError, match="translate.model_name_or_path"):
-        stage.run_stage(cfg, run)
+        call_stage("translate", cfg, run)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -202,12 +204,12 @@ def test_shards_and_resume_after_kill_under_the_engine(tmp_path, tiny_mt, engine
     tr = build_translator(mt_cfg(tiny_mt, engine, **cfg).translate)
     monkeypatch.setattr(stage, "build_translator", lambda tcfg: tr)
     one = make_run(tmp_path / "one")
-    stage.run_stage(mt_cfg(tiny_mt, engine, **cfg), one)
+    call_stage("translate", mt_cfg(tiny_mt, engine, **cfg), one)
     ref = load_from_disk(str(stage.language_dir(one, "fra_Latn")))
     # Shards (each with its own cache), merged by the last one: the same result as one run.
     sharded = make_run(tmp_path / "sharded")
     for i in (1, 0):
-        stage.run_stage(mt_cfg(tiny_mt, engine, shard_index=i, num_shards=2, **cfg), sharded)
+        call_stage("translate", mt_cfg(tiny_mt, engine, shard_index=i, num_shards=2, **cfg), sharded)
     got = load_from_disk(str(stage.language_dir(sharded, "fra_Latn")))
     assert all(got[s].to_list() == ref[s].to_list() for s in ("train", "dev"))
     # Killed after two batches: they are in the cache, and the resumed run translates only the rest.
@@ -222,11 +224,11 @@ def test_shards_and_resume_after_kill_under_the_engine(tmp_path, tiny_mt, engine
 
     monkeypatch.setattr(tr, "_generate", dies_after_two)
     with pytest.raises(KeyboardInterrupt):
-        stage.run_stage(mt_cfg(tiny_mt, engine, **cfg), killed)
+        call_stage("translate", mt_cfg(tiny_mt, engine, **cfg), killed)
     with TranslationCache(stage.cache_path(mt_cfg(tiny_mt, engine), killed)) as cache:
         assert len(cache) == sum(calls)
     monkeypatch.setattr(tr, "_generate", generate)
-    stage.run_stage(mt_cfg(tiny_mt, engine, **cfg), killed)
+    call_stage("translate", mt_cfg(tiny_mt, engine, **cfg), killed)
     counts = json.loads((killed.data / "translation_report.json").read_text())["languages"]["fra_Latn"]["counts"]
     assert counts["segments_cached"] >= sum(calls)
     got = load_from_disk(str(stage.language_dir(killed, "fra_Latn")))

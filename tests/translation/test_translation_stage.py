@@ -8,9 +8,10 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import make_cfg, make_run
+from xlt.contract import call_stage
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
-from xlt.translation import stage
+from xlt.stages import translate as stage
 from xlt.translation.cache import TranslationCache
 from xlt.translation.translator import EchoTranslator
 
@@ -49,7 +50,7 @@ def counting(monkeypatch):
 
 def test_stage_writes_translated_languages_and_report(run):
     cfg = make_cfg()
-    summary = stage.run_stage(cfg, run)
+    summary = call_stage("translate", cfg, run)
     assert summary["languages"] == ["fra_Latn", "deu_Latn"]
     for lang in ("fra_Latn", "deu_Latn"):
         dd = load_from_disk(str(stage.language_dir(run, lang)))
@@ -78,14 +79,14 @@ def test_stage_writes_translated_languages_and_report(run):
 def test_rerun_uses_cache_and_only_translates_missing(run, counting):
     cfg = make_cfg()
     first = counting()
-    stage.run_stage(cfg, run)
+    call_stage("translate", cfg, run)
     assert first.translated > 0
     # Remove the finished parts: the rerun must find every segment in the cache.
     import shutil
 
     shutil.rmtree(stage.translated_dir(run))
     second = counting()
-    stage.run_stage(cfg, run)
+    call_stage("translate", cfg, run)
     assert second.translated == 0
     report = json.loads((run.data / "translation_report.json").read_text())
     counts = report["languages"]["deu_Latn"]["counts"]
@@ -94,7 +95,7 @@ def test_rerun_uses_cache_and_only_translates_missing(run, counting):
 
 def test_identical_segments_across_units_translated_once(run, counting):
     tr = counting()
-    stage.run_stage(make_cfg(languages=["fra_Latn"]), run)
+    call_stage("translate", make_cfg(languages=["fra_Latn"]), run)
     with TranslationCache(stage.cache_path(make_cfg(), run)) as cache:
         # Every unique text was translated exactly once: translated count == cache size.
         assert tr.translated == len(cache)
@@ -104,17 +105,17 @@ def test_resume_after_kill_loses_at_most_one_batch(run, counting):
     cfg = make_cfg(languages=["fra_Latn"])
     full = counting()
     ref_run = make_run(run.path.parent / "ref")
-    stage.run_stage(cfg, ref_run)
+    call_stage("translate", cfg, ref_run)
     total = full.translated
 
     killed = counting(fail_after=3)
     with pytest.raises(KeyboardInterrupt):
-        stage.run_stage(cfg, run)
+        call_stage("translate", cfg, run)
     assert killed.translated > 0
     with TranslationCache(stage.cache_path(cfg, run)) as cache:
         assert len(cache) == killed.translated  # every finished batch was committed
     resumed = counting()
-    summary = stage.run_stage(cfg, run)
+    summary = call_stage("translate", cfg, run)
     assert summary is not None
     assert resumed.translated == total - killed.translated
     ref = load_from_disk(str(stage.language_dir(ref_run, "fra_Latn")))
@@ -126,13 +127,13 @@ def test_resume_after_kill_loses_at_most_one_batch(run, counting):
 def test_shards_then_merge_equal_one_run(tmp_path):
     cfg_one = make_cfg()
     one = make_run(tmp_path / "one")
-    stage.run_stage(cfg_one, one)
+    call_stage("translate", cfg_one, one)
 
     sharded = make_run(tmp_path / "sharded")
-    results = [stage.run_stage(make_cfg(shard_index=i, num_shards=3), sharded) for i in (2, 0)]
+    results = [call_stage("translate", make_cfg(shard_index=i, num_shards=3), sharded) for i in (2, 0)]
     assert results == [None, None]  # not all units done yet
     assert not stage.language_dir(sharded, "fra_Latn").exists()
-    summary = stage.run_stage(make_cfg(shard_index=1, num_shards=3), sharded)
+    summary = call_stage("translate", make_cfg(shard_index=1, num_shards=3), sharded)
     assert summary is not None and summary["rows"]["fra_Latn"] == {"train": 14, "dev": 5}
     for lang in ("fra_Latn", "deu_Latn"):
         a = load_from_disk(str(stage.language_dir(one, lang)))
@@ -172,26 +173,26 @@ def test_missing_train_set_is_a_data_error(tmp_path):
     from xlt.run import RunDir
 
     with pytest.raises(DataError, match="build_data"):
-        stage.run_stage(make_cfg(), RunDir(tmp_path / "empty"))
+        call_stage("translate", make_cfg(), RunDir(tmp_path / "empty"))
 
 
 def test_shared_cache_dir(tmp_path, counting):
     shared = tmp_path / "shared_cache"
     counting()
-    stage.run_stage(make_cfg(cache_dir=str(shared)), make_run(tmp_path / "a"))
+    call_stage("translate", make_cfg(cache_dir=str(shared)), make_run(tmp_path / "a"))
     assert (shared / "translation_cache.sqlite").exists()
     second = counting()
-    stage.run_stage(make_cfg(cache_dir=str(shared)), make_run(tmp_path / "b"))
+    call_stage("translate", make_cfg(cache_dir=str(shared)), make_run(tmp_path / "b"))
     assert second.translated == 0  # another run reuses the shared cache
 
 
 def test_merged_languages_are_kept_once_and_skipped(run, counting):
     counting()
-    stage.run_stage(make_cfg(), run)
+    call_stage("translate", make_cfg(), run)
     assert not (stage.translated_dir(run) / ".parts" / "fra_Latn").exists()  # parts removed after the merge
     before = load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].to_list()
     again = counting()
-    summary = stage.run_stage(make_cfg(languages=["fra_Latn", "deu_Latn", "ita_Latn"]), run)
+    summary = call_stage("translate", make_cfg(languages=["fra_Latn", "deu_Latn", "ita_Latn"]), run)
     # Only the new language is translated; the merged ones are reused as they are.
     assert again.calls > 0 and all(t == "ita_Latn" for t in again.targets)
     assert summary["rows"]["ita_Latn"] == {"train": 14, "dev": 5}

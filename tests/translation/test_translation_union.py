@@ -9,15 +9,16 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import english_rows, make_cfg
+from xlt.contract import call_stage
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
-from xlt.translation import stage
+from xlt.stages import translate as stage
 from xlt.translation.union import build_train_all, language_sizes, sample_indices
 
 
 @pytest.fixture
 def translated(run):
-    stage.run_stage(make_cfg(), run)
+    call_stage("translate", make_cfg(), run)
     return run
 
 
@@ -97,7 +98,7 @@ def test_import_flat_jsonl_and_folder(tmp_path, run):
     imp = tmp_path / "imp"
     _write_jsonl(imp / "fra_Latn.jsonl", english_rows(6, "train") + english_rows(2, "dev"))
     _write_jsonl(imp / "deu_Latn" / "train.jsonl", english_rows(4, "train"))
-    summary = stage.run_stage(make_cfg(import_dir=str(imp)), run)
+    summary = call_stage("translate", make_cfg(import_dir=str(imp)), run)
     assert summary["rows"] == {"fra_Latn": {"train": 6, "dev": 2}, "deu_Latn": {"train": 4, "dev": 0}}
     fra = load_from_disk(str(stage.language_dir(run, "fra_Latn")))
     assert fra["train"].features == TRANSLATED_FEATURES and set(fra["train"]["language"]) == {"fra_Latn"}
@@ -112,7 +113,7 @@ def test_import_save_to_disk_folder(tmp_path, run):
 
     imp = tmp_path / "imp"
     make_train_set(3, 1).save_to_disk(str(imp / "fra_Latn"))
-    stage.run_stage(make_cfg(import_dir=str(imp), languages=["fra_Latn"]), run)
+    call_stage("translate", make_cfg(import_dir=str(imp), languages=["fra_Latn"]), run)
     assert load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].num_rows == 3
 
 
@@ -131,14 +132,14 @@ def test_import_errors_name_file_line_field(tmp_path, run, mutate, match):
     mutate(rows[1])
     _write_jsonl(tmp_path / "imp" / "fra_Latn.jsonl", rows)
     with pytest.raises(DataError, match=match) as err:
-        stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp"), languages=["fra_Latn"]), run)
+        call_stage("translate", make_cfg(import_dir=str(tmp_path / "imp"), languages=["fra_Latn"]), run)
     assert "fra_Latn.jsonl" in str(err.value)
 
 
 def test_import_missing_language(tmp_path, run):
     _write_jsonl(tmp_path / "imp" / "fra_Latn.jsonl", english_rows(2, "train"))
     with pytest.raises(DataError, match="no translation of 'deu_Latn'"):
-        stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp")), run)
+        call_stage("translate", make_cfg(import_dir=str(tmp_path / "imp")), run)
     (tmp_path / "imp" / "spa_Latn.jsonl").write_text("{not json\n")
     with pytest.raises(DataError, match=r"spa_Latn.jsonl, line 1: not valid JSON"):
-        stage.run_stage(make_cfg(import_dir=str(tmp_path / "imp"), languages=["spa_Latn"]), run)
+        call_stage("translate", make_cfg(import_dir=str(tmp_path / "imp"), languages=["spa_Latn"]), run)

@@ -53,9 +53,16 @@ class XltConfig:
     logger: LoggerConfig = neutral(default_factory=LoggerConfig)
 
 
+def _mt_languages(model: str, languages: str, exclude: str = "") -> list[str]:
+    from xlt.languages import mt_codes
+
+    return mt_codes(model, languages, [exclude] if exclude else [])
+
+
 def register() -> None:
     """Register the root schema (as ``xlt_schema``) so ``conf/config.yaml`` can extend it, and the
-    resolvers the config files use (``xlt_assets``, ``xlt_run_root``, ``xlt_run_name``, ``xlt_model_name``)."""
+    resolvers the config files use (``xlt_assets``, ``xlt_run_root``, ``xlt_run_name``, ``xlt_model_name``,
+    ``xlt_languages``)."""
     from xlt.config.keys import run_name
     from xlt.config.overrides import checked_run_root
 
@@ -65,6 +72,9 @@ def register() -> None:
         "xlt_assets": lambda: str(Path(__file__).resolve().parent.parent / "assets"),
         # A short model name from a checkpoint: its folder name or the last part of its Hub id.
         "xlt_model_name": lambda name_or_path: Path(str(name_or_path).rstrip("/")).name or str(name_or_path),
+        # ${xlt_languages:nllb,belebele,eng_Latn}: the languages of the table an MT model covers, without
+        # the source (xlt.languages.mt_codes): the translate configs' target lists come from the table.
+        "xlt_languages": _mt_languages,
     }
     for name, fn in resolvers.items():
         if not OmegaConf.has_resolver(name):

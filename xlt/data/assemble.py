@@ -1,8 +1,9 @@
 """Build the English multiple-choice training set (Belebele paper, appendix A.2) and its report.
 
 sources (Hub or local copies) -> per-source conversion (xlt.data.sources) -> optional decontamination
--> ``DatasetDict`` {train, dev} with ``TRAIN_FEATURES`` at ``run.train_set`` + ``train_set.tsv`` +
-``build_report.{json,md}``. The stage entry point is :func:`run_stage`.
+-> ``DatasetDict`` {train, dev} with ``TRAIN_FEATURES`` and the build report (a dict, its Markdown and
+console tables). Records in, ``DatasetDict`` out: the ``build_data`` stage (:mod:`xlt.stages.build_data`)
+saves them in the run directory.
 """
 
 from __future__ import annotations
@@ -21,12 +22,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from xlt.config.data import DataConfig, SourceConfig
 from xlt.data.decontaminate import find_overlaps
-from xlt.data.export import write_tsv
 from xlt.data.schema import TRAIN_FEATURES, TRAIN_LETTERS
 from xlt.data.sentences import splitter_name
 from xlt.data.sources import SOURCES, BuildContext, SourceStats
 from xlt.errors import ConfigError
-from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
+from xlt.markdown import markdown_table
 
 log = logging.getLogger(__name__)
 
@@ -203,9 +203,7 @@ def report_markdown(report: dict[str, Any]) -> str:
              f"(all sources but ReClor); sentence splitter: {report.get('sentence_splitter', '?')}. "
              "Odd rows are repaired or dropped and counted (see the README's anomaly policy).", ""]
     for title, header, rows in report_tables(report):
-        lines += [f"## {title}", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
-        lines.append("")
+        lines += [f"## {title}", "", markdown_table(header, rows)]
     lines += ["## Licences", ""]
     lines += [f"- {ds}: {'; '.join(lic)}" for ds, lic in report["licenses"].items()]
     return "\n".join(lines) + "\n"
@@ -225,10 +223,7 @@ def print_report(report: dict[str, Any]) -> None:
         console.print(table)
 
 
-# ---- stage --------------------------------------------------------------------------------------------
-
-
-def _eval_texts(cfg: DictConfig) -> list[str]:
+def decontamination_texts(cfg: DictConfig) -> list[str]:
     """Passages and questions of the local benchmark copies configured under ``eval.benchmarks``
     (each benchmark definition says what its texts are: ``Benchmark.contamination_texts``)."""
     from xlt.data.benchmarks import get_benchmark
@@ -251,30 +246,3 @@ def build(data_cfg: DataConfig | DictConfig, eval_texts: Iterable[str] | None = 
     if dec.enabled and eval_texts is not None:
         decontaminate(result, eval_texts, int(dec.ngram), bool(dec.remove))
     return to_dataset_dict(result.records), make_report(result, data_cfg), result
-
-
-def run_stage(cfg: DictConfig, run: RunDir, ctx: Any = None) -> dict[str, Any]:
-    """Stage ``build_data``: build, save (atomically), export TSV, write and print the build report.
-
-    ``ctx`` (:class:`xlt.contract.StageContext`) supplies the provenance recorded in the build report.
-    """
-    from xlt.contract import context
-
-    ctx = ctx or context(cfg, run, "build_data")
-    data_cfg = cfg.data
-    eval_texts = _eval_texts(cfg) if data_cfg.decontamination.enabled else None
-    dsd, report, result = build(data_cfg, eval_texts)
-    if data_cfg.export_tsv:
-        write_tsv([r for s in SPLITS for r in result.records[s]], run.data / "train_set.tsv")
-    with atomic_dir(run.train_set) as tmp:
-        dsd.save_to_disk(str(tmp))
-    report["provenance"] = ctx.record()
-    atomic_write_json(run.data / "build_report.json", report)
-    atomic_write_text(run.data / "build_report.md", report_markdown(report))
-    print_report(report)
-    return {
-        "train": len(dsd["train"]),
-        "dev": len(dsd["dev"]),
-        "per_dataset": {st.dataset: dict(st.kept) for st in result.stats},
-        "train_set": str(run.train_set),
-    }

@@ -7,15 +7,14 @@ The per-run pieces (reading runs, side-by-side tables, paired differences, seed 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
+from xlt.files import strict_json
 from xlt.reporting.compare import (
     RunInfo,
     paired_differences,
@@ -30,7 +29,7 @@ from xlt.reporting.html import write_compare_page
 from xlt.reporting.plots import comparison_plot
 from xlt.reporting.render import markdown_table
 from xlt.reporting.tables import chance_level
-from xlt.run import atomic_write_text
+from xlt.run import atomic_write_json, atomic_write_text
 
 
 def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
@@ -81,24 +80,7 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
         payload["benchmarks"][bench] = entry
     md.append(add_findings(runs, payload, samples, seed))  # the definitions' findings (xlt/reporting/findings.py)
     atomic_write_text(out / "compare.md", "".join(md))
-    atomic_write_text(out / "compare.json", json.dumps(_clean(payload), indent=2, ensure_ascii=False, default=str) + "\n")
-    write_compare_page(out / "compare.html", runs, _clean(payload))
+    atomic_write_json(out / "compare.json", payload)
+    write_compare_page(out / "compare.html", runs, strict_json(payload))
     return payload
 
-
-def _clean(obj: Any) -> Any:
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, float) and obj != obj:
-        return None
-    if obj is pd.NA:
-        return None
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return None if np.isnan(obj) else float(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj

@@ -600,14 +600,14 @@ def systems_table(runs: list[Any]) -> list[dict[str, Any]]:
 def findings_markdown(findings: list[dict[str, Any]], systems: list[dict[str, Any]]) -> str:
     import pandas as pd
 
+    from xlt.markdown import markdown_table as md_table
     from xlt.reporting.render import markdown_table
 
     out = ["\n## Findings of the papers\n",
            "\nSystems as the checks read them from each run's config (model, setting; seeds grouped):\n\n",
-           markdown_table(pd.DataFrame(systems)),
-           "\n| finding | paper | verdict | why |\n|---|---|---|---|\n"]
-    for f in findings:
-        out.append(f"| {f['claim']} | {f['paper']} | **{f['verdict']}** | {f['why'].replace('|', '/')} |\n")
+           markdown_table(pd.DataFrame(systems)), "\n",
+           md_table(["finding", "paper", "verdict", "why"],
+                    [[f["claim"], f["paper"], f"**{f['verdict']}**", f["why"]] for f in findings])]
     for f in findings:
         if f["numbers"]:
             out += [f"\n### {f['claim']}: {f['verdict']}\n\nTest: {f['test']}.\n\n",

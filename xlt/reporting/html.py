@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -28,34 +27,15 @@ import pandas as pd
 
 from xlt import __version__
 from xlt import languages as langtab
+from xlt.files import json_text, strict_json
 from xlt.run import atomic_write_text
 
 WEB = Path(__file__).resolve().parent / "web"
 
 
-def _clean(obj: Any) -> Any:
-    """JSON-safe: NaN/inf -> None, numpy/pandas scalars -> Python."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if obj is None or obj is pd.NA:
-        return None
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
-        try:
-            obj = obj.item()
-        except (ValueError, TypeError):
-            return str(obj)
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, (str, int, float, bool)):
-        return obj
-    return str(obj)
-
-
 def script_json(data: Any) -> str:
     """JSON safe to inline in ``<script type="application/json">`` (no ``</script>``, no ``<!--``)."""
-    text = json.dumps(_clean(data), ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    text = json_text(data, indent=None, separators=(",", ":"))
     for a, b in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(a, b)
     return text
@@ -91,7 +71,7 @@ def col(key: str, label: str | None = None, kind: str = "text", **extra: Any) ->
 
 
 def table(id_: str, title: str, columns: list[dict[str, Any]], rows: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"type": "table", "id": id_, "title": title, "columns": columns, "rows": _clean(rows), **extra}
+    return {"type": "table", "id": id_, "title": title, "columns": columns, "rows": strict_json(rows), **extra}
 
 
 def frame_table(id_: str, title: str, df: pd.DataFrame) -> dict[str, Any]:
@@ -110,7 +90,7 @@ def frame_table(id_: str, title: str, df: pd.DataFrame) -> dict[str, Any]:
 
 
 def bars(id_: str, title: str, series: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"type": "bars", "id": id_, "title": title, "series": _clean(series), **extra}
+    return {"type": "bars", "id": id_, "title": title, "series": strict_json(series), **extra}
 
 
 def _interval_tip(name: str, code: str, value: float, low: Any, high: Any, what: str = "accuracy") -> str:

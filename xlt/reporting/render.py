@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
-
-def _fmt(value: object, digits: int) -> str:
-    if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.{digits}f}"
-    return "" if value is None else str(value)
+from xlt.markdown import markdown_table as md_table
 
 
 def markdown_table(df: pd.DataFrame, digits: int = 1) -> str:
-    """A GitHub-flavoured Markdown table of ``df`` (``|`` in cells escaped)."""
-    cols = [str(c) for c in df.columns]
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    for row in df.itertuples(index=False):
-        cells = [_fmt(v, digits).replace("|", "\\|") for v in row]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    """A GitHub-flavoured Markdown table of ``df`` (:func:`xlt.markdown.markdown_table`: floats with
+    ``digits`` decimals, NaN empty, ``|`` in cells escaped)."""
+    return md_table([str(c) for c in df.columns], df.itertuples(index=False), digits=digits)
 
 
 def latex_table(df: pd.DataFrame, caption: str, label: str, digits: int = 1) -> str:

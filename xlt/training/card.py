@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from xlt.hub import is_local
+from xlt.markdown import markdown_table
 from xlt.training.data import translate_train_all
 
 EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"
@@ -56,11 +57,12 @@ def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) ->
         "DeepSpeed": t.deepspeed or "no",
         "LoRA": f"r={m.lora.r}, alpha={m.lora.alpha}, targets={list(m.lora.target_modules)}" if lora else "no (full fine-tuning)",
     }
-    rows = "\n".join(f"| {k} | {v} |" for k, v in hyper.items())
+    hyper_table = markdown_table(["setting", "value"], hyper.items()).rstrip("\n")
     setting = "translate-train-all (English + translations)" if translate_train_all(cfg) else "English (zero-shot transfer)"
     splits = ", ".join(f"{k}: {v} rows" for k, v in data_info.items())
     history = summary.get("dev_accuracy_history") or []
-    dev_rows = "\n".join(f"| {h['step']} | {h['accuracy']:.4f} |" for h in history) or "| - | - |"
+    dev_table = markdown_table(["step", "dev accuracy"],
+                               [[h["step"], f"{h['accuracy']:.4f}"] for h in history] or [["-", "-"]]).rstrip("\n")
     kinds = sorted({str(b.kind) for b in (cfg.eval.benchmarks or {}).values() if b.enabled})
     return f"""{_front_matter(base, lora, kinds)}
 
@@ -78,18 +80,14 @@ Trained with xlt, recipe `{cfg.recipe_name}`.
 
 ## Training hyperparameters
 
-| setting | value |
-|---|---|
-{rows}
+{hyper_table}
 
 ## Dev results (English dev split)
 
 Best dev accuracy **{summary.get("best_dev_accuracy", float("nan")):.4f}** at step {summary.get("best_step")}
 (the checkpoint kept as the final model). Dev accuracy during training:
 
-| step | dev accuracy |
-|---|---|
-{dev_rows}
+{dev_table}
 
 ## Evaluation results
 

@@ -9,7 +9,7 @@ Modules, in the order data flows through them:
 * :mod:`~xlt.translation.engine`    translate one dataset into one language: unique segments, cache,
   batches, re-assembly, quality rules.
 * :mod:`~xlt.translation.quality`   empty / unchanged / runaway / duplicate-option checks and their rules.
-* :mod:`~xlt.translation.stage`     the ``translate`` stage: units, shards, merge, report, import.
+* :mod:`~xlt.translation.layout`    where the stage (:mod:`xlt.stages.translate`) keeps translations and the cache.
 * :mod:`~xlt.translation.importer`  pre-translated data (``translate.import_dir``).
 * :mod:`~xlt.translation.union`     the translate-train-all training set (English + translations, sampling).
 * :mod:`~xlt.translation.translate_test` benchmark items into English.

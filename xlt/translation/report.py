@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from xlt.markdown import markdown_table
 from xlt.run import RunDir, atomic_write_json, atomic_write_text
 from xlt.translation.keep import check_kept, keep_rate, keep_warnings
 from xlt.translation.quality import QualityStats
@@ -63,12 +64,11 @@ def report_markdown(report: dict[str, Any]) -> str:
         "Segment counts are unique segments per unit (a rerun counts cache hits as 'from cache').",
         "",
         *([f"**Warning:** {w}" for w in report.get("warnings", [])] + [""] if report.get("warnings") else []),
-        "| language | " + " | ".join(h for _, h in REPORT_COLUMNS) + " |",
-        "|---|" + "---:|" * len(REPORT_COLUMNS),
+        markdown_table(["language", *(h for _, h in REPORT_COLUMNS)],
+                       [[lang, *(info["counts"].get(k, 0) for k, _ in REPORT_COLUMNS)]
+                        for lang, info in report["languages"].items()],
+                       align="-" + "r" * len(REPORT_COLUMNS)).rstrip("\n"),
     ]
-    for lang, info in report["languages"].items():
-        c = info["counts"]
-        lines.append(f"| {lang} | " + " | ".join(str(c.get(k, 0)) for k, _ in REPORT_COLUMNS) + " |")
     examples = [(lang, what, ex) for lang, info in report["languages"].items() for what, ex in info["examples"].items()]
     if examples:
         lines += ["", "## Examples (first few per problem)", ""]

@@ -97,7 +97,7 @@ class TranslateTestRunner:
     ``runner(items, benchmark, language)`` returns the items in English and writes their quality counts
     to ``run/data/translate_test/<benchmark>/<language>.json``. The translator comes from the
     ``translate`` config group (model, batch size, limits; its ``languages`` are not used), the cache
-    from :func:`xlt.translation.stage.cache_path`, so reruns only score.
+    from :func:`xlt.translation.layout.cache_path`, so reruns only score.
     """
 
     def __init__(self, cfg: Any, run: RunDir, translator: Translator | None = None, target: str = "eng_Latn"):

@@ -21,34 +21,11 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from xlt import languages as langtab
 from xlt.batching import AdaptiveBatcher
 from xlt.errors import ConfigError
 
 log = logging.getLogger(__name__)
-
-# FLORES-200 -> M2M100 codes for the languages both cover (M2M100 tokenizers use ISO 639-1-style codes).
-FLORES_TO_M2M100 = {
-    "afr_Latn": "af", "amh_Ethi": "am", "arb_Arab": "ar", "ast_Latn": "ast", "azj_Latn": "az",
-    "bak_Cyrl": "ba", "bel_Cyrl": "be", "bul_Cyrl": "bg", "ben_Beng": "bn", "bos_Latn": "bs",
-    "cat_Latn": "ca", "ceb_Latn": "ceb", "ces_Latn": "cs", "cym_Latn": "cy", "dan_Latn": "da",
-    "deu_Latn": "de", "ell_Grek": "el", "eng_Latn": "en", "spa_Latn": "es", "est_Latn": "et",
-    "pes_Arab": "fa", "fuv_Latn": "ff", "fin_Latn": "fi", "fra_Latn": "fr", "gle_Latn": "ga",
-    "gla_Latn": "gd", "glg_Latn": "gl", "guj_Gujr": "gu", "hau_Latn": "ha", "heb_Hebr": "he",
-    "hin_Deva": "hi", "hrv_Latn": "hr", "hat_Latn": "ht", "hun_Latn": "hu", "hye_Armn": "hy",
-    "ind_Latn": "id", "ibo_Latn": "ig", "ilo_Latn": "ilo", "isl_Latn": "is", "ita_Latn": "it",
-    "jpn_Jpan": "ja", "jav_Latn": "jv", "kat_Geor": "ka", "kaz_Cyrl": "kk", "khm_Khmr": "km",
-    "kan_Knda": "kn", "kor_Hang": "ko", "ltz_Latn": "lb", "lug_Latn": "lg", "lin_Latn": "ln",
-    "lao_Laoo": "lo", "lit_Latn": "lt", "lvs_Latn": "lv", "plt_Latn": "mg", "mkd_Cyrl": "mk",
-    "mal_Mlym": "ml", "khk_Cyrl": "mn", "mar_Deva": "mr", "zsm_Latn": "ms", "mya_Mymr": "my",
-    "npi_Deva": "ne", "nld_Latn": "nl", "nob_Latn": "no", "nso_Latn": "ns", "oci_Latn": "oc",
-    "ory_Orya": "or", "pan_Guru": "pa", "pol_Latn": "pl", "pbt_Arab": "ps", "por_Latn": "pt",
-    "ron_Latn": "ro", "rus_Cyrl": "ru", "snd_Arab": "sd", "sin_Sinh": "si", "slk_Latn": "sk",
-    "slv_Latn": "sl", "som_Latn": "so", "als_Latn": "sq", "srp_Cyrl": "sr", "ssw_Latn": "ss",
-    "sun_Latn": "su", "swe_Latn": "sv", "swh_Latn": "sw", "tam_Taml": "ta", "tha_Thai": "th",
-    "tgl_Latn": "tl", "tsn_Latn": "tn", "tur_Latn": "tr", "ukr_Cyrl": "uk", "urd_Arab": "ur",
-    "uzn_Latn": "uz", "vie_Latn": "vi", "wol_Latn": "wo", "xho_Latn": "xh", "ydd_Hebr": "yi",
-    "yor_Latn": "yo", "zho_Hans": "zh", "zul_Latn": "zu",
-}  # fmt: skip
 
 
 def length_sorted_batches(
@@ -169,10 +146,12 @@ class LanguageTokens(Translator):
         if hasattr(self.tokenizer, "get_lang_id"):
             if code in getattr(self.tokenizer, "lang_code_to_token", {}):
                 return code
-            if code in FLORES_TO_M2M100:
-                return FLORES_TO_M2M100[code]
+            m2m100 = langtab.m2m100_code(code)  # the language table (xlt/languages.tsv)
+            if m2m100 is not None:
+                return m2m100
             raise ConfigError(
-                f"language {code!r} has no M2M100 code; add it with translate.lang_code_map.{code}=<code>"
+                f"language {code!r} has no M2M100 code in xlt/languages.tsv; add it with "
+                f"translate.lang_code_map.{code}=<code>"
             )
         return code
 

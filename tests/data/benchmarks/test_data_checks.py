@@ -11,8 +11,8 @@ from tests.fixtures.benchmarks import belebele_gold, belebele_rows, write_jsonl
 from xlt import config as xcfg
 from xlt.data.export import read_tsv, to_reference_frame, write_tsv
 from xlt.run import RunDir
-from xlt.scoring import stage as eval_stage
 from xlt.scoring.results import Job
+from xlt.stages import evaluate as eval_stage
 
 
 class TieScorer:
@@ -68,7 +68,7 @@ def test_tsv_reads_back_exactly_with_the_documented_call(tmp_path):
 def test_report_line_names_languages_with_odd_items():
     import pandas as pd
 
-    from xlt.reporting.stage import data_checks_line
+    from xlt.stages.report import data_checks_line
 
     df = pd.DataFrame({"language": ["fra_Latn", "deu_Latn"], "odd_items": [3, 0], "ties": [2, 1]})
     assert data_checks_line(df) == ("\nData checks: 3 odd item(s) in the benchmark files (fra_Latn 3); 3 prediction(s) "

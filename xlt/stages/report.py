@@ -15,28 +15,20 @@ each of its language groupings; :class:`xlt.data.benchmarks.base.Benchmark`), an
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 import pandas as pd
 
+from xlt.contract import StageContext
+from xlt.markdown import markdown_table as md_table
 from xlt.reporting import plots
 from xlt.reporting.html import write_run_page
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, summary_frames
-from xlt.run import RunDir, atomic_write_text
+from xlt.run import RunDir, atomic_write_json, atomic_write_text
 
 log = logging.getLogger("xlt.report")
-
-def _json_safe(obj: Any) -> Any:
-    if isinstance(obj, float) and obj != obj:  # NaN
-        return None
-    if isinstance(obj, dict):
-        return {k: _json_safe(v) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_json_safe(v) for v in obj]
-    return obj
 
 
 def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
@@ -105,7 +97,7 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
             for name, r in results.items()
         },
     }
-    atomic_write_text(run / "report.json", json.dumps(_json_safe(payload), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_json(run / "report.json", payload)
     atomic_write_text(run / "report.md", render_markdown(cfg, results))
     atomic_write_text(run / "report.tex", render_latex(results))
     files += [run / f"report.{ext}" for ext in ("md", "csv", "json", "tex")]
@@ -118,25 +110,20 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
 
 def card_summary(results: dict[str, BenchmarkResults]) -> str:
     """The model card's evaluation section: mean accuracy per benchmark, and where the details are."""
-    lines = ["| benchmark | languages | mean accuracy (%) |", "|---|---|---|"]
-    for name, r in results.items():
-        lines.append(f"| {name} | {len(r.per_language)} | {r.summary['mean']:.1f} |")
-    lines.append("")
-    lines.append("Per-language results, intervals and subsets: `report.md` in the run directory.")
-    return "\n".join(lines)
+    table = md_table(["benchmark", "languages", "mean accuracy (%)"],
+                     [[name, len(r.per_language), f"{r.summary['mean']:.1f}"] for name, r in results.items()])
+    return table + "\nPer-language results, intervals and subsets: `report.md` in the run directory."
 
 
-def run_stage(cfg: Any, run: RunDir, ctx: Any = None) -> dict[str, Any]:
+def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     """Merge the evaluation results of ``run`` and write the report; return headline numbers.
 
     Also fills the evaluation section of the run's model card (when the run's own model was
     evaluated) and logs tables and plots to W&B (when ``logger=wandb``).
     """
-    from xlt.contract import context
     from xlt.tracking import log_report
     from xlt.training.card import fill_evaluation_section
 
-    ctx = ctx or context(cfg, run, "report")
     results = collect(cfg, run)
     files = write_report(cfg, run, results, ctx.record())
     card = run.model / "README.md"

@@ -13,16 +13,17 @@ a rerun of any shard) marks the stage done. The report stage merges everything.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from xlt.contract import StageContext, check_model
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
-from xlt.run import RunDir, atomic_write_json, atomic_write_text, strict_json
+from xlt.files import json_text
+from xlt.run import RunDir, atomic_write_json, atomic_write_text
 from xlt.scoring.metrics import accuracy_with_ci, chance_level
 from xlt.scoring.results import (
     Job,
@@ -67,9 +68,9 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
     lines = [
         # Strict JSON: a score that is not finite (an LLM answer naming no option) is null.
-        json.dumps(strict_json({"id": ids[i], "language": job.language, "gold": int(gold[i]),
-                                "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag}),
-                   ensure_ascii=False, allow_nan=False)
+        json_text({"id": ids[i], "language": job.language, "gold": int(gold[i]),
+                   "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag},
+                  indent=None)
         for i in range(len(items))
     ]
     atomic_write_text(predictions_path(run, job), "\n".join(lines) + "\n")
@@ -109,18 +110,15 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     return result
 
 
-def run_stage(cfg: Any, run: RunDir, ctx: Any = None) -> dict[str, Any] | None:
+def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None:
     """Evaluate this shard's jobs; return a summary once every job (all shards) has a current result.
 
     A result is reused only when its recorded provenance (``job`` hash: settings, model fingerprint,
     language data, upstream training) matches what would be computed now; ``force`` recomputes this
     shard's jobs.
     """
-    from xlt.contract import check_model, context
-
     if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
         check_model(run)  # the weights must be the ones training saved (the user decides otherwise)
-    ctx = ctx or context(cfg, run, "evaluate")
     jobs = plan_jobs(cfg, run)
     prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx) for j in jobs}
     current = {k: p["job"] for k, p in prov.items()}

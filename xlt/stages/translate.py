@@ -27,7 +27,7 @@ from typing import Any
 from datasets import DatasetDict, concatenate_datasets, load_from_disk
 from filelock import FileLock
 
-from xlt.contract import record_inputs, recorded_inputs
+from xlt.contract import StageContext, record_inputs, recorded_inputs
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir, atomic_write_json, shard
@@ -188,7 +188,7 @@ def _empty():
     return Dataset.from_dict({k: [] for k in TRANSLATED_FEATURES}, features=TRANSLATED_FEATURES)
 
 
-def discard_stale(cfg: Any, run: RunDir, ctx: Any) -> None:
+def discard_stale(cfg: Any, run: RunDir, ctx: StageContext) -> None:
     """Drop parts and merged translations made from other inputs (another training set, other settings)
     or, with ``force`` in an unsharded run, all of them. The segment cache is kept: its keys hold
     everything a translation depends on. Shard jobs share the inputs file, so they keep each other's parts
@@ -209,11 +209,8 @@ def discard_stale(cfg: Any, run: RunDir, ctx: Any) -> None:
         record_inputs(folder, ctx)
 
 
-def run_stage(cfg: Any, run: RunDir, ctx: Any = None) -> dict[str, Any] | None:
+def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None:
     """Translate this shard's units; when all units are done, merge and report (see module docstring)."""
-    from xlt.contract import context
-
-    ctx = ctx or context(cfg, run, "translate")
     tcfg = cfg.translate
     if tcfg.import_dir:
         from xlt.translation.importer import import_translations

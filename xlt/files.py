@@ -1,0 +1,125 @@
+"""Writing result files: atomically (a crash leaves the old file or none, never half of one), and JSON
+strictly (NaN -> null, numpy -> Python), so every reader, ``json.loads`` or a browser, can parse them.
+
+The one writer of every file xlt leaves in a run directory or a comparison folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xlt.errors import XltError
+
+
+def remove_path(path: str | os.PathLike[str]) -> None:
+    """Remove a file, or a folder found where a file belongs (a damaged run directory)."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir() and not path.is_symlink():  # a damaged run directory: a folder where the file belongs
+            shutil.rmtree(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as err:
+        raise WriteError(path, err) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as err:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        if isinstance(err, OSError):
+            raise WriteError(path, err) from None
+        raise
+
+
+class WriteError(XltError, OSError):
+    """A run-directory file cannot be written (no space, no permission, a file where a folder belongs)."""
+
+    def __init__(self, path: Path, err: OSError):
+        where = next((p for p in [path.parent, *path.parent.parents] if p.exists()), path.parent)
+        hint = (f"{where} is a file where a folder belongs: remove it" if where.is_file() else
+                "free some space" if err.errno == 28 else f"make {where} writable, or use another run_root")
+        super().__init__(f"cannot write {path}: {err.strerror or err}; {hint}, then rerun")
+
+
+def strict_json(obj: Any) -> Any:
+    """``obj`` as plain JSON values, so that any parser reads the file: every non-finite float (NaN, inf:
+    e.g. the accuracy of an empty subset) and ``pd.NA`` become None (``null``), numpy scalars and arrays
+    Python numbers and lists, mappings dicts with string keys, other sequences lists; anything else
+    (a path, a timestamp) its ``str``."""
+    if obj is None or isinstance(obj, (str, bool)):
+        return obj
+    if isinstance(obj, float):  # also numpy.float64
+        return float(obj) if math.isfinite(obj) else None
+    if isinstance(obj, int):
+        return int(obj)
+    if isinstance(obj, np.generic):
+        return strict_json(obj.item())
+    if isinstance(obj, np.ndarray):
+        return strict_json(obj.tolist())
+    if isinstance(obj, Mapping):
+        return {k if isinstance(k, str) else str(k): strict_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, Sequence)) and not isinstance(obj, (bytes, bytearray)):
+        return [strict_json(v) for v in obj]
+    pandas = sys.modules.get("pandas")  # pd.NA exists only once pandas is loaded
+    if pandas is not None and obj is pandas.NA:
+        return None
+    return str(obj)
+
+
+def json_text(obj: Any, indent: int | None = 2, separators: tuple[str, str] | None = None) -> str:
+    """``obj`` as strict JSON text (:func:`strict_json`, ``allow_nan=False``), non-ASCII kept; ``indent=None``:
+    one line (a JSONL row)."""
+    return json.dumps(strict_json(obj), indent=indent, ensure_ascii=False, allow_nan=False, separators=separators)
+
+
+def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> None:
+    """Write ``obj`` as strict JSON (:func:`json_text`: NaN -> null) atomically."""
+    atomic_write_text(path, json_text(obj) + "\n")
+
+
+@contextlib.contextmanager
+def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary sibling folder; on success it replaces ``path`` in one rename.
+
+    Use it for outputs written as folders (``save_to_disk``, ``save_pretrained``): readers never see
+    a half-written folder, and a crash leaves the previous version (or nothing) in place.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        if path.exists():
+            old = path.with_name(f".{path.name}.old")
+            shutil.rmtree(old, ignore_errors=True)
+            os.replace(path, old)
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
