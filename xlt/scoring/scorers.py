@@ -72,14 +72,9 @@ class FixedScorer:
         return scores
 
 
-def _mc_factory(cfg: Any, run: Any) -> Scorer:
-    from xlt.scoring.mc import MCScorer
-
-    return MCScorer.from_config(cfg, run)
-
-
 SCORERS: dict[str, Callable[[Any, Any], Scorer] | str] = {
-    "mc": _mc_factory,
+    # The encoder's multiple-choice head (lazy like the LLM's: the registry imports no model code).
+    "mc": "xlt.scoring.mc:MCScorer.from_config",
     "gold": GoldScorer,
     "fixed": FixedScorer,
     # Causal LLMs (lm-evaluation-harness prompts); constructed as LLMScorer(cfg, run).
@@ -101,7 +96,9 @@ def build_scorer(cfg: Any, run: Any) -> Scorer:
     factory = SCORERS[name]
     if isinstance(factory, str):
         module, _, attr = factory.partition(":")
-        factory = getattr(importlib.import_module(module), attr)
+        factory = importlib.import_module(module)
+        for part in attr.split("."):  # "Class.method" names a classmethod factory
+            factory = getattr(factory, part)
     return factory(cfg, run)
 
 
