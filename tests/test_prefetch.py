@@ -40,7 +40,7 @@ def test_zeroshot_recipe_lists_its_exact_resources():
     assert got[("FacebookAI/xlm-roberta-base", "")].kind == "model"
     bele = got[("facebook/belebele", "main")]
     assert bele.kind == "dataset" and bele.splits == ("test",)
-    assert bele.configs == tuple(langtab.belebele_codes()) and len(bele.configs) == 122
+    assert bele.configs == tuple(langtab.codes()) and len(bele.configs) == 122
     assert len(got[("CohereLabs/Global-MMLU", "main")].configs) == 42
     assert got[("facebook/belebele", "main")].used_by == ("eval.benchmarks.belebele",)
 
@@ -211,7 +211,7 @@ def test_fetch_all_loads_every_language_through_the_benchmark_loader(monkeypatch
     fetched = prefetch.fetch_all(planned, report=lines.append)
     assert [r.repo_id for r in fetched] == ["facebook/belebele"]
     assert len(calls) == 122
-    assert {c[1] for c in calls} == set(langtab.belebele_codes())
+    assert {c[1] for c in calls} == set(langtab.codes())
     assert all(c[0] == "facebook/belebele" and c[2] == "test" and c[3] == "cafe" for c in calls)
     assert any("122 language(s)" in line for line in lines)
 

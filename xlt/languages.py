@@ -94,7 +94,8 @@ def _index() -> dict[str, Language]:
     return idx
 
 
-def belebele_codes() -> list[str]:
+def codes() -> list[str]:
+    """Every code of the table (FLORES-200 style, ``deu_Latn``), in table order."""
     return [lang.code for lang in table()]
 
 

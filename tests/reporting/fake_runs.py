@@ -120,7 +120,7 @@ def paper_like_set(root: Path, n: int = 40) -> list[Path]:
     """Ten runs over all 122 Belebele variants (and Global-MMLU's 42 languages for the zero-shot encoders):
     XLM-R base zero-shot (3 seeds), XLM-V / InfoXLM zero-shot, the three in translate-train-all, XLM-R
     large zero-shot and one LLM evaluated in-language and translate-test."""
-    codes = langtab.belebele_codes()
+    codes = langtab.codes()
     gcodes = langtab.gmmlu_codes()
     tiers = {c: langtab.resource_level(c) for c in codes}
 

@@ -65,7 +65,7 @@ def test_report_page_sorts_filters_and_shows_intervals(browser, pages):
     assert by_name == page.evaluate("names => names.slice().sort((a, b) => a.localeCompare(b))", names)
     page.click(f"table[data-table='{table}'] th[data-key='name']")  # again: descending
     assert first_column(page, table) == by_name[::-1]
-    cyrl = sum(1 for c in langtab.belebele_codes() if langtab.lookup(c).script == "Cyrl")
+    cyrl = sum(1 for c in langtab.codes() if langtab.lookup(c).script == "Cyrl")
     page.select_option(f"#tb-{table} select[data-filter='script']", "Cyrl")
     assert len(first_column(page, table)) == cyrl == 9
     page.fill(f"#tb-{table} input[data-search]", "ukrain")
@@ -104,7 +104,7 @@ def test_compare_page_with_ten_runs(browser, pages):
     ordered = first_column(page, sbs, 1)
     assert ordered != codes and sorted(ordered) == sorted(codes)
     page.select_option(f"#tb-{sbs} select[data-filter='resource']", "low")
-    low = sum(1 for c in langtab.belebele_codes() if langtab.resource_level(c) == "low")
+    low = sum(1 for c in langtab.codes() if langtab.resource_level(c) == "low")
     assert len(first_column(page, sbs)) == low
     # differences against the baseline: significant ones marked
     assert page.locator("table[data-table='belebele-diff'] td.sig").count() > 0

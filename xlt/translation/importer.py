@@ -109,7 +109,7 @@ def check_language(code: str, source: str) -> None:
     lang = langtab.lookup(code)
     if lang is None or lang.code != code:
         hint = f" (the FLORES-200 code of that language is {lang.code!r}: rename the file)" if lang else ""
-        err = langtab.unknown_code_error(code, langtab.belebele_codes(), "FLORES-200 code")
+        err = langtab.unknown_code_error(code, langtab.codes(), "FLORES-200 code")
         raise DataError(f"translate.import_dir: {code!r} is not a FLORES-200 code{hint}; {err}")
     if code == source:
         raise DataError(f"translate.import_dir: {code} is the source language (translate.source_language={source}): "

@@ -78,7 +78,7 @@ class Belebele(Benchmark):
         return f"P: {rec['passage']}\nQ: {rec['question'].strip()}\nA: {a}\nB: {b}\nC: {c}\nD: {d}\nAnswer:"
 
     def known_languages(self) -> tuple[str, ...]:
-        return tuple(langtab.belebele_codes())
+        return tuple(langtab.codes())
 
     def canonical(self, code: str) -> str:
         lang = langtab.lookup(code)
@@ -99,7 +99,7 @@ class Belebele(Benchmark):
         if offline():
             # Offline, datasets answers the config list from its cache as ["default"]; the language
             # table lists the 122 published variants (each load then names what is not cached).
-            return langtab.belebele_codes()
+            return langtab.codes()
         with hub_resource("dataset", hub_id, bcfg.revision, "eval.benchmarks.belebele.path"):
             configs = get_dataset_config_names(hub_id, revision=bcfg.revision)
             if list(configs) == ["default"]:  # the older layout: one config, one split per language
