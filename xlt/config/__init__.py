@@ -72,7 +72,7 @@ def register() -> None:
         "xlt_assets": lambda: str(Path(__file__).resolve().parent.parent / "assets"),
         # A short model name from a checkpoint: its folder name or the last part of its Hub id.
         "xlt_model_name": lambda name_or_path: Path(str(name_or_path).rstrip("/")).name or str(name_or_path),
-        # ${xlt_languages:nllb,belebele,eng_Latn}: the languages of the table an MT model covers, without
+        # ${xlt_languages:nllb,<table column>,eng_Latn}: the languages of the table an MT model covers, without
         # the source (xlt.languages.mt_codes): the translate configs' target lists come from the table.
         "xlt_languages": _mt_languages,
     }

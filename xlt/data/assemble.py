@@ -1,4 +1,4 @@
-"""Build the English multiple-choice training set (Belebele paper, appendix A.2) and its report.
+"""Build the English multiple-choice training set (Bandarkar et al., 2024, appendix A.2) and its report.
 
 sources (Hub or local copies) -> per-source conversion (xlt.data.sources) -> optional decontamination
 -> ``DatasetDict`` {train, dev} with ``TRAIN_FEATURES`` and the build report (a dict, its Markdown and
@@ -31,7 +31,7 @@ from xlt.markdown import markdown_table
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev")
-# Sizes reported in the Belebele paper (appendix A.2), for comparison in the build report.
+# Sizes reported by Bandarkar et al. (2024, appendix A.2), for comparison in the build report.
 PAPER_SIZES = {"train": 67_500, "dev": 3_700}
 
 

@@ -27,7 +27,7 @@ from datasets import Sequence as HFSequence
 
 from xlt.errors import DataError
 
-# Options per training item: the English training set and its translations are 4-option (Belebele's shape).
+# Options per training item: the English training set and its translations are 4-option (the shape of Bandarkar et al., 2024).
 TRAIN_OPTIONS = 4
 # Answer letters: option i of an item is LETTERS[i] (LLM prompts, answer fields of the sources).
 LETTERS = string.ascii_uppercase

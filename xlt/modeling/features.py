@@ -3,7 +3,7 @@
 Items may have any number of options (training items have 4; a benchmark's items 2, 3, 5 or mixed):
 the pairs of a batch are tokenized in one call and cut back into items at per-item offsets.
 
-Only the passage is truncated (``only_first``). Items without a passage (Global-MMLU) become
+Only the passage is truncated (``only_first``). Items without a passage become
 (question, option) pairs. Before tokenization every text is cut to :func:`max_chars` characters
 (``CHARS_PER_TOKEN`` x ``max_length``, far more than ``max_length`` tokens can hold), so one
 pathological row (a 10 MB passage) cannot blow up memory; the token ids do not change. Tokenization is batched and cached per (tokenizer, max length, data

@@ -2,8 +2,8 @@
 
 For each job not already done: load the items (:mod:`xlt.data.benchmarks`), score them with the
 configured scorer (:mod:`xlt.scoring.scorers`), write the per-question predictions, then the
-per-language result (accuracy in %, n, seeded 95% bootstrap interval; for Global-MMLU also the MA, CS,
-CA and per-category subsets). Both files are written atomically and the result last, so a result file
+per-language result (accuracy in %, n, chance, seeded 95% bootstrap interval; for a benchmark that
+declares subsets also each subset's). Both files are written atomically and the result last, so a result file
 means the language is complete: a rerun skips it, a killed run resumes at the next language.
 
 With ``eval.num_shards > 1`` each process takes its share of the jobs (:func:`shard_jobs`); the stage
