@@ -47,10 +47,19 @@ def marker(run: Path, stage: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-def small(tmp_path_factory):
+def small_runs(tmp_path_factory) -> tuple[Path, Path]:
+    """The small demo run (the tests below change it) and an untouched copy of it taken as soon as it
+    finished: the uninterrupted run that the kill -9 test compares with (one training run for both)."""
     root = tmp_path_factory.mktemp("contract")
     ok(xlt("xlt.train", *SMALL, f"run_root={root}"))
-    return root
+    ref = tmp_path_factory.mktemp("uninterrupted")
+    shutil.copytree(run_dir(root), run_dir(ref), symlinks=True)
+    return root, ref
+
+
+@pytest.fixture(scope="module")
+def small(small_runs) -> Path:
+    return small_runs[0]
 
 
 def test_every_result_records_its_provenance(small):
@@ -213,10 +222,11 @@ def _predictions(run: Path) -> dict[str, list]:
     return out
 
 
-def test_kill_9_during_build_train_and_evaluation_then_rerun_matches_an_uninterrupted_run(tmp_path):
+def test_kill_9_during_build_train_and_evaluation_then_rerun_matches_an_uninterrupted_run(tmp_path, small_runs):
     """Crash-and-resume under the contract: each rerun takes over the dead run's lock, resumes (training
     from its checkpoint, evaluation at the next language), and ends with the same training set, the same
-    model bit for bit and the same predictions as an uninterrupted run."""
+    model bit for bit and the same predictions as an uninterrupted run (the same command, run once for
+    the module: ``small_runs``)."""
     from datasets import load_from_disk
     from safetensors.torch import load_file
 
@@ -234,8 +244,7 @@ def test_kill_9_during_build_train_and_evaluation_then_rerun_matches_an_uninterr
     if killed_in_eval:
         assert "stale lock" in log and "evaluate   running" in log
 
-    ref = tmp_path / "ref"  # the same command, uninterrupted
-    ok(xlt("xlt.train", *SMALL, f"run_root={ref}"))
+    ref = small_runs[1]  # the same command, uninterrupted
     a = load_file(str(run / "model" / "model.safetensors"))
     b = load_file(str(run_dir(ref) / "model" / "model.safetensors"))
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)

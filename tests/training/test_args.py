@@ -75,12 +75,14 @@ def test_shipped_deepspeed_configs(name, stage, offload):
         assert zero["stage3_gather_16bit_weights_on_model_save"] is True  # save_pretrained gets full weights
 
 
-def test_deepspeed_config_accepted_by_trainer_arguments(run_dir):
-    """TrainingArguments parses the DeepSpeed file and fills every "auto" value from the xlt config."""
+@pytest.mark.parametrize("name", ["zero2", "zero2_offload", "zero3", "zero3_offload"])
+def test_deepspeed_config_accepted_by_trainer_arguments(run_dir, name):
+    """TrainingArguments parses each shipped DeepSpeed file and fills every "auto" value from the xlt config
+    (zero2_offload is not launched end to end; see tests/training/test_distributed.py)."""
     pytest.importorskip("deepspeed")
     from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
 
-    args = build_training_arguments(make_cfg(**{"training.deepspeed": "zero2", "training.per_device_train_batch_size": 4,
+    args = build_training_arguments(make_cfg(**{"training.deepspeed": name, "training.per_device_train_batch_size": 4,
                                                 "training.gradient_accumulation_steps": 8}), run_dir)
     hf_ds = HfTrainerDeepSpeedConfig(args.deepspeed)
     hf_ds.trainer_config_process(args)
@@ -88,3 +90,4 @@ def test_deepspeed_config_accepted_by_trainer_arguments(run_dir):
     assert cfg["train_micro_batch_size_per_gpu"] == 4 and cfg["gradient_accumulation_steps"] == 8
     assert cfg["train_batch_size"] == 4 * 8 * args.world_size
     assert cfg["optimizer"]["params"]["lr"] == pytest.approx(make_cfg().training.learning_rate)
+    assert hf_ds.is_zero3() == name.startswith("zero3") and hf_ds.is_offload() == name.endswith("_offload")
