@@ -41,13 +41,12 @@ class ToyBenchmark(Benchmark):
         if not path.is_file():
             raise DataError(f"{path}: no such file for {self.kind} language {language!r}")
 
-        def convert(batch, indices, *, language, where):
-            return {"id": [str(u) for u in batch["uid"]], "language": [language] * len(indices),
-                    "passage": batch["story"], "question": batch["ask"], "options": batch["choices"],
-                    "label": batch["answer"]}
+        def convert(row, *, language, where):
+            return {"id": str(row["uid"]), "language": language, "passage": row["story"], "question": row["ask"],
+                    "options": row["choices"], "label": row["answer"]}
 
         ds = convert_split(load_local_file(path), language, str(path), fields=("uid", "story", "ask", "choices", "answer"),
-                           features=EVAL_FEATURES, convert_batch=convert, desc=f"{self.kind} {language}")
+                           features=EVAL_FEATURES, convert_row=convert, desc=f"{self.kind} {language}")
         return ds, str(path)
 
 

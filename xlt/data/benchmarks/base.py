@@ -362,13 +362,14 @@ class ConfigPerLanguage(Benchmark):
 
     Local copy in the Hub's layout: ``<path>/<config>/<split>-00000-of-00001.parquet`` (also
     ``<split>.parquet`` or ``<split>.jsonl``). A subclass declares its upstream ``fields`` (all
-    required), the ``features`` of its converted items and ``convert_batch`` (a batched
-    ``Dataset.map`` function ``(batch, indices, *, language, where) -> columns``).
+    required), the ``key_fields`` that may not be null, the ``features`` of its converted items and
+    ``convert_row`` (``(row, *, language, where) -> record``, see :func:`convert_split`).
     """
 
     fields: tuple[str, ...] = ()
     features: Features | None = None
-    convert_batch: Callable[..., dict[str, list]]
+    key_fields: tuple[str, ...] = ()
+    convert_row: Callable[..., dict[str, Any]]
 
     def offline_languages(self) -> list[str]:
         """The configs to assume offline (datasets then answers the config list as ["default"])."""
@@ -411,7 +412,7 @@ class ConfigPerLanguage(Benchmark):
                 raw = load_dataset(hub_id, code, split=split, revision=bcfg.revision)
             where = f"{hub_id}[{code}/{split}]"
         ds = convert_split(raw, code, where, fields=self.fields, features=self.features,
-                           convert_batch=self.convert_batch, desc=f"{self.kind} {code}")
+                           convert_row=self.convert_row, key_fields=self.key_fields, desc=f"{self.kind} {code}")
         return ds, where
 
 
@@ -529,11 +530,27 @@ def check_not_null(batch: dict[str, list], fields: Sequence[str], where: str, st
 
 
 def convert_split(raw: Dataset, language: str, where: str, *, fields: Sequence[str], features: Features,
-                  convert_batch: Callable[..., dict[str, list]], desc: str) -> Dataset:
-    """Convert a raw upstream split to the evaluation schema with ``convert_batch``, validating every row."""
+                  convert_row: Callable[..., dict[str, Any]], key_fields: Sequence[str] = (), desc: str) -> Dataset:
+    """Convert a raw upstream split to the evaluation schema, validating every row.
+
+    ``convert_row(row, *, language, where)`` turns one upstream row (a dict) into one record of
+    ``features``; ``where`` names the file and the 1-based row for its errors. A null in one of
+    ``key_fields`` is an error naming the row before the row is converted.
+    """
     require_columns(raw, fields, where)
     if len(raw) == 0:
         raise DataError(f"{where}: no rows")
+    names = list(features)
+
+    def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, where: str) -> dict[str, list]:
+        check_not_null(batch, key_fields, where, indices[0] if indices else 0)
+        out: dict[str, list] = {k: [] for k in names}
+        for i, idx in enumerate(indices):
+            rec = convert_row({c: v[i] for c, v in batch.items()}, language=language, where=f"{where}: row {idx + 1}")
+            for k in names:
+                out[k].append(rec[k])
+        return out
+
     return raw.map(
         convert_batch,
         batched=True,

@@ -18,7 +18,7 @@ from typing import Any
 from datasets import Dataset, Features, Value, get_dataset_config_names, get_dataset_split_names, load_dataset
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Benchmark, Claim, check_not_null, convert_split, load_local_file, text
+from xlt.data.benchmarks.base import Benchmark, Claim, convert_split, load_local_file, text
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 from xlt.hub import hub_resource, offline
@@ -39,29 +39,16 @@ def parse_answer_num(value: Any, where: str) -> int:
     return int(text) - 1
 
 
-def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, where: str) -> dict[str, list]:
-    """Upstream Belebele rows -> evaluation records (batched ``Dataset.map`` function)."""
-    start = indices[0] if indices else 0
-    check_not_null(batch, KEY_FIELDS, where, start)
-    out: dict[str, list] = {k: [] for k in FEATURES}
-    for i, idx in enumerate(indices):
-        row_where = f"{where}: row {idx + 1}"
-        options = [text(batch[f"mc_answer{k}"][i]) for k in range(1, 5)]
-        try:
-            qnum = int(batch["question_number"][i])
-        except (TypeError, ValueError):
-            raise DataError(f"{row_where}: field 'question_number' is not an integer: "
-                            f"{batch['question_number'][i]!r}") from None
-        link = str(batch["link"][i])
-        out["id"].append(f"{link}#{qnum}")
-        out["language"].append(language)
-        out["passage"].append(text(batch["flores_passage"][i]))
-        out["question"].append(text(batch["question"][i]))
-        out["options"].append(options)
-        out["label"].append(parse_answer_num(batch["correct_answer_num"][i], row_where))
-        out["link"].append(link)
-        out["question_number"].append(qnum)
-    return out
+def convert_row(row: dict[str, Any], *, language: str, where: str) -> dict[str, Any]:
+    """One upstream Belebele row -> an evaluation record (see :func:`~xlt.data.benchmarks.base.convert_split`)."""
+    try:
+        qnum = int(row["question_number"])
+    except (TypeError, ValueError):
+        raise DataError(f"{where}: field 'question_number' is not an integer: {row['question_number']!r}") from None
+    link = str(row["link"])
+    return {"id": f"{link}#{qnum}", "language": language, "passage": text(row["flores_passage"]),
+            "question": text(row["question"]), "options": [text(row[f"mc_answer{k}"]) for k in range(1, 5)],
+            "label": parse_answer_num(row["correct_answer_num"], where), "link": link, "question_number": qnum}
 
 
 
@@ -125,8 +112,8 @@ class Belebele(Benchmark):
                         raise
                     raw = load_dataset(hub_id, split=code, revision=bcfg.revision)
             where = f"{hub_id}[{code}]"
-        ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_batch=convert_batch,
-                           desc=f"belebele {code}")
+        ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_row=convert_row,
+                           key_fields=KEY_FIELDS, desc=f"{self.kind} {code}")
         return ds, where
 
     # --- reporting ---------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from datasets import Features, Value
 from datasets import Sequence as HFSequence
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, check_not_null, text
+from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, text
 from xlt.data.schema import EVAL_FEATURES, LETTERS
 from xlt.errors import DataError
 
@@ -100,48 +100,31 @@ def parse_bool(value: Any, where: str) -> bool:
     raise DataError(f"{where}: field 'is_annotated' must be a boolean, got {value!r}")
 
 
-def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, where: str) -> dict[str, list]:
-    """Upstream Global-MMLU rows -> evaluation records (batched ``Dataset.map`` function)."""
-    start = indices[0] if indices else 0
-    check_not_null(batch, KEY_FIELDS, where, start)
-    out: dict[str, list] = {k: [] for k in FEATURES}
-    for i, idx in enumerate(indices):
-        row_where = f"{where}: row {idx + 1}"
-        sid = str(batch["sample_id"][i])
-        subject = batch["subject"][i] if "subject" in batch else None
-        subject = subject or sid.split("/", 1)[0]
-        category = batch["subject_category"][i] if "subject_category" in batch else None
-        if not category:
-            if subject not in SUBJECT_CATEGORY:
-                raise DataError(f"{row_where}: field 'subject_category' is missing and subject {subject!r} "
-                                "is not an MMLU subject")
-            category = SUBJECT_CATEGORY[subject]
-        cs = str(batch["cultural_sensitivity_label"][i]).strip()
-        if cs not in CS_LABELS:
-            raise DataError(f"{row_where}: field 'cultural_sensitivity_label' must be one of {CS_LABELS}, "
-                            f"got {batch['cultural_sensitivity_label'][i]!r}")
-        out["id"].append(sid)
-        out["language"].append(language)
-        out["passage"].append("")
-        out["question"].append(text(batch["question"][i]))
-        out["options"].append([text(batch[f"option_{c}"][i]) for c in "abcd"])
-        out["label"].append(parse_letter(batch["answer"][i], row_where))
-        out["sample_id"].append(sid)
-        out["subject"].append(str(subject))
-        out["subject_category"].append(str(category))
-        out["cultural_sensitivity_label"].append(cs)
-        out["is_annotated"].append(parse_bool(batch["is_annotated"][i], row_where))
-        for col in LIST_COLUMNS:
-            value = batch[col][i] if col in batch else None
-            out[col].append(parse_list(value, col, row_where))
-    return out
+def convert_row(row: dict[str, Any], *, language: str, where: str) -> dict[str, Any]:
+    """One upstream Global-MMLU row -> an evaluation record (see :func:`~xlt.data.benchmarks.base.convert_split`)."""
+    sid = str(row["sample_id"])
+    subject = row.get("subject") or sid.split("/", 1)[0]
+    category = row.get("subject_category")
+    if not category:
+        if subject not in SUBJECT_CATEGORY:
+            raise DataError(f"{where}: field 'subject_category' is missing and subject {subject!r} is not an MMLU subject")
+        category = SUBJECT_CATEGORY[subject]
+    cs = str(row["cultural_sensitivity_label"]).strip()
+    if cs not in CS_LABELS:
+        raise DataError(f"{where}: field 'cultural_sensitivity_label' must be one of {CS_LABELS}, "
+                        f"got {row['cultural_sensitivity_label']!r}")
+    return {"id": sid, "language": language, "passage": "", "question": text(row["question"]),
+            "options": [text(row[f"option_{c}"]) for c in "abcd"], "label": parse_letter(row["answer"], where),
+            "sample_id": sid, "subject": str(subject), "subject_category": str(category),
+            "cultural_sensitivity_label": cs, "is_annotated": parse_bool(row["is_annotated"], where),
+            **{col: parse_list(row.get(col), col, where) for col in LIST_COLUMNS}}
 
 
 
 class GlobalMMLU(ConfigPerLanguage):
     has_passage = False  # items have no passage: an empty one is not counted as odd
     kind = "global_mmlu"
-    fields, features, convert_batch = FIELDS, FEATURES, staticmethod(convert_batch)
+    fields, key_fields, features, convert_row = FIELDS, KEY_FIELDS, FEATURES, staticmethod(convert_row)
     default_hub_id = "CohereLabs/Global-MMLU"
     fewshot_split = "dev"
     pivot_language = "en"

@@ -28,7 +28,7 @@ from typing import Any
 from datasets import Features, Value
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, check_not_null, text
+from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, text
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 
@@ -64,28 +64,16 @@ def question_text(premise: str, question: str, language: str, where: str) -> str
     return premise.strip()[:-1] + f" {connectors[question]}"
 
 
-def convert_batch(batch: dict[str, list], indices: list[int], *, language: str, where: str) -> dict[str, list]:
-    """Upstream XCOPA rows -> evaluation records (batched ``Dataset.map`` function)."""
-    start = indices[0] if indices else 0
-    check_not_null(batch, KEY_FIELDS, where, start)
-    out: dict[str, list] = {k: [] for k in FEATURES}
-    for i, idx in enumerate(indices):
-        row_where = f"{where}: row {idx + 1}"
-        label = batch["label"][i]
-        if isinstance(label, bool) or label not in (0, 1):
-            raise DataError(f"{row_where}: field 'label' must be 0 or 1, got {label!r}")
-        premise, kind = text(batch["premise"][i]), str(batch["question"][i]).strip()
-        out["id"].append(str(int(batch["idx"][i])))
-        out["language"].append(language)
-        out["passage"].append("")
-        out["question"].append(question_text(premise, kind, language, row_where) if premise.strip() else "")
-        out["options"].append([text(batch["choice1"][i]), text(batch["choice2"][i])])
-        out["label"].append(int(label))
-        out["premise"].append(premise)
-        out["question_type"].append(kind)
-        out["idx"].append(int(batch["idx"][i]))
-        out["changed"].append(bool(batch["changed"][i]) if "changed" in batch else False)
-    return out
+def convert_row(row: dict[str, Any], *, language: str, where: str) -> dict[str, Any]:
+    """One upstream XCOPA row -> an evaluation record (see :func:`~xlt.data.benchmarks.base.convert_split`)."""
+    label = row["label"]
+    if isinstance(label, bool) or label not in (0, 1):
+        raise DataError(f"{where}: field 'label' must be 0 or 1, got {label!r}")
+    premise, kind = text(row["premise"]), str(row["question"]).strip()
+    return {"id": str(int(row["idx"])), "language": language, "passage": "",
+            "question": question_text(premise, kind, language, where) if premise.strip() else "",
+            "options": [text(row["choice1"]), text(row["choice2"])], "label": int(label), "premise": premise,
+            "question_type": kind, "idx": int(row["idx"]), "changed": bool(row.get("changed") or False)}
 
 
 class XCOPA(ConfigPerLanguage):
@@ -95,7 +83,7 @@ class XCOPA(ConfigPerLanguage):
     paper = "XCOPA (Ponti et al., 2020)"
     has_passage = False
     pivot_language = None  # no English config
-    fields, features, convert_batch = FIELDS, FEATURES, staticmethod(convert_batch)
+    fields, key_fields, features, convert_row = FIELDS, KEY_FIELDS, FEATURES, staticmethod(convert_row)
     fewshot_split = "validation"
     subsets = ("cause", "effect")
     subset_columns = ("question_type",)
