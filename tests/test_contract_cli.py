@@ -24,7 +24,8 @@ from tests.cli import ENV, REPO, xlt
 from xlt.lock import _proc_start
 
 SMALL = ["+recipe=demo", "training.max_steps=40", "training.eval_steps=20",
-         "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]", "eval.benchmarks.global_mmlu.languages=[en]"]
+         "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]", "eval.benchmarks.global_mmlu.languages=[en]",
+         "eval.benchmarks.xcopa.languages=[it]"]
 
 
 def run_dir(root: Path) -> Path:
@@ -67,7 +68,7 @@ def test_every_result_records_its_provenance(small):
     train_id = marker(run, "train")["provenance"]["output_id"]
     model_fp = json.loads((run / "model" / "xlt_provenance.json").read_text())["fingerprint"]
     res = results(run)
-    assert set(res) == {"belebele/eng_Latn.json", "belebele/fra_Latn.json", "global_mmlu/en.json"}
+    assert set(res) == {"belebele/eng_Latn.json", "belebele/fra_Latn.json", "global_mmlu/en.json", "xcopa/it.json"}
     for r in res.values():
         p = r["provenance"]
         assert p["upstream"] == {"train": train_id} and p["model"] == model_fp and p["xlt_version"]
@@ -250,7 +251,7 @@ def test_kill_9_during_build_train_and_evaluation_then_rerun_matches_an_uninterr
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
     da, db = load_from_disk(str(run / "data" / "train_set")), load_from_disk(str(run_dir(ref) / "data" / "train_set"))
     assert all(da[s].to_list() == db[s].to_list() for s in ("train", "dev"))
-    assert _predictions(run) == _predictions(run_dir(ref)) and len(_predictions(run)) == 3
+    assert _predictions(run) == _predictions(run_dir(ref)) and len(_predictions(run)) == 4
 
 
 def test_bad_run_root_is_named(tmp_path):
