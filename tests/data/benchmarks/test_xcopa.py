@@ -50,6 +50,7 @@ def _copy_with(tmp_path: Path, **change) -> Path:
     root = tmp_path / "xcopa"
     shutil.copytree(SAMPLE / "it", root / "it")
     (root / "translation-it").mkdir()  # the Hub's English machine translations: not a language
+    (root / "__pycache__").mkdir()  # nor is a folder Python leaves beside an installed package's files
     table = pq.read_table(root / "it" / "test-00000-of-00001.parquet")
     rows = table.to_pylist()
     for field, (row, value) in change.items():

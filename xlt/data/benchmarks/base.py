@@ -378,7 +378,8 @@ class ConfigPerLanguage(Benchmark):
     def languages(self, bcfg: Any) -> list[str]:
         root = self.local_path(bcfg)
         if root is not None:
-            return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+            # Hidden and private folders (".cache", "__pycache__") are not configs.
+            return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
         hub_id = self.hub_id(bcfg)
         if offline():
             return self.offline_languages()

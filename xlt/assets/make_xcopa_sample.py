@@ -1,6 +1,6 @@
 """The bundled XCOPA sample: hand-written COPA-style items (not XCOPA's own) in the Hub's exact layout and schema.
 
-``python xlt/assets/demo/xcopa/make_sample.py xlt/assets/demo/xcopa`` rewrites the parquet files (deterministic).
+``python -m xlt.assets.make_xcopa_sample xlt/assets/demo/xcopa`` rewrites the parquet files (deterministic).
 """
 import sys
 from pathlib import Path
