@@ -111,7 +111,7 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
     b = cfg.eval.benchmarks[job.benchmark]
     # Code versions: the benchmark definition's and the scorer's (bumping one recomputes exactly the
     # results it affects).
-    versions = {"benchmark": get_benchmark(b.kind).job_identity()["version"],
+    versions = {"benchmark": int(get_benchmark(b.kind).version),
                 "scorer": SCORER_VERSIONS.get(cfg.eval.scorer)}
     settings = {"kind": b.kind, "versions": versions, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
                 "max_questions": b.max_questions, "translate_test": bool(b.translate_test),

@@ -183,10 +183,6 @@ class Benchmark(ABC):
                         texts.setdefault(t)
         return list(texts)
 
-    def job_identity(self) -> dict[str, Any]:
-        """What of the definition enters a result's job hash: its kind and version."""
-        return {"kind": self.kind, "version": int(self.version)}
-
     def known_languages(self) -> tuple[str, ...]:
         """Every language of the benchmark per xlt's language table (empty: ask the source)."""
         return ()
