@@ -87,6 +87,12 @@ def command_and_args(words: list[str]) -> tuple[str, list[str]]:
     return (words[at][4:], words[at + 1:]) if words[at] != "xlt" else (words[at + 1], words[at + 2:])
 
 
+def _is_command(text: str) -> bool:
+    """A command, not a mention of one (`python -m xlt.report --compare`): a ``key=value`` or two arguments."""
+    args = command_and_args(text.split())[1]
+    return len(args) > 1 or any("=" in a for a in args)
+
+
 def extract(text: str, page: str) -> tuple[list[Command], dict[str, str]]:
     """The commands of a Markdown page and the user files its YAML blocks define (path -> text)."""
     commands: list[Command] = []
@@ -98,8 +104,7 @@ def extract(text: str, page: str) -> tuple[list[Command], dict[str, str]]:
         if not fence:
             for span in _INLINE.findall(lines[i]):
                 if "+recipe=<" not in span and "..." not in span and "…" not in span:
-                    # a command, not a mention of one: at least two arguments
-                    commands.extend(c for c in _commands_in(span, page, i + 1) if len(command_and_args(c.text.split())[1]) > 1)
+                    commands.extend(c for c in _commands_in(span, page, i + 1) if _is_command(c.text))
             i += 1
             continue
         lang, body, start = fence.group(1), [], i + 1
