@@ -1,9 +1,9 @@
 """Every xlt command in README.md and docs/*.md parses, so the docs cannot drift from the code.
 
 A command is a line of a fenced code block (backslash continuations joined, ``&&`` chains split) or an
-inline code span of the prose that runs ``python -m xlt.<command> ...``, ``xlt <command> ...`` or
-``... -m xlt.<command> ...`` (``accelerate launch``). Each is checked as its entry point would check it,
-without running a stage:
+inline code span of the prose that runs ``python -m xlt.<command> ...``, ``xlt <command> ...``,
+``... -m xlt.<command> ...`` (``accelerate launch``) or a script of ``slurm/``. Each is checked as its
+entry point would check it, without running a stage:
 
 * Hydra stages (``train``, ``build_data``, ``translate``, ``finetune``, ``evaluate``, ``report``): the
   command-line checks of :func:`xlt.config.overrides.check_overrides`, then every job of the command
@@ -11,8 +11,10 @@ without running a stage:
   validated for the stages that entry point runs (:func:`xlt.config.validate`): the recipe exists, every
   key is in the schema, every value is allowed;
 * ``report --compare``: its argument parser (the comparison itself is not run);
-* ``prefetch``: its argument parser and every run it names (``--recipes``, ``--sweep`` files), composed
-  and validated.
+* ``prefetch``: its argument parser and the runs it names (``--recipes`` composed and validated; a
+  ``--sweep`` file must read and name recipes that exist: tests/test_prefetch.py composes its runs);
+* a script of ``slurm/``: its sweep file as prefetch's, its overrides checked and, with a
+  ``+recipe=``, composed and validated.
 
 Placeholders are substituted: ``<folder>`` by a temporary folder, any other ``<name>`` by a path in it,
 ``$VAR`` by ``0``. A YAML block with a comment line ``# <folder>/<group>/<name>.yaml`` is that file (a
@@ -41,7 +43,7 @@ HYDRA_STAGES: dict[str, list[str] | None] = {
     "evaluate": ["evaluate"], "report": ["report"],
 }
 COMMANDS = (*HYDRA_STAGES, "prefetch")
-_START = re.compile(r"(?:^|\s)(?:python -m xlt\.(\w+)|-m xlt\.(\w+)|xlt (\w+))(?=\s|$)")
+_START = re.compile(r"(?:^|\s)(?:python -m xlt\.(\w+)|-m xlt\.(\w+)|xlt (\w+)|(slurm)/\w+\.(?:sh|sbatch))(?=\s|$)")
 _FENCE = re.compile(r"^\s*```(\S*)")
 _INLINE = re.compile(r"`([^`\n]+)`")
 _FILE_COMMENT = re.compile(r"^#\s*(<folder>/\S+\.yaml)")
@@ -77,13 +79,16 @@ def _split_comment(line: str) -> tuple[str, str]:
 def _commands_in(text: str, page: str, line: int, comment: str = "") -> Iterator[Command]:
     for part in re.split(r"\s&&\s|;\s", text):
         m = _START.search(part)
-        if m and (m.group(1) or m.group(2) or m.group(3)) in COMMANDS:
+        if m and (m.group(1) or m.group(2) or m.group(3) or m.group(4)) in (*COMMANDS, "slurm"):
             yield Command(page, line, part[m.start():].strip(), comment)
 
 
 def command_and_args(words: list[str]) -> tuple[str, list[str]]:
-    """The command (``train`` of ``python -m xlt.train`` or ``xlt train``) and the words after it."""
-    at = next(i for i, w in enumerate(words) if w.startswith("xlt.") or w == "xlt")
+    """The command (``train`` of ``python -m xlt.train`` or ``xlt train``; ``slurm`` for a script of
+    slurm/) and the words after it."""
+    at = next(i for i, w in enumerate(words) if w.startswith(("xlt.", "slurm/")) or w == "xlt")
+    if words[at].startswith("slurm/"):
+        return "slurm", words[at + 1:]
     return (words[at][4:], words[at + 1:]) if words[at] != "xlt" else (words[at + 1], words[at + 2:])
 
 
@@ -200,6 +205,19 @@ def _check_prefetch(args: list[str]) -> None:
         assert (Path(CONF_DIR) / "recipe" / f"{recipe}.yaml").is_file(), f"{sweep}: no recipe '{recipe}'"
 
 
+def _check_slurm(args: list[str]) -> None:
+    """A slurm/ script's xlt arguments: its sweep file (as prefetch's), else its overrides as a run."""
+    from xlt.config.overrides import check_overrides
+
+    sweeps = [a for a in args if a.endswith(".txt")]
+    if sweeps:
+        _check_prefetch(["--sweep", *sweeps])
+    overrides = [a for a in args if "=" in a and not a.startswith("-")]
+    check_overrides(overrides)
+    if any(a.startswith("+recipe=") for a in overrides):
+        check_run(tuple(overrides), None)
+
+
 def check_command(cmd: Command, folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Raise naming ``cmd``'s file and line when it does not parse as its entry point parses it."""
     from xlt.config.overrides import check_overrides
@@ -216,6 +234,8 @@ def check_command(cmd: Command, folder: Path, monkeypatch: pytest.MonkeyPatch) -
 
             monkeypatch.setattr(comparison, "compare_runs", lambda *a, **k: None)
             assert compare_main(args) == 0
+        elif command == "slurm":
+            _check_slurm(args)
         elif command == "prefetch":
             _check_prefetch(args)
         else:
@@ -250,8 +270,8 @@ def test_documented_command_parses(cmd: Command, user_folder: Path, monkeypatch:
 def test_the_pages_have_commands_and_every_stage_is_documented() -> None:
     assert len(DOC_COMMANDS) > 30, len(DOC_COMMANDS)
     assert {Path(c.page).name for c in DOC_COMMANDS} >= {"README.md", "recipes-and-overrides.md", "evaluation.md"}
-    used = {re.search(r"xlt[ .](\w+)", c.text).group(1) for c in DOC_COMMANDS}
-    assert set(COMMANDS) <= used, set(COMMANDS) - used
+    used = {command_and_args(c.text.split())[0] for c in DOC_COMMANDS}
+    assert {*COMMANDS, "slurm"} <= used, {*COMMANDS, "slurm"} - used
     assert "<folder>/recipe/mine.yaml" in USER_FILES
 
 
