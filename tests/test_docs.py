@@ -178,7 +178,9 @@ def _hydra_jobs(args: list[str]) -> list[list[str]]:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     multirun = any(a in ("-m", "--multirun") for a in args)
-    flags = [a for a in args if a.startswith("-") and a not in ("-m", "--multirun")]
+    if "--cfg" in args:  # Hydra's --cfg job|hydra|all prints the config
+        args = [a for i, a in enumerate(args) if a != "--cfg" and (i == 0 or args[i - 1] != "--cfg")]
+    flags = [a for a in args if a.startswith("-") and a not in ("-m", "--multirun", "--help", "-h", "--info")]
     if flags:
         raise ValueError(f"unknown option(s) {flags}")
     overrides = [a for a in args if not a.startswith("-")]
