@@ -290,6 +290,7 @@ xlt report --compare <run> --out <folder>/cmp      # fine
 python -m xlt.prefetch --sweep no/such/file.txt
 python -m xlt.train +recipe=demo seed=2             # rejected (it is not)
 python -m xlt.train -m +recipe=demo seed=1,2,-5
+cd /tmp && python -m xlt.train +recipe=demo --cfg job
 ```
 """
 
@@ -300,13 +301,13 @@ python -m xlt.train -m +recipe=demo seed=1,2,-5
 ])
 def test_a_command_that_does_not_parse_is_named_by_file_and_line(line, message, tmp_path, monkeypatch):
     commands, _ = extract(BAD_PAGE, "docs/bad.md")
-    assert [c.line for c in commands] == [3, 6, 8, 9, 10, 11, 12]
+    assert [c.line for c in commands] == [3, 6, 8, 9, 10, 11, 12, 13]
     assert commands[1].text.endswith("training.no_such_key=1")  # continuation joined
     (cmd,) = [c for c in commands if c.line == line]
     with pytest.raises(AssertionError, match=re.escape(f"docs/bad.md:{line}: ")) as err:
         check_command(cmd, tmp_path, monkeypatch)
     assert message in str(err.value)
-    for good in (c for c in commands if c.line in (3, 9)):
+    for good in (c for c in commands if c.line in (3, 9, 13)):
         check_command(good, tmp_path, monkeypatch)
 
 
