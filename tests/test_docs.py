@@ -307,7 +307,11 @@ def test_a_command_that_does_not_parse_is_named_by_file_and_line(line, message, 
     with pytest.raises(AssertionError, match=re.escape(f"docs/bad.md:{line}: ")) as err:
         check_command(cmd, tmp_path, monkeypatch)
     assert message in str(err.value)
-    for good in (c for c in commands if c.line in (3, 9, 13)):
+
+
+def test_the_good_commands_of_that_page_pass(tmp_path, monkeypatch):
+    commands, _ = extract(BAD_PAGE, "docs/bad.md")
+    for good in (c for c in commands if c.line in (3, 9, 13)):  # inline; --compare; a cd && chain with --cfg
         check_command(good, tmp_path, monkeypatch)
 
 
