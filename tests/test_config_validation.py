@@ -111,14 +111,16 @@ def test_stage_values_split_the_config_by_stage():
 def test_the_config_layer_asks_the_registries(monkeypatch):
     """What a config may select is what the registries hold: no hand copy to keep in step."""
     from xlt.config.data import source_names
-    from xlt.config.eval import benchmark_kinds, scorer_names
     from xlt.data import benchmarks
-    from xlt.data.sources import SOURCES
-    from xlt.scoring.scorers import SCORERS as SCORER_REGISTRY
+    from xlt.data.sources import SOURCES, Source
+    from xlt.registry import BENCHMARKS, SCORERS
 
-    assert list(source_names()) == list(SOURCES)
-    assert sorted(benchmark_kinds()) == sorted(benchmarks.BENCHMARKS)
-    assert sorted(scorer_names()) == sorted(SCORER_REGISTRY)
+    assert benchmarks.BENCHMARKS is BENCHMARKS  # one registry, below the config layer
+    assert list(source_names()) == ["race", "sciq", "multirc", "mctest", "mcscript", "reclor"]  # the build order
+    # Each name loads (on first use) a definition that carries that name.
+    assert {k: BENCHMARKS[k].kind for k in BENCHMARKS} == {k: k for k in BENCHMARKS}
+    assert all(issubclass(SOURCES[n], Source) and SOURCES[n].name == n for n in SOURCES)
+    assert all(callable(SCORERS[n]) for n in SCORERS)
     with pytest.raises(ConfigError, match="kind='my_bench' is not allowed"):
         compose("demo", ["eval.benchmarks.belebele.kind=my_bench"])  # composing validates
     # Registering a benchmark is all it takes for a config to select it.

@@ -11,7 +11,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
+from xlt.config.data import source_names
 from xlt.config.keys import key_info, leaves
+from xlt.config.schema import XltConfig
 from xlt.errors import ConfigError
 from xlt.secrets import reject_secret_overrides
 
@@ -20,17 +24,11 @@ _NOT_CONFIG = ("recipe", "hydra")
 
 
 def _known_keys() -> list[str]:
-    from omegaconf import OmegaConf
-
-    from xlt.config import XltConfig
-
     return list(leaves(OmegaConf.structured(XltConfig)))
 
 
 def check_overrides(overrides: list[str]) -> None:
     """Reject secrets, unknown keys and unknown source names among ``key=value`` overrides."""
-    from xlt.config.data import source_names
-
     SOURCES = source_names()
 
     reject_secret_overrides(overrides)

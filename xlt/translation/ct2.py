@@ -32,6 +32,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from xlt.config.translate import device_error
 from xlt.errors import ConfigError
 from xlt.translation.translator import LanguageTokens, engine_settings
 
@@ -67,17 +68,6 @@ def resolve_engine(engine: str, model_name_or_path: str, revision: str | None = 
     if available() and model_type(model_name_or_path, revision) in MODEL_TYPES:
         return "ctranslate2"
     return "hf"
-
-
-def device_error(device: str) -> str | None:
-    """A config error message for ``translate.device`` under this engine, or None."""
-    if device in ("auto", "cpu", "cuda"):
-        return None
-    if device.startswith("cuda:"):
-        ids = device[5:].split(",")
-        if all(i.strip().isdigit() for i in ids) and len(set(ids)) == len(ids):
-            return None
-    return f"translate.device={device!r}: use auto, cpu, cuda (every visible GPU), cuda:N or a list cuda:0,1"
 
 
 def parse_device(device: str) -> tuple[str, list[int]]:

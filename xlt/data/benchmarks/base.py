@@ -37,6 +37,7 @@ from xlt.data.anomalies import PLACEHOLDERS
 from xlt.data.schema import LETTERS, MAX_OPTIONS, option_counts
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource, offline
+from xlt.registry import BENCHMARKS
 
 
 class Benchmark(ABC):
@@ -574,3 +575,6 @@ class Claim:
     id: str
     text: str
     params: dict[str, Any] = field(default_factory=dict)
+
+
+BENCHMARKS.base = Benchmark  # a definition file's subclasses with a kind register (xlt.registry.include)

@@ -210,3 +210,8 @@ class GlobalMMLU(ConfigPerLanguage):
         return {**super().language_info(code, groups),
                 "tier": lang.gmmlu_tier if lang and lang.gmmlu_tier else langtab.UNGROUPED,
                 "translation": lang.translation if lang and lang.translation else langtab.UNGROUPED}
+
+
+# The registry's entries (xlt/registry.py): the full benchmark and its Lite subset.
+GLOBAL_MMLU = GlobalMMLU("global_mmlu", "CohereLabs/Global-MMLU")
+GLOBAL_MMLU_LITE = GlobalMMLU("global_mmlu_lite", "CohereLabs/Global-MMLU-Lite", lite=True)

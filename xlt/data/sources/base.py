@@ -29,6 +29,7 @@ from xlt.data.sentences import count_sentences, max_sentences
 from xlt.data.sources.files import Row, iter_local_split
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource
+from xlt.registry import SOURCES
 
 log = logging.getLogger(__name__)
 
@@ -311,3 +312,6 @@ class Source:
         }
         check_record(rec, f"{self.dataset} {split} {where}", answer_text)
         return rec
+
+
+SOURCES.base = Source  # a definition file's subclasses with a name register (xlt.registry.include)
