@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from xlt import config as xcfg
 from xlt.cluster import SIGNALS, install_signal_handlers
 from xlt.config import CONF_DIR
-from xlt.config.overrides import check_overrides
+from xlt.config.overrides import check_overrides, entry_overrides, new_entries
 from xlt.contract import run_stages
 from xlt.errors import XltError
 from xlt.lock import RunLock, lock_name
@@ -117,10 +117,13 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
     def _main() -> None:
         # Overrides are checked before Hydra composes them, so a misspelled key or a secret on the
         # command line gets a clear message (and a secret never reaches the run directory's name).
+        overrides = [a for a in sys.argv[1:] if "=" in a and not a.startswith("-")]
         try:
-            check_overrides([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")])
+            check_overrides(overrides)
         except XltError as err:
             _fail(err)
+        xcfg.register(new_entries(overrides))  # a benchmark entry added on the command line
+        sys.argv[1:] = entry_overrides(sys.argv[1:])
         _hydra_main()
         if _FAILED_JOBS:
             lines = "\n".join(f"  {job}: {why}" for job, why in _FAILED_JOBS)

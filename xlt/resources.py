@@ -189,13 +189,15 @@ def compose(recipe: str | None, overrides: Sequence[str] = ()) -> DictConfig:
 
     from xlt import config as xcfg
     from xlt.config import CONF_DIR
+    from xlt.config.overrides import entry_overrides, new_entries
 
     args = [o for o in overrides if not o.lstrip("+").startswith("recipe=")]
     if recipe is None:
         recipe = next((o.partition("=")[2] for o in overrides if o.lstrip("+").startswith("recipe=")), None)
     if recipe:
         args.insert(0, f"+recipe={recipe}")
-    xcfg.register()
+    args = entry_overrides(args)
+    xcfg.register(new_entries(args))
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     try:

@@ -31,10 +31,11 @@ def _mt_languages(model: str, languages: str, exclude: str = "") -> list[str]:
     return mt_codes(model, languages, [exclude] if exclude else [])
 
 
-def register() -> None:
+def register(entries: Sequence[tuple[str, str]] = ()) -> None:
     """Register the root schema (as ``xlt_schema``) so ``conf/config.yaml`` can extend it, and the
     resolvers the config files use (``xlt_assets``, ``xlt_run_root``, ``xlt_run_name``, ``xlt_model_name``,
-    ``xlt_languages``)."""
+    ``xlt_languages``). ``entries``: ``(section, name)`` of dict entries the command line adds
+    (:func:`xlt.config.overrides.new_entries`), held in the schema with their defaults."""
     resolvers = {
         "xlt_run_name": lambda overrides: run_name(list(overrides)),
         "xlt_run_root": checked_run_root,
@@ -48,7 +49,12 @@ def register() -> None:
     for name, fn in resolvers.items():
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
-    ConfigStore.instance().store(name="xlt_schema", node=XltConfig)
+    schema = OmegaConf.structured(XltConfig)
+    for section, name in entries:
+        node = OmegaConf.select(schema, section)
+        if name not in node:
+            node[name] = OmegaConf.structured(node._metadata.element_type)
+    ConfigStore.instance().store(name="xlt_schema", node=schema)
 
 
 def validate(cfg: DictConfig | dict[str, Any], stages: Sequence[str] | None = None) -> DictConfig:

@@ -13,7 +13,8 @@ from xlt.registry import BENCHMARKS, SCORERS
 class BenchmarkConfig:
     """One evaluation benchmark. ``kind`` names an entry of the benchmark registry."""
 
-    kind: str | None = opt(None, choices=BENCHMARKS.names)
+    kind: str | None = opt(None, choices=BENCHMARKS.names, hint="a new kind is a definition file in a folder given "
+                           "by eval.include_path=[folder], or an installed package's entry point (group xlt.benchmarks)")
     enabled: bool = True
     hub_id: str | None = None
     revision: str | None = None

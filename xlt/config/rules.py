@@ -15,6 +15,7 @@ from xlt.config.data import source_names
 from xlt.config.model import UNSET_CHECKPOINT
 from xlt.config.training import resolve_deepspeed
 from xlt.config.translate import device_error
+from xlt.registry import BENCHMARKS
 
 STAGES = ("build_data", "translate", "train", "evaluate", "report")
 _FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
@@ -117,6 +118,10 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     if e.scorer == "llm" and not e.llm.model and stages and "evaluate" in stages:
         out.append("eval.scorer=llm needs eval.llm.model=<Hub id or local folder of a causal LM>")
     for name, b in e.benchmarks.items():
+        if b.enabled and b.kind is None:
+            out.append(f"eval.benchmarks.{name} has no kind: add eval.benchmarks.{name}.kind=<one of "
+                       f"{', '.join(BENCHMARKS.names())}>; a new kind is a definition file in a folder given by "
+                       "eval.include_path=[folder]")
         if b.languages is not None and len(b.languages) == 0:
             out.append(f"eval.benchmarks.{name}.languages=[] selects nothing; use null for every language")
     return out

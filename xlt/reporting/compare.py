@@ -26,9 +26,9 @@ import pandas as pd
 import yaml
 
 from xlt.errors import DataError
+from xlt.metrics import paired_bootstrap
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run import RunDir
-from xlt.scoring.metrics import paired_bootstrap
 from xlt.scoring.results import Job, read_predictions
 
 

@@ -16,7 +16,7 @@ run's recorded config (``config.yaml``), never from its name:
 
 A *system* is a seed group of :func:`xlt.reporting.compare.seed_groups` (runs that differ only in
 ``seed``); its per-language accuracy is the mean over its seeds. Significance uses xlt's paired
-bootstrap (:func:`xlt.scoring.metrics.paired_bootstrap`) on the questions both systems answered, the
+bootstrap (:func:`xlt.metrics.paired_bootstrap`) on the questions both systems answered, the
 k-th seed of one system paired with the k-th seed of the other, and the spread over seeds (std).
 
 A finding *holds* when the point estimates go the paper's way; whether the margin is significant is
@@ -51,7 +51,7 @@ from omegaconf import OmegaConf
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.data.benchmarks.base import Claim
 from xlt.errors import ConfigError
-from xlt.scoring.metrics import paired_bootstrap
+from xlt.metrics import paired_bootstrap
 from xlt.scoring.results import Job, read_predictions
 
 HOLDS, FAILS, UNTESTABLE = "holds", "does not hold", "cannot be tested"

@@ -191,7 +191,7 @@ def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
 
 def _chance_problem(chance: Any, preds: list[dict[str, Any]]) -> str | None:
     """Why a result's ``chance`` does not match its predictions (each holds one score per option)."""
-    from xlt.scoring.metrics import chance_level
+    from xlt.metrics import chance_level
 
     counts = [len(p["scores"]) if isinstance(p.get("scores"), list) else 0 for p in preds]
     if 0 in counts:

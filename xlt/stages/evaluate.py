@@ -23,8 +23,8 @@ from xlt.contract import StageContext, check_model
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
 from xlt.files import json_text
+from xlt.metrics import accuracy_with_ci, chance_level
 from xlt.run import RunDir, atomic_write_json, atomic_write_text
-from xlt.scoring.metrics import accuracy_with_ci, chance_level
 from xlt.scoring.results import (
     Job,
     enabled_benchmarks,

@@ -310,10 +310,10 @@ class Benchmark(ABC):
                 *(f"acc_{s}" for s in self.subsets), "n", "truncated"]
 
     def summary(self, per_lang: Any, groups: dict[str, str] | None = None) -> dict[str, Any]:
-        """Headline numbers over languages (:func:`xlt.scoring.metrics.summarize`: ``mean`` always, the
+        """Headline numbers over languages (:func:`xlt.metrics.summarize`: ``mean`` always, the
         threshold counts, each subset's mean, the means per grouping); ``resource_taxonomy`` says where
         the resource levels come from when results are grouped by them."""
-        from xlt.scoring.metrics import summarize
+        from xlt.metrics import summarize
 
         out = summarize(per_lang, self.language_groupings, self.subsets, self.thresholds)
         if "resource" in self.language_groupings:
