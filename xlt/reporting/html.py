@@ -184,7 +184,7 @@ def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[
 def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
              notes: list[str] | None = None, run_path: Path | None = None) -> dict[str, Any]:
     """The page of one run's report (the same numbers as ``report.md``)."""
-    from xlt.reporting.tables import summary_frames
+    from xlt.reporting.tables import summary_frames  # lazy: start-up time
 
     model = cfg.eval.model if cfg.eval.model != "run" else f"run's model ({cfg.model.name_or_path})"
     meta = [["recipe", str(cfg.recipe_name)], ["model", str(model)], ["scorer", str(cfg.eval.scorer)],

@@ -39,6 +39,7 @@ from xlt.scoring.results import (
     shard_jobs,
 )
 from xlt.scoring.scorers import build_scorer, check_scores
+from xlt.translation.translate_test import TranslateTestRunner
 
 log = logging.getLogger("xlt.evaluate")
 
@@ -132,8 +133,6 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         scorer = build_scorer(cfg, run)
         translate_test = None
         if any(cfg.eval.benchmarks[j.benchmark].translate_test for j in todo):
-            from xlt.translation.translate_test import TranslateTestRunner
-
             translate_test = TranslateTestRunner(cfg, run)
         with tqdm(total=len(todo), desc="evaluate", unit="lang") as bar:
             for job in todo:

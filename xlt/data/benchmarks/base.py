@@ -35,8 +35,10 @@ from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 from xlt import languages as langtab
 from xlt.data.anomalies import PLACEHOLDERS
 from xlt.data.schema import LETTERS, MAX_OPTIONS, option_counts
+from xlt.data.sources.files import iter_jsonl
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource, offline
+from xlt.metrics import summarize
 from xlt.registry import BENCHMARKS
 
 
@@ -313,8 +315,6 @@ class Benchmark(ABC):
         """Headline numbers over languages (:func:`xlt.metrics.summarize`: ``mean`` always, the
         threshold counts, each subset's mean, the means per grouping); ``resource_taxonomy`` says where
         the resource levels come from when results are grouped by them."""
-        from xlt.metrics import summarize
-
         out = summarize(per_lang, self.language_groupings, self.subsets, self.thresholds)
         if "resource" in self.language_groupings:
             out["resource_taxonomy"] = langtab.resource_taxonomy(groups)
@@ -471,8 +471,6 @@ def load_local_file(path: Path) -> Dataset:
     accept a leading BOM.
     """
     if path.suffix != ".parquet":
-        from xlt.data.sources.files import iter_jsonl
-
         read = list(iter_jsonl(path))
         rows = [row.data for row in read]
         columns: dict[str, list[Any]] = {}
