@@ -13,7 +13,7 @@ LAZY_MARK = "# lazy: start-up time"
 
 # Bottom first: a module imports modules of its own layer and the layers below, never above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("xlt", "xlt.errors", "xlt.files", "xlt.markdown", "xlt.languages", "xlt.registry", "xlt.secrets",
+    ("base", ("xlt", "xlt.errors", "xlt.files", "xlt.markdown", "xlt.languages", "xlt.registry", "xlt.secrets", "xlt.progress",
               "xlt.metrics", "xlt.batching", "xlt.fingerprint", "xlt.state", "xlt.lock", "xlt.assets")),
     ("config", ("xlt.config",)),
     ("run directory and Hub", ("xlt.run", "xlt.hub")),

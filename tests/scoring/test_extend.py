@@ -46,6 +46,10 @@ def test_a_definition_file_in_a_folder_is_evaluated(tmp_path, tiny_mc):
     preds = [json.loads(x) for x in (run.eval / "xcsqa" / "predictions" / "fr.jsonl").read_text().splitlines()]
     assert [p["gold"] for p in preds] == [i % 5 for i in range(6)] and all(len(p["scores"]) == 5 for p in preds)
     assert include([str(FOLDER)]) == ["xcsqa"]  # each file runs once per process: no second registration
+    call_stage("report", cfg, run)  # the definition's title names it for people
+    report = (run.path / "report.md").read_text()
+    assert "\n## X-CSQA\n" in report and "(xcsqa)" not in report
+    assert "X-CSQA" in (run.path / "report.html").read_text()
 
 
 def test_a_new_benchmark_entry_is_checked_like_any(tmp_path):

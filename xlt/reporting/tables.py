@@ -48,6 +48,11 @@ class BenchmarkResults:
         return get_benchmark(self.kind)
 
     @property
+    def heading(self) -> str:
+        """The benchmark's name for people (its definition's title; :meth:`Benchmark.heading`)."""
+        return self.definition.heading(self.name)
+
+    @property
     def chance(self) -> float:
         """The chance level (%): the mean over languages of each result's ``chance``."""
         return chance_level(self.per_language)

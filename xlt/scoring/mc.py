@@ -21,12 +21,12 @@ from typing import Any
 import numpy as np
 import torch
 from datasets import Dataset
-from tqdm.auto import tqdm
 
 from xlt.batching import AdaptiveBatcher
 from xlt.data.schema import option_counts
 from xlt.errors import ConfigError
 from xlt.modeling.features import MODEL_INPUTS, MCCollator, tokenize_mc
+from xlt.progress import progress_bar
 
 
 class MCScorer:
@@ -85,7 +85,7 @@ class MCScorer:
         groups = [np.flatnonzero(counts == c) for c in np.unique(counts)]
         groups.sort(key=lambda g: -int(counts[g[0]] * lengths[g].max()))
         orders = [g[np.argsort(-lengths[g], kind="stable")].tolist() for g in groups]
-        bar = tqdm(total=n, desc=f"{benchmark}/{language}", unit="q", leave=False, disable=not self.progress)
+        bar = progress_bar(total=n, desc=f"{benchmark}/{language}", unit="q", leave=False, disable=not self.progress)
 
         def forward(idx: list[int]) -> np.ndarray:
             rows = inputs[idx]

@@ -35,8 +35,8 @@ log = logging.getLogger("xlt.report")
 def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
     out = [f"# Evaluation report: {cfg.recipe_name}\n", f"Model: `{cfg.eval.model}` (scorer `{cfg.eval.scorer}`); "
            f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
-    for name, res in results.items():
-        out.append(f"\n## {name} ({res.kind})\n")
+    for res in results.values():
+        out.append(f"\n## {res.heading}\n")
         if res.summary.get("resource_taxonomy"):
             out.append(f"Resource levels: {res.summary['resource_taxonomy']}.\n")
         for title, frame in summary_frames(res).items():

@@ -288,6 +288,11 @@ class Benchmark(ABC):
     def display_title(self) -> str:
         return self.title or self.kind
 
+    def heading(self, name: str) -> str:
+        """How reports and plots name the config entry ``name`` of this benchmark: its title, and the entry's
+        name beside it where that says more (e.g. "Belebele (belebele_tt)" for a translate-test entry)."""
+        return self.display_title if name in (self.kind, self.display_title) else f"{self.display_title} ({name})"
+
     @property
     def finding_prefix(self) -> str:
         return self.kind

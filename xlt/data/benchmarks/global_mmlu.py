@@ -140,6 +140,7 @@ class GlobalMMLU(ConfigPerLanguage):
         self.kind = kind
         self.default_hub_id = default_hub_id
         self.lite = lite
+        self.title = "Global-MMLU Lite" if lite else "Global-MMLU"
         # The harness's tasks: Full has one per subject (``first_n`` on dev), Lite one per category
         # (its default seeded random sampler on dev).
         self.harness_task_unit = "category" if lite else "subject"
