@@ -18,7 +18,7 @@ from tests.cli import ENV, REPO
 from tests.fixtures.plugin.xcsqa import write_data
 from xlt.contract import call_stage
 from xlt.errors import ConfigError
-from xlt.registry import BENCHMARKS, include
+from xlt.registry import BENCHMARKS, SCORERS, SOURCES, _entry_points, include
 from xlt.resources import compose
 from xlt.run import RunDir
 
@@ -80,6 +80,29 @@ def test_bad_definition_folders_are_named(tmp_path):
     (empty / "notes.py").write_text("X = 1\n")
     with pytest.raises(ConfigError, match=r"notes.py defines no benchmark or source"):
         include([str(empty)])
+
+
+def test_entry_points_of_the_sources_and_scorers_groups_register(tmp_path, monkeypatch):
+    """An installed distribution's entry points (read by importlib.metadata from its dist-info) add a
+    training source and a scorer by name, loaded only when used."""
+    dist = tmp_path / "site" / "extra-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: extra\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[xlt.sources]\nrace_copy = xlt.data.sources.race:Race\n\n"
+                                           "[xlt.scorers]\nalways_gold = xlt.scoring.scorers:GoldScorer\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    _entry_points.cache_clear()
+    try:
+        from xlt.data.sources.race import Race
+        from xlt.scoring.scorers import GoldScorer
+
+        assert SOURCES.names()[-1] == "race_copy" and SOURCES["race_copy"] is Race  # after xlt's own, in order
+        assert SCORERS["always_gold"] is GoldScorer
+        assert compose("demo", ["eval.scorer=always_gold"]).eval.scorer == "always_gold"
+    finally:
+        monkeypatch.undo()
+        _entry_points.cache_clear()
+    assert "always_gold" not in SCORERS and "race_copy" not in SOURCES.names()
 
 
 PYPROJECT = """[build-system]
