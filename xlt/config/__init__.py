@@ -18,7 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 from xlt.config.fields import check_values
 from xlt.config.keys import run_name
 from xlt.config.overrides import checked_run_root
-from xlt.config.paths import CONF_DIR  # noqa: F401  (re-exported)
+from xlt.config.paths import CONF_DIR
 from xlt.config.rules import STAGES, cross_field_errors
 from xlt.config.schema import XltConfig
 from xlt.errors import ConfigError
@@ -26,6 +26,7 @@ from xlt.languages import mt_codes
 from xlt.registry import include
 
 __all__ = ["CONF_DIR", "STAGES", "XltConfig", "register", "validate"]
+
 
 def _mt_languages(model: str, languages: str, exclude: str = "") -> list[str]:
     return mt_codes(model, languages, [exclude] if exclude else [])
