@@ -33,10 +33,12 @@ def new_benchmark(data: Path, model: Path) -> list[str]:
             f"eval.model={model}", *ONLY_NEW]
 
 
-def test_a_definition_file_in_a_folder_is_evaluated(tmp_path, tiny_mc):
+def test_a_definition_file_in_a_folder_is_evaluated(tmp_path, tiny_mc, monkeypatch):
     data = write_data(tmp_path / "xcsqa")
     cfg = compose("demo", [f"eval.include_path=[{FOLDER}]", *new_benchmark(data, tiny_mc[0])])
     assert [n for n, b in cfg.eval.benchmarks.items() if b.enabled] == ["xcsqa"]
+    monkeypatch.chdir(FOLDER.parent)  # a relative folder is kept absolute (config.yaml finds it from anywhere)
+    assert compose("demo", ["eval.include_path=[plugin]"]).eval.include_path == [str(FOLDER)]
     assert BENCHMARKS["xcsqa"].title == "X-CSQA" and type(BENCHMARKS["xcsqa"]).__name__ == "XCSQA"
     run = RunDir(tmp_path / "run")
     summary = call_stage("evaluate", cfg, run)

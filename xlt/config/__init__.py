@@ -76,7 +76,10 @@ def validate(cfg: DictConfig | dict[str, Any], stages: Sequence[str] | None = No
         key = getattr(err, "full_key", None) or ""
         msg = str(err).splitlines()[0]
         raise ConfigError(f"invalid config key '{key}': {msg}") from None
-    include(merged.eval.include_path)  # definition files register their kinds before the kinds are checked
+    # Definition files register their kinds before the kinds are checked; the folders are kept absolute, so
+    # the run's config.yaml finds them from anywhere (report --compare reads them there).
+    merged.eval.include_path = [str(Path(str(p)).expanduser().resolve()) for p in merged.eval.include_path]
+    include(merged.eval.include_path)
     errors = check_values(XltConfig, merged) + cross_field_errors(merged, stages)
     if errors:
         raise ConfigError("invalid config:\n  " + "\n  ".join(errors))

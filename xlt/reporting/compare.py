@@ -28,6 +28,7 @@ import yaml
 from xlt.config.keys import result_values
 from xlt.errors import DataError
 from xlt.metrics import paired_bootstrap
+from xlt.registry import include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run import RunDir
 from xlt.scoring.results import Job, read_predictions
@@ -72,6 +73,8 @@ class RunInfo:
         self.config = read_config(self.path)
         self.seed = self.config.get("seed")
         self.key = config_key(self.config)
+        # The run's own definition folders: a benchmark it defined there is named and read as in the run.
+        include((self.config.get("eval") or {}).get("include_path") or [])
         self.results: dict[str, BenchmarkResults] = load_run_results(self.path)
 
 
