@@ -99,15 +99,15 @@ class Registry(MutableMapping):
     def get_entry(self, name: str) -> Any:
         """The definition registered as ``name``; an unknown name raises :class:`ConfigError` saying how to add one."""
         if name not in self:
+            folder = "a definition file in a folder given by eval.include_path=[folder], or " if self.attr else ""
             raise ConfigError(f"unknown {self.what} {name!r} ({self.key}); registered: {sorted(self.names())}. "
-                              f"A new one is a definition file in a folder given by eval.include_path=[folder], "
-                              f"or an installed package's entry point in the group '{self.group}'")
+                              f"A new one is {folder}an installed package's entry point in the group '{self.group}'")
         return self[name]
 
     def add(self, name: str, obj: Any, origin: str) -> None:
         """Register ``obj`` as ``name`` (from ``origin``, for messages); a name taken by another definition is an error."""
-        taken = self._origin.get(name) or (self._refs().get(name) and f"{self._refs()[name]}")
-        if taken and taken != origin:
+        taken = self._origin.get(name) or self._refs().get(name)
+        if taken is not None and taken != origin:
             raise ConfigError(f"{origin}: {self.what} {name!r} is already registered by {taken}; give it another name")
         self._added[name] = obj
         self._origin[name] = origin
