@@ -21,11 +21,12 @@ from omegaconf import DictConfig, OmegaConf
 from xlt import config as xcfg
 from xlt.cluster import SIGNALS, install_signal_handlers
 from xlt.config import CONF_DIR
-from xlt.config.overrides import check_overrides
+from xlt.config.overrides import check_overrides, entry_overrides, new_entries
 from xlt.contract import run_stages
 from xlt.errors import XltError
 from xlt.lock import RunLock, lock_name
 from xlt.run import RunDir, atomic_write_text, is_main_process, world_size
+from xlt.secrets import redact_config, redact_overrides
 
 log = logging.getLogger("xlt")
 
@@ -74,8 +75,6 @@ def resolve_run(cfg: DictConfig, stages: Sequence[str] | None = None) -> tuple[D
 
 def _record_call(run: RunDir, stages: Sequence[str], ran: Sequence[str]) -> None:
     """Append this call to ``calls.jsonl`` (time, command-line overrides, stages run and skipped)."""
-    from xlt.secrets import redact_overrides
-
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "overrides": redact_overrides(sys.argv[1:]),
             "stages": list(stages), "ran": list(ran)}
     with open(run.path / "calls.jsonl", "a", encoding="utf-8") as f:
@@ -98,8 +97,6 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
 
             def write_config() -> None:
                 if is_main_process():
-                    from xlt.secrets import redact_config
-
                     atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
 
             rank = int(os.environ.get("RANK", "0"))
@@ -117,10 +114,13 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
     def _main() -> None:
         # Overrides are checked before Hydra composes them, so a misspelled key or a secret on the
         # command line gets a clear message (and a secret never reaches the run directory's name).
+        overrides = [a for a in sys.argv[1:] if "=" in a and not a.startswith("-")]
         try:
-            check_overrides([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")])
+            check_overrides(overrides)
         except XltError as err:
             _fail(err)
+        xcfg.register(new_entries(overrides))  # a benchmark entry added on the command line
+        sys.argv[1:] = entry_overrides(sys.argv[1:])
         _hydra_main()
         if _FAILED_JOBS:
             lines = "\n".join(f"  {job}: {why}" for job, why in _FAILED_JOBS)

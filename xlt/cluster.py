@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import ConfigError
+from xlt.resources import compose
+from xlt.run import run_name
 
 log = logging.getLogger("xlt.cluster")
 
@@ -87,8 +89,6 @@ def sweep_line(path: str | Path, index: int) -> list[str]:
 
 def run_dir(args: list[str]) -> str:
     """The run directory a run's arguments resolve to (``run_root`` from the arguments, else "runs")."""
-    from xlt.run import run_name
-
     root = next((a.partition("=")[2] for a in args if a.lstrip("+").startswith("run_root=")), "runs")
     return f"{root}/{run_name(args)}"
 
@@ -170,8 +170,6 @@ def main(argv: list[str] | None = None) -> int:
             extra = argv[2:]
             print("\n".join(dict.fromkeys(run_dir([*r, *extra]) for r in read_sweep(argv[1]))))
         elif len(argv) >= 2 and argv[0] == "stages":
-            from xlt.resources import compose
-
             print("\n".join(compose(None, argv[1:]).stages))
         else:
             print(usage, file=sys.stderr)

@@ -23,9 +23,7 @@ evaluation languages, translation parts) only when its recorded inputs still mat
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
-import json
 import logging
 import os
 import socket
@@ -41,18 +39,24 @@ from xlt import __version__
 from xlt.config.keys import stage_values
 from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, XltError
-from xlt.fingerprint import path_fingerprint, resource_fingerprint
+from xlt.fingerprint import digest, path_fingerprint, resource_fingerprint
 from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, remove_path, world_size
-from xlt.state import Damaged, StateError, read_state
+from xlt.state import (
+    BUILD_REPORT,
+    INPUTS,
+    MODEL_PROVENANCE,
+    REPORT,
+    TRAIN_METRICS,
+    Damaged,
+    StateError,
+    load_dataset_dir,
+    read_or_redo,
+    read_state,
+)
 
 log = logging.getLogger("xlt")
 
 WAIT_POLL_S = 2.0
-
-
-def digest(obj: Any) -> str:
-    """A short, stable hash of a JSON-able value (input hashes, output ids)."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _local(path: Any) -> str | None:
@@ -149,8 +153,6 @@ def sealed_problems(run: RunDir, stage: str) -> list[str]:
 
 
 def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    from xlt.state import BUILD_REPORT, load_dataset_dir
-
     out = _json_problems(run, {"data/build_report.json": BUILD_REPORT})
     try:
         load_dataset_dir(run.train_set)
@@ -166,8 +168,6 @@ def _check_translate(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
 def model_problem(run: RunDir) -> str | None:
     """Why ``run.model`` is not the model the train stage saved (None: its files match the fingerprint
     recorded in ``model/xlt_provenance.json``)."""
-    from xlt.state import MODEL_PROVENANCE
-
     if not run.model.exists():
         return None  # no model yet: scoring says so (train first)
     prov_file = run.model / "xlt_provenance.json"
@@ -194,15 +194,11 @@ def check_model(run: RunDir) -> None:
 
 
 def _check_train(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    from xlt.state import TRAIN_METRICS
-
     check_model(run)
     return _json_problems(run, {"train_metrics.json": TRAIN_METRICS})
 
 
 def _check_report(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    from xlt.state import REPORT
-
     return _json_problems(run, {"report.json": REPORT})
 
 
@@ -285,8 +281,6 @@ INPUTS_FILE = "xlt_inputs.json"
 def recorded_inputs(folder: Path) -> str | None:
     """The input hash recorded in ``folder`` (None: nothing recorded, or a damaged record: logged, and the
     partial work is then treated as made under unknown inputs)."""
-    from xlt.state import INPUTS, read_or_redo
-
     value = read_or_redo(folder / INPUTS_FILE, INPUTS, what="ignored: the partial work in its folder is not resumed")
     return value["inputs"] if value else None
 

@@ -15,6 +15,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -22,6 +23,11 @@ _MEMO: dict[str, str] = {}
 _CHUNK = 1 << 20
 # Files that describe a folder but do not change what it computes.
 _IGNORED = {"README.md", "xlt_provenance.json", ".DS_Store"}
+
+
+def digest(obj: Any) -> str:
+    """A short, stable hash of a JSON-able value (input hashes, output ids)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _cache_file() -> Path:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from xlt.cluster import read_sweep
 from xlt.errors import XltError
 from xlt.hub import prefetch_hint  # noqa: F401  (re-exported: the hint is part of prefetch's interface)
 from xlt.resources import Resource, compose, merge, resources_for
@@ -60,8 +61,6 @@ def plan(runs: Sequence[Sequence[str]]) -> list[Planned]:
 def runs_from_args(ns: argparse.Namespace) -> list[list[str]]:
     """The runs named on the command line. Plain overrides apply to every ``--recipes``/``--sweep`` run;
     a ``+recipe=`` among them is a run of its own."""
-    from xlt.cluster import read_sweep
-
     common = [o for o in ns.overrides if not o.startswith("+recipe=")]
     runs: list[list[str]] = []
     if any(o.startswith("+recipe=") for o in ns.overrides) or not (ns.recipes or ns.sweep):
@@ -92,7 +91,7 @@ def fetch_model(res: Resource, local_only: bool = False) -> str:
 
 
 def _source_for(cfg: Any, key: str) -> Any:
-    from xlt.data.sources import SOURCES
+    from xlt.data.sources import SOURCES  # lazy: start-up time
 
     name = key.split(".")[-1]
     return SOURCES[name](cfg.data.sources[name])
@@ -110,7 +109,7 @@ def fetch_dataset(cfg: Any, res: Resource, key: str, done: set[tuple[Any, ...]],
             done.add(tag)
             report(f"  fetched {key} [{split}]")
         return
-    from xlt.data.benchmarks import get_benchmark
+    from xlt.data.benchmarks import get_benchmark  # lazy: start-up time
 
     name = key.split(".")[-1]
     bcfg = cfg.eval.benchmarks[name]
@@ -193,7 +192,7 @@ def _try_offline(p: Planned, res: Resource) -> str | None:
             for key in res.used_by:
                 if key.startswith("eval.benchmarks."):
                     # Also the language listing the evaluate stage does when no languages are set.
-                    from xlt.data.benchmarks import get_benchmark
+                    from xlt.data.benchmarks import get_benchmark  # lazy: start-up time
 
                     bcfg = p.cfg.eval.benchmarks[key.split(".")[-1]]
                     get_benchmark(bcfg.kind).select_languages(bcfg)

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from xlt import config as xcfg
 from xlt import languages as langtab
 from xlt.data.benchmarks import get_benchmark
-from xlt.scoring.metrics import accuracy_with_ci
+from xlt.metrics import accuracy_with_ci
 
 MODELS = {
     "XLM-R": {"name": "xlmr_base", "name_or_path": "FacebookAI/xlm-roberta-base"},

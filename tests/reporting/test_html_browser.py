@@ -141,4 +141,4 @@ def test_run_page_lists_provenance_and_notes(pages):
     assert ["belebele: scored model fingerprint", '{"sha": "m"}'] in rows
     assert any(k.startswith("global_mmlu: data") and v == "hub:fake" for k, v in rows)
     titles = [s["title"] for s in page["sections"]]
-    assert titles == ["provenance", "belebele (belebele)", "global_mmlu (global_mmlu)"]
+    assert titles == ["provenance", "Belebele", "Global-MMLU"]

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from xlt.data.benchmarks import get_benchmark
-from xlt.scoring.metrics import (
+from xlt.metrics import (
     accuracy,
     accuracy_with_ci,
     bootstrap_ci,
@@ -103,7 +103,7 @@ def test_subsets_and_summary_of_a_definition_with_subsets():
 
 
 def test_chance_level_is_the_mean_of_one_over_each_items_options():
-    from xlt.scoring.metrics import chance_level
+    from xlt.metrics import chance_level
 
     assert chance_level([4] * 9) == 25.0
     assert chance_level([3, 3]) == pytest.approx(100 / 3)

@@ -6,27 +6,15 @@ from dataclasses import dataclass, field
 
 from xlt.config.fields import neutral, opt
 from xlt.config.llm import LLMConfig
-
-
-def benchmark_kinds() -> tuple[str, ...]:
-    """The kinds a benchmark entry may name: the benchmark registry's (read when a config is checked)."""
-    from xlt.data.benchmarks import BENCHMARKS
-
-    return tuple(sorted(BENCHMARKS))
-
-
-def scorer_names() -> tuple[str, ...]:
-    """The scorers ``eval.scorer`` may name: the scorer registry's."""
-    from xlt.scoring.scorers import SCORERS
-
-    return tuple(SCORERS)
+from xlt.registry import BENCHMARKS, SCORERS
 
 
 @dataclass
 class BenchmarkConfig:
     """One evaluation benchmark. ``kind`` names an entry of the benchmark registry."""
 
-    kind: str | None = opt(None, choices=benchmark_kinds)
+    kind: str | None = opt(None, choices=BENCHMARKS.names, hint="a new kind is a definition file in a folder given "
+                           "by eval.include_path=[folder], or an installed package's entry point (group xlt.benchmarks)")
     enabled: bool = True
     hub_id: str | None = None
     revision: str | None = None
@@ -45,10 +33,13 @@ class BenchmarkConfig:
 @dataclass
 class EvalConfig:
     benchmarks: dict[str, BenchmarkConfig] = field(default_factory=dict)
+    # Folders of benchmark definition files (*.py) to register before the config is checked
+    # (xlt/registry.py); a benchmark's own `version` enters its results' hash.
+    include_path: list[str] = field(default_factory=list)
     # What to score: "run" (the run's trained model), or a local path / Hub id of an MC model.
     model: str = opt("run", names_run=True)
-    # Scorer registry entry (xlt/scoring/scorers.py): "mc" (encoder MC head), "gold", "fixed", "llm".
-    scorer: str = opt("mc", choices=scorer_names, names_run=True)
+    # Scorer registry entry (xlt/registry.py): "mc" (encoder MC head), "gold", "fixed", "llm".
+    scorer: str = opt("mc", choices=SCORERS.names, names_run=True)
     # Option index (0-based) the "fixed" scorer always picks; an item with fewer options gets no prediction.
     fixed_option: int = opt(0, ge=0, names_run=True)
     batch_size: int = opt(64, ge=1)

@@ -27,9 +27,11 @@ INHERIT = "__inherit__"
 def opt(default: Any = dataclasses.MISSING, *, default_factory: Callable[[], Any] | None = None,
         choices: Sequence[str] | Callable[[], Sequence[str]] | None = None, ge: float | None = None, gt: float | None = None,
         le: float | None = None, affects: str | None = INHERIT, names_run: bool | None = None,
-        split: bool = False) -> Any:
+        split: bool = False, hint: str = "") -> Any:
     """A dataclass field with validation and key-table metadata (see the module docstring)."""
     meta: dict[str, Any] = {"affects": affects, "split": split}
+    if hint:  # added to a refusal: how to add a value the choices lack
+        meta["hint"] = hint
     if choices is not None:  # a sequence, or a function returning a registry's names (read when checked)
         meta["choices"] = choices if callable(choices) else tuple(choices)
     for name, bound in (("ge", ge), ("gt", gt), ("le", le)):
@@ -70,7 +72,8 @@ def check_value(key: str, value: Any, meta: dict[str, Any]) -> str | None:
     if value is None:
         return None
     if "choices" in meta and value not in choices_of(meta):
-        return f"{key}={value!r} is not allowed; use {_describe(meta)}"
+        hint = f"; {meta['hint']}" if "hint" in meta else ""
+        return f"{key}={value!r} is not allowed; use {_describe(meta)}{hint}"
     bounds = [b for b in ("ge", "gt", "le") if b in meta]
     if bounds and (isinstance(value, bool) or not isinstance(value, (int, float))):
         return f"{key}={value!r} must be a number ({_describe(meta)})"

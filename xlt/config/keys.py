@@ -23,6 +23,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from xlt.config.fields import INHERIT, dataclass_of, is_dict_field
+from xlt.config.schema import XltConfig
 
 # Stages whose outputs make up "what was trained": an override of one of their keys is another run.
 TRAINING_STAGES = ("build_data", "translate", "train")
@@ -38,8 +39,6 @@ class KeyInfo:
 
 
 def _root() -> type:
-    from xlt.config import XltConfig
-
     return XltConfig
 
 

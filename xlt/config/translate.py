@@ -102,3 +102,14 @@ def translate_train_all(cfg: Any) -> bool:
     the train stage's upstream includes the translate stage (:mod:`xlt.contract`)."""
     tcfg = cfg.translate
     return bool(tcfg.languages) or bool(tcfg.import_dir) or "translate" in list(cfg.stages)
+
+
+def device_error(device: str) -> str | None:
+    """A config error message for ``translate.device`` under this engine, or None."""
+    if device in ("auto", "cpu", "cuda"):
+        return None
+    if device.startswith("cuda:"):
+        ids = device[5:].split(",")
+        if all(i.strip().isdigit() for i in ids) and len(set(ids)) == len(ids):
+            return None
+    return f"translate.device={device!r}: use auto, cpu, cuda (every visible GPU), cuda:N or a list cuda:0,1"

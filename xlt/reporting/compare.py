@@ -25,11 +25,14 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from xlt.config.keys import result_values
 from xlt.errors import DataError
+from xlt.metrics import paired_bootstrap
+from xlt.registry import include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run import RunDir
-from xlt.scoring.metrics import paired_bootstrap
 from xlt.scoring.results import Job, read_predictions
+from xlt.state import Damaged, read_text
 
 
 def run_label(path: Path) -> str:
@@ -42,7 +45,6 @@ def read_config(path: Path) -> dict[str, Any]:
     cfg_file = path / "config.yaml"
     if not cfg_file.is_file():
         raise DataError(f"{cfg_file}: missing; is {path} an xlt run directory?")
-    from xlt.state import Damaged, read_text
 
     try:
         cfg = yaml.safe_load(read_text(cfg_file) or "")
@@ -61,8 +63,6 @@ def config_key(cfg: dict[str, Any]) -> str:
     """The run's result-changing config without the seed, as a canonical string: runs that differ only in
     ``seed`` and in keys that change no result (logger, run_root, shard settings; :mod:`xlt.config.keys`)
     are one system."""
-    from xlt.config.keys import result_values
-
     return json.dumps(result_values(cfg, drop=("seed",)), sort_keys=True, default=str)
 
 
@@ -73,6 +73,8 @@ class RunInfo:
         self.config = read_config(self.path)
         self.seed = self.config.get("seed")
         self.key = config_key(self.config)
+        # The run's own definition folders: a benchmark it defined there is named and read as in the run.
+        include((self.config.get("eval") or {}).get("include_path") or [])
         self.results: dict[str, BenchmarkResults] = load_run_results(self.path)
 
 

@@ -16,7 +16,7 @@ run's recorded config (``config.yaml``), never from its name:
 
 A *system* is a seed group of :func:`xlt.reporting.compare.seed_groups` (runs that differ only in
 ``seed``); its per-language accuracy is the mean over its seeds. Significance uses xlt's paired
-bootstrap (:func:`xlt.scoring.metrics.paired_bootstrap`) on the questions both systems answered, the
+bootstrap (:func:`xlt.metrics.paired_bootstrap`) on the questions both systems answered, the
 k-th seed of one system paired with the k-th seed of the other, and the spread over seeds (std).
 
 A finding *holds* when the point estimates go the paper's way; whether the margin is significant is
@@ -48,10 +48,15 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
+from xlt.config.translate import translate_train_all
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.data.benchmarks.base import Claim
 from xlt.errors import ConfigError
-from xlt.scoring.metrics import paired_bootstrap
+from xlt.markdown import markdown_table as md_table
+from xlt.metrics import paired_bootstrap
+from xlt.reporting.compare import group_label, rankings, seed_groups, system_subset_scores
+from xlt.reporting.render import markdown_table
+from xlt.run import RunDir
 from xlt.scoring.results import Job, read_predictions
 
 HOLDS, FAILS, UNTESTABLE = "holds", "does not hold", "cannot be tested"
@@ -134,8 +139,6 @@ def model_size(cfg: dict[str, Any]) -> str | None:
 
 
 def training_setting(cfg: dict[str, Any]) -> str:
-    from xlt.config.translate import translate_train_all
-
     if _get(cfg, "eval.scorer") == "llm":
         return "llm"
     view = OmegaConf.create({"translate": {"languages": _get(cfg, "translate.languages") or [],
@@ -145,8 +148,6 @@ def training_setting(cfg: dict[str, Any]) -> str:
 
 
 def make_systems(groups: list[list[Any]]) -> list[System]:
-    from xlt.reporting.compare import group_label
-
     out = []
     for g in groups:
         cfg = g[0].config
@@ -202,8 +203,6 @@ _CORRECT: dict[tuple[str, str, str], dict[str, bool]] = {}
 
 def _correct(run: Any, benchmark: str, lang: str) -> dict[str, bool]:
     """Per question id, whether the run answered it right (read once per :func:`check_findings` call)."""
-    from xlt.run import RunDir
-
     key = (str(run.path), benchmark, lang)
     if key not in _CORRECT:
         job = Job(benchmark, lang, run.results[benchmark].kind)
@@ -457,8 +456,6 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
 
 
 def check_rankings_change(c: Check) -> Finding:
-    from xlt.reporting.compare import rankings, system_subset_scores
-
     a, b = c.param("a"), c.param("b")
     with_b = [(s, g, direct_benchmark(s, c.bench.kind)) for s, g in zip(c.systems, c.groups, strict=True)]
     with_b = [(s, g, name) for s, g, name in with_b if name is not None]
@@ -560,8 +557,6 @@ def evaluated_kinds(runs: list[Any]) -> list[str]:
 def check_findings(runs: list[Any], samples: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
     """Every finding the definitions of the benchmarks ``runs`` evaluated declare (RunInfo objects of
     :mod:`xlt.reporting.compare`), as dicts; a claim naming an unknown check kind is a :class:`ConfigError`."""
-    from xlt.reporting.compare import seed_groups
-
     groups = seed_groups(runs)
     systems = make_systems(groups)
     findings = []
@@ -589,8 +584,6 @@ def add_findings(runs: list[Any], payload: dict[str, Any], samples: int = 1000, 
 
 def systems_table(runs: list[Any]) -> list[dict[str, Any]]:
     """What each system is, as the findings read it from the configs."""
-    from xlt.reporting.compare import seed_groups
-
     return [{"system": s.label, "model": ", ".join(scored_model_names(s.runs[0].config)), "family": s.family or "other",
              "size": s.size or "?", "setting": s.setting, "seeds": ",".join(str(r.seed) for r in s.runs),
              "runs": ", ".join(r.label for r in s.runs)}
@@ -599,9 +592,6 @@ def systems_table(runs: list[Any]) -> list[dict[str, Any]]:
 
 def findings_markdown(findings: list[dict[str, Any]], systems: list[dict[str, Any]]) -> str:
     import pandas as pd
-
-    from xlt.markdown import markdown_table as md_table
-    from xlt.reporting.render import markdown_table
 
     out = ["\n## Findings of the papers\n",
            "\nSystems as the checks read them from each run's config (model, setting; seeds grouped):\n\n",

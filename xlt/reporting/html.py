@@ -184,7 +184,7 @@ def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[
 def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
              notes: list[str] | None = None, run_path: Path | None = None) -> dict[str, Any]:
     """The page of one run's report (the same numbers as ``report.md``)."""
-    from xlt.reporting.tables import summary_frames
+    from xlt.reporting.tables import summary_frames  # lazy: start-up time
 
     model = cfg.eval.model if cfg.eval.model != "run" else f"run's model ({cfg.model.name_or_path})"
     meta = [["recipe", str(cfg.recipe_name)], ["model", str(model)], ["scorer", str(cfg.eval.scorer)],
@@ -198,7 +198,7 @@ def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | Non
         blocks: list[dict[str, Any]] = [{"type": "kv", "rows": head, "cards": True}]
         blocks += [frame_table(f"{name}-{t.replace(' ', '-')}", t, f) for t, f in summary_frames(res).items()]
         blocks += benchmark_blocks(name, res)
-        sections.append({"title": f"{name} ({res.kind})", "blocks": blocks})
+        sections.append({"title": res.heading, "blocks": blocks})
     return {"title": f"xlt report: {cfg.recipe_name}", "subtitle": "accuracies in %", "meta": meta,
             "notes": [n.strip() for n in (notes or []) if n.strip()], "sections": sections}
 
@@ -278,7 +278,7 @@ def compare_page(runs: list[Any], payload: dict[str, Any]) -> dict[str, Any]:
         col("setting", filter=True), col("xlt"), col("config hash"), col("model fingerprint"), col("data fingerprint")],
         run_rows, search=True)]})
     for bench, entry in payload.get("benchmarks", {}).items():
-        sections.append({"title": bench, "blocks": _compare_blocks(bench, entry, runs, labels, notes)})
+        sections.append({"title": entry.get("heading", bench), "blocks": _compare_blocks(bench, entry, runs, labels, notes)})
     return {"title": "xlt comparison", "subtitle": f"{len(runs)} runs; baseline {labels[0]}; accuracies in %",
             "meta": [["runs", str(len(runs))], ["baseline", labels[0]], ["systems (seed groups)", str(len(systems))],
                      ["xlt (this page)", __version__]],

@@ -24,7 +24,10 @@ from omegaconf import OmegaConf
 
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
+from xlt.fingerprint import digest, language_fingerprint
+from xlt.metrics import chance_level
 from xlt.run import RunDir, atomic_write_json, shard
+from xlt.scoring.scorers import SCORER_VERSIONS
 from xlt.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
 
 log = logging.getLogger("xlt.evaluate")
@@ -106,8 +109,6 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
     A result computed under other settings (another local copy, question cap, split, scorer or
     translate-test choice) is stale and is recomputed instead of being silently reused.
     """
-    from xlt.scoring.scorers import SCORER_VERSIONS  # scorers import the models: not at module import
-
     b = cfg.eval.benchmarks[job.benchmark]
     # Code versions: the benchmark definition's and the scorer's (bumping one recomputes exactly the
     # results it affects).
@@ -131,9 +132,6 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     copy, translate-test settings, and the upstream train stage's output id (a retrain, even to the same
     weights, recomputes every result).
     """
-    from xlt.contract import digest
-    from xlt.fingerprint import language_fingerprint
-
     b = cfg.eval.benchmarks[job.benchmark]
     files = ctx.detail["files"]
     data = language_fingerprint(b.path, job.language) if b.path else f"hub:{b.hub_id}@{b.revision or 'main'}"
@@ -148,11 +146,9 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     return ctx.record(model=inputs["model"], data=data, job=digest(inputs))
 
 
-def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any = None) -> dict[str, str]:
-    """The job hash each of ``jobs`` would be computed under now (``benchmark/language`` -> hash)."""
-    from xlt.contract import context
-
-    ctx = ctx or context(cfg, run, "evaluate", force=False)
+def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any) -> dict[str, str]:
+    """The job hash each of ``jobs`` would be computed under now (``benchmark/language`` -> hash), given the
+    evaluate stage's context as it is now (:func:`xlt.contract.context`, passed in by the stage)."""
     return {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx)["job"] for j in jobs}
 
 
@@ -191,8 +187,6 @@ def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
 
 def _chance_problem(chance: Any, preds: list[dict[str, Any]]) -> str | None:
     """Why a result's ``chance`` does not match its predictions (each holds one score per option)."""
-    from xlt.scoring.metrics import chance_level
-
     counts = [len(p["scores"]) if isinstance(p.get("scores"), list) else 0 for p in preds]
     if 0 in counts:
         return "a prediction has no option scores"

@@ -17,14 +17,14 @@ import logging
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from xlt.contract import StageContext, check_model
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
 from xlt.files import json_text
+from xlt.metrics import accuracy_with_ci, chance_level
+from xlt.progress import progress_bar
 from xlt.run import RunDir, atomic_write_json, atomic_write_text
-from xlt.scoring.metrics import accuracy_with_ci, chance_level
 from xlt.scoring.results import (
     Job,
     enabled_benchmarks,
@@ -39,6 +39,7 @@ from xlt.scoring.results import (
     shard_jobs,
 )
 from xlt.scoring.scorers import build_scorer, check_scores
+from xlt.translation.translate_test import TranslateTestRunner
 
 log = logging.getLogger("xlt.evaluate")
 
@@ -132,10 +133,8 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         scorer = build_scorer(cfg, run)
         translate_test = None
         if any(cfg.eval.benchmarks[j.benchmark].translate_test for j in todo):
-            from xlt.translation.translate_test import TranslateTestRunner
-
             translate_test = TranslateTestRunner(cfg, run)
-        with tqdm(total=len(todo), desc="evaluate", unit="lang") as bar:
+        with progress_bar(total=len(todo), desc="evaluate", unit="lang") as bar:
             for job in todo:
                 bar.set_postfix_str(f"{job.benchmark}/{job.language}")
                 res = evaluate_job(cfg, run, job, scorer, translate_test, prov[f"{job.benchmark}/{job.language}"])

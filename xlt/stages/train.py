@@ -29,8 +29,9 @@ from typing import Any
 from xlt import tracking
 from xlt.cluster import checkpoint_callback
 from xlt.config.model import TINY_MODEL_ID
-from xlt.contract import StageContext, record_inputs, recorded_inputs
-from xlt.modeling.load import load_model, load_tokenizer
+from xlt.contract import StageContext, record_inputs, recorded_inputs, sealed_problems
+from xlt.fingerprint import path_fingerprint
+from xlt.modeling.load import load_model, load_tokenizer, load_trained
 from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
 from xlt.training.args import build_training_arguments, resolve_precision
 from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
@@ -96,7 +97,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
 
     tokenizer = load_tokenizer(cfg.model)
     with args.main_process_first(desc="training data"):
-        raw = load_training_set(cfg, run)
+        raw = load_training_set(cfg, run, lambda: sealed_problems(run, "build_data"))
         feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
         usable_checkpoints(run, ctx, main)
         if main and t.resume:  # incomplete or damaged checkpoints (a kill during a save) go to stale/
@@ -226,7 +227,6 @@ def save(s: Session, summary: dict[str, Any]) -> None:
         point_adapter_at_base(partial, BASE_SUBDIR)
     data_info = {split: len(s.raw[split]) for split in ("train", "dev")}
     atomic_write_text(partial / "README.md", render_card(cfg, summary, data_info))
-    from xlt.fingerprint import path_fingerprint
 
     atomic_write_json(partial / "xlt_provenance.json", {**s.ctx.record(), "fingerprint": path_fingerprint(partial)})
     with atomic_dir(run.model) as tmp:
@@ -251,7 +251,6 @@ def merge(s: Session, summary: dict[str, Any]) -> None:
     cfg, run = s.cfg, s.run
     if not (s.main and cfg.model.lora.enabled and cfg.model.lora.merge_and_save):
         return
-    from xlt.modeling.load import load_trained
 
     peft_model, tok = load_trained(run.model)
     with atomic_dir(run.path / MERGED_DIR) as tmp:

@@ -31,9 +31,11 @@ from xlt.contract import StageContext, record_inputs, recorded_inputs
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir, atomic_write_json, shard
+from xlt.state import Damaged, load_dataset_dir, read_state, redo
 from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engine import QualityRules, translate_dataset
+from xlt.translation.importer import import_translations
 from xlt.translation.layout import cache_path, language_dir, translated_dir  # noqa: F401  (re-exported)
 from xlt.translation.quality import QualityStats
 from xlt.translation.report import REPORT_COLUMNS, report_markdown, write_report  # noqa: F401  (re-exported)
@@ -126,8 +128,6 @@ def merged_info(run: RunDir, language: str) -> dict[str, Any] | None:
     """The record of a finished merge of ``language`` (units, quality counts), checked with its Arrow data
     (:mod:`xlt.state`); None if not merged, or damaged (logged: the language is translated again, from
     the segment cache)."""
-    from xlt.state import Damaged, load_dataset_dir, read_state, redo
-
     folder = language_dir(run, language)
     try:
         info = read_state(folder / MERGED_FILE, {"units": list, "stats": dict})
@@ -213,8 +213,6 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     """Translate this shard's units; when all units are done, merge and report (see module docstring)."""
     tcfg = cfg.translate
     if tcfg.import_dir:
-        from xlt.translation.importer import import_translations
-
         return import_translations(cfg, run, ctx.record())
     discard_stale(cfg, run, ctx)
     languages = [str(c) for c in tcfg.languages]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from datasets import DatasetDict
@@ -13,15 +14,17 @@ from xlt.config.translate import translate_train_all
 from xlt.errors import DataError
 from xlt.modeling.features import tokenize_mc
 from xlt.run import RunDir
+from xlt.state import Damaged, load_dataset_dir
+from xlt.translation.union import build_train_all
 
 log = logging.getLogger("xlt.training")
 
 
-def load_training_set(cfg: Any, run: RunDir) -> DatasetDict:
-    """The translate-train-all union when the recipe configures translations, else ``run.train_set``."""
+def load_training_set(cfg: Any, run: RunDir, sealed_problems: Callable[[], list[str]]) -> DatasetDict:
+    """The translate-train-all union when the recipe configures translations, else ``run.train_set``, which
+    ``sealed_problems`` (from the stage: what changed in the build_data stage's outputs since it wrote them)
+    must find sound."""
     if translate_train_all(cfg):
-        from xlt.translation.union import build_train_all
-
         ds = build_train_all(cfg, run)
     else:
         if not (run.train_set / "dataset_dict.json").exists():
@@ -29,11 +32,8 @@ def load_training_set(cfg: Any, run: RunDir) -> DatasetDict:
                 f"no training set at {run.train_set}: run the build_data stage first "
                 "(python -m xlt.build_data with the same recipe and overrides)"
             )
-        from xlt.contract import sealed_problems
-        from xlt.state import Damaged, load_dataset_dir
-
         try:
-            changed = sealed_problems(run, "build_data")
+            changed = sealed_problems()
             if changed:
                 raise Damaged(run.train_set, changed[0])
             ds = load_dataset_dir(run.train_set)

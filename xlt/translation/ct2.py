@@ -32,7 +32,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from xlt.config.translate import device_error
 from xlt.errors import ConfigError
+from xlt.fingerprint import resource_fingerprint
+from xlt.hub import hub_resource
 from xlt.translation.translator import LanguageTokens, engine_settings
 
 log = logging.getLogger(__name__)
@@ -67,17 +70,6 @@ def resolve_engine(engine: str, model_name_or_path: str, revision: str | None = 
     if available() and model_type(model_name_or_path, revision) in MODEL_TYPES:
         return "ctranslate2"
     return "hf"
-
-
-def device_error(device: str) -> str | None:
-    """A config error message for ``translate.device`` under this engine, or None."""
-    if device in ("auto", "cpu", "cuda"):
-        return None
-    if device.startswith("cuda:"):
-        ids = device[5:].split(",")
-        if all(i.strip().isdigit() for i in ids) and len(set(ids)) == len(ids):
-            return None
-    return f"translate.device={device!r}: use auto, cpu, cuda (every visible GPU), cuda:N or a list cuda:0,1"
 
 
 def parse_device(device: str) -> tuple[str, list[int]]:
@@ -128,8 +120,6 @@ def _local_checkpoint(model_name_or_path: str, revision: str | None) -> str:
         return model_name_or_path
     from huggingface_hub import snapshot_download
 
-    from xlt.hub import hub_resource
-
     with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
         return snapshot_download(model_name_or_path, revision=revision,
                                  allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"])
@@ -139,8 +129,6 @@ def converted_model(model_name_or_path: str, revision: str | None, quantization:
     """The CTranslate2 conversion of the checkpoint in ``quantization``, converted on first use."""
     import ctranslate2
     from filelock import FileLock
-
-    from xlt.fingerprint import resource_fingerprint
 
     fingerprint = resource_fingerprint(model_name_or_path, revision)
     key = hashlib.sha256(json.dumps([fingerprint, quantization, ctranslate2.__version__]).encode()).hexdigest()[:20]
@@ -204,8 +192,6 @@ class CT2Translator(LanguageTokens):
             raise ConfigError("translate.engine=ctranslate2 needs the ctranslate2 package: pip install 'xlt[ct2]'")
         import ctranslate2
         from transformers import AutoConfig, AutoTokenizer
-
-        from xlt.hub import hub_resource
 
         if max_new_tokens < 1:
             raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")

@@ -22,6 +22,7 @@ from typing import Any
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from xlt import languages as langtab
 from xlt.data.schema import TRAIN_FEATURES, TRANSLATED_FEATURES, check_record
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir
@@ -104,8 +105,6 @@ def drop_duplicates(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], i
 
 def check_language(code: str, source: str) -> None:
     """An imported language must be a FLORES-200 code of the language table, and not the source language."""
-    from xlt import languages as langtab
-
     lang = langtab.lookup(code)
     if lang is None or lang.code != code:
         hint = f" (the FLORES-200 code of that language is {lang.code!r}: rename the file)" if lang else ""

@@ -24,6 +24,7 @@ from typing import Any
 from xlt import languages as langtab
 from xlt.batching import AdaptiveBatcher
 from xlt.errors import ConfigError
+from xlt.hub import hub_resource
 
 log = logging.getLogger(__name__)
 
@@ -223,8 +224,6 @@ class HFSeq2SeqTranslator(LanguageTokens):
         super().__init__()
         import torch  # noqa: F401  (fail early with a clear import error)
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-        from xlt.hub import hub_resource
 
         if max_new_tokens < 1:
             raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")

@@ -31,6 +31,8 @@ from datasets import Dataset, DatasetDict, concatenate_datasets, load_from_disk
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir
+from xlt.translation.importer import find_languages
+from xlt.translation.layout import language_dir
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +73,6 @@ def union_languages(cfg: Any) -> list[str]:
     tcfg = cfg.translate
     languages = [str(c) for c in tcfg.languages]
     if not languages and tcfg.import_dir and Path(tcfg.import_dir).expanduser().is_dir():
-        from xlt.translation.importer import find_languages
-
         languages = find_languages(Path(tcfg.import_dir).expanduser())
     if not languages and "translate" in list(cfg.stages):
         raise ConfigError(
@@ -85,8 +85,6 @@ def union_languages(cfg: Any) -> list[str]:
 
 def load_languages(cfg: Any, run: RunDir) -> dict[str, DatasetDict]:
     """The English set (as ``eng_Latn``, if included) and each translated language, memory-mapped."""
-    from xlt.translation.layout import language_dir
-
     sources: dict[str, DatasetDict] = {}
     scfg = cfg.translate.sampling
     if scfg.include_english:

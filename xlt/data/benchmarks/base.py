@@ -35,8 +35,11 @@ from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 from xlt import languages as langtab
 from xlt.data.anomalies import PLACEHOLDERS
 from xlt.data.schema import LETTERS, MAX_OPTIONS, option_counts
+from xlt.data.sources.files import iter_jsonl
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource, offline
+from xlt.metrics import summarize
+from xlt.registry import BENCHMARKS
 
 
 class Benchmark(ABC):
@@ -285,6 +288,11 @@ class Benchmark(ABC):
     def display_title(self) -> str:
         return self.title or self.kind
 
+    def heading(self, name: str) -> str:
+        """How reports and plots name the config entry ``name`` of this benchmark: its title, and the entry's
+        name beside it where that says more (e.g. "Belebele (belebele_tt)" for a translate-test entry)."""
+        return self.display_title if name in (self.kind, self.display_title) else f"{self.display_title} ({name})"
+
     @property
     def finding_prefix(self) -> str:
         return self.kind
@@ -309,11 +317,9 @@ class Benchmark(ABC):
                 *(f"acc_{s}" for s in self.subsets), "n", "truncated"]
 
     def summary(self, per_lang: Any, groups: dict[str, str] | None = None) -> dict[str, Any]:
-        """Headline numbers over languages (:func:`xlt.scoring.metrics.summarize`: ``mean`` always, the
+        """Headline numbers over languages (:func:`xlt.metrics.summarize`: ``mean`` always, the
         threshold counts, each subset's mean, the means per grouping); ``resource_taxonomy`` says where
         the resource levels come from when results are grouped by them."""
-        from xlt.scoring.metrics import summarize
-
         out = summarize(per_lang, self.language_groupings, self.subsets, self.thresholds)
         if "resource" in self.language_groupings:
             out["resource_taxonomy"] = langtab.resource_taxonomy(groups)
@@ -470,8 +476,6 @@ def load_local_file(path: Path) -> Dataset:
     accept a leading BOM.
     """
     if path.suffix != ".parquet":
-        from xlt.data.sources.files import iter_jsonl
-
         read = list(iter_jsonl(path))
         rows = [row.data for row in read]
         columns: dict[str, list[Any]] = {}
@@ -574,3 +578,6 @@ class Claim:
     id: str
     text: str
     params: dict[str, Any] = field(default_factory=dict)
+
+
+BENCHMARKS.base = Benchmark  # a definition file's subclasses with a kind register (xlt.registry.include)

@@ -140,6 +140,7 @@ class GlobalMMLU(ConfigPerLanguage):
         self.kind = kind
         self.default_hub_id = default_hub_id
         self.lite = lite
+        self.title = "Global-MMLU Lite" if lite else "Global-MMLU"
         # The harness's tasks: Full has one per subject (``first_n`` on dev), Lite one per category
         # (its default seeded random sampler on dev).
         self.harness_task_unit = "category" if lite else "subject"
@@ -210,3 +211,8 @@ class GlobalMMLU(ConfigPerLanguage):
         return {**super().language_info(code, groups),
                 "tier": lang.gmmlu_tier if lang and lang.gmmlu_tier else langtab.UNGROUPED,
                 "translation": lang.translation if lang and lang.translation else langtab.UNGROUPED}
+
+
+# The registry's entries (xlt/registry.py): the full benchmark and its Lite subset.
+GLOBAL_MMLU = GlobalMMLU("global_mmlu", "CohereLabs/Global-MMLU")
+GLOBAL_MMLU_LITE = GlobalMMLU("global_mmlu_lite", "CohereLabs/Global-MMLU-Lite", lite=True)
