@@ -51,7 +51,7 @@ from omegaconf import OmegaConf
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.data.benchmarks.base import Claim
 from xlt.errors import ConfigError
-from xlt.scoring.metrics import paired_bootstrap
+from xlt.scoring.metrics import bootstrap_mean_diff, holm_adjust
 from xlt.scoring.results import Job, read_predictions
 
 HOLDS, FAILS, UNTESTABLE = "holds", "does not hold", "cannot be tested"
@@ -211,20 +211,30 @@ def _correct(run: Any, benchmark: str, lang: str) -> dict[str, bool]:
     return _CORRECT[key]
 
 
+def _seed_mean_correct(system: System, bench: str, lang: str) -> dict[str, float]:
+    """Per question id answered by every seed of ``system``, the share of its seeds that got it right."""
+    per_seed = [_correct(r, bench, lang) for r in system.runs if bench in r.results]
+    if not per_seed:
+        return {}
+    ids = set.intersection(*(set(p) for p in per_seed))
+    return {i: float(np.mean([p[i] for p in per_seed])) for i in ids}
+
+
 def paired_test(a: System, bench_a: str, b: System, bench_b: str, languages: list[str],
                 samples: int, seed: int) -> dict[str, Any]:
-    """Paired bootstrap of b - a on the pooled questions of ``languages`` (seed k of a with seed k of b)."""
-    ca: list[bool] = []
-    cb: list[bool] = []
-    for ra, rb in zip(a.runs, b.runs, strict=False):
-        for lang in languages:
-            pa, pb = _correct(ra, bench_a, lang), _correct(rb, bench_b, lang)
-            ids = sorted(set(pa) & set(pb))
-            ca += [pa[i] for i in ids]
-            cb += [pb[i] for i in ids]
-    test = paired_bootstrap(ca, cb, samples, seed)
-    return {**test, "questions": len(ca), "seed_pairs": min(len(a.runs), len(b.runs)),
-            "significant": bool(test["p_value"] < ALPHA)}
+    """Paired bootstrap of b - a over the questions of ``languages`` that every seed of both systems answered.
+
+    Each question's difference is b's mean correctness over its seeds minus a's (seeds averaged *within*
+    the question), and the bootstrap resamples the questions once: a system's seeds answer the same
+    questions, so pooling seed pairs as if they were more questions would shrink the p-value k-fold.
+    ``questions`` counts distinct questions; NaN diff and p-value when there are none."""
+    diffs: list[float] = []
+    for lang in languages:
+        ma, mb = _seed_mean_correct(a, bench_a, lang), _seed_mean_correct(b, bench_b, lang)
+        diffs += [mb[i] - ma[i] for i in sorted(set(ma) & set(mb))]
+    test = bootstrap_mean_diff(diffs, samples, seed)
+    return {**test, "questions": len(diffs), "seeds": f"{len(a.runs)} vs {len(b.runs)}",
+            "significant": bool(test["p_value"] < ALPHA)}  # NaN < ALPHA is False
 
 
 def _seed_stat(system: System, fn) -> tuple[float, float]:
@@ -238,7 +248,11 @@ def _seed_stat(system: System, fn) -> tuple[float, float]:
 def _fmt_test(t: dict[str, Any]) -> str:
     return (f"diff {t['diff']:+.1f} points [{t['ci_low']:+.1f}, {t['ci_high']:+.1f}], p={t['p_value']:.3f} "
             f"({'significant' if t['significant'] else 'not significant'} at {ALPHA}; {t['questions']} paired "
-            f"questions, {t['seed_pairs']} seed pair(s))")
+            f"questions, seeds {t['seeds']} averaged per question)")
+
+
+PAIRED_TEST = ("paired bootstrap over questions: each question's score is the mean over a system's seeds, the "
+               "questions are resampled once (B draws), two-sided p-value")
 
 
 # --- the check kinds -----------------------------------------------------------------------------------
@@ -321,6 +335,8 @@ def check_family_best_on_levels(c: Check) -> Finding:
         return c.untestable(where)
     means = {f: language_means(s, benches[f]) for f, s in fam.items()}
     shared = sorted(set.intersection(*(set(m) for m in means.values())))
+    if not shared:
+        return c.untestable(f"no {c.title} language has a result from all {len(families)} systems ({where})")
     level_of = {k: v.lower() for k, v in language_attr(fam[target], benches[target], column).items()}
     levels = {lv for lv in (level_of.get(lang) for lang in shared) if lv in order}
     unknown = sorted({level_of.get(lang, "n/a") for lang in shared} - set(order) - {"n/a"})
@@ -389,11 +405,16 @@ def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
         mz, mt = language_means(z, bz), language_means(t, bt)
         shared = sorted(set(mz) & set(mt))
         test = paired_test(z, bz, t, bt, shared, c.samples, c.seed)
+        if not test["questions"]:
+            untested.append(f"{z.label} / {t.label}: no {c.title} question both answered"
+                            + ("" if shared else " (no language both evaluated)"))
+            continue
         wins = sum(mt[lang] > mz[lang] for lang in shared)
         rows.append({"model": z.family or z.model_key_name(), "zero-shot": z.label, "translate-train-all": t.label,
                      "languages": len(shared), "zero-shot mean": float(np.mean([mz[x] for x in shared])),
                      "translate-train-all mean": float(np.mean([mt[x] for x in shared])),
                      "diff": test["diff"], "p_value": test["p_value"], "significant": test["significant"],
+                     "questions": test["questions"], "seeds": test["seeds"],
                      "languages where translate-train-all is higher": wins})
         if not test["diff"] > 0:
             fails.append(z.family or z.model_key_name())
@@ -402,9 +423,10 @@ def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
     why = "; ".join(f"{r['model']}: {r['translate-train-all mean']:.1f} vs {r['zero-shot mean']:.1f} "
                     f"(diff {r['diff']:+.1f}, p={r['p_value']:.3f}, higher on {r['languages where translate-train-all is higher']}"
                     f"/{r['languages']} languages)" for r in rows)
+    if untested:
+        why += "; not compared: " + "; ".join(untested)
     return c.finding(FAILS if fails else HOLDS, why,
-                     "mean accuracy over the languages both evaluated; paired bootstrap on the pooled questions "
-                     "(zero-shot seed k against translate-train-all seed k)", rows)
+                     f"mean accuracy over the languages both evaluated; {PAIRED_TEST}", rows)
 
 
 def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
@@ -425,35 +447,54 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
                 continue
             (tt if is_tt else direct).setdefault(s.llm_key or s.label, (s, name))
     keys = [k for k in direct if k in tt]
+    what = "LLM" if scope == "llm" else "system"
     if not keys:
         who = "an LLM (eval.scorer=llm)" if scope == "llm" else "a system"
         why = (f"needs {who} evaluated on {c.title} both in-language and translate-test "
                "(a benchmark entry with translate_test: true)")
         if direct or tt:
-            why += f"; found the LLM only {'in-language' if direct else 'translate-test'}"
+            found = sorted({s.label for s, _ in (direct if direct else tt).values()})
+            why += (f"; found the {what}{'s' if len(found) > 1 else ''} {', '.join(found)} only "
+                    f"{'in-language' if direct else 'translate-test'}")
         if encoder_tt:
             why += f"; translate-test runs here are encoders only ({', '.join(encoder_tt)})"
         return c.untestable(why)
-    rows, verdicts = [], []
+    rows, verdicts, skipped = [], [], []
     for k in keys:
         (sd, bd), (st, bt) = direct[k], tt[k]
         md, mt = language_means(sd, bd), language_means(st, bt)
         shared = sorted(set(md) & set(mt))
         per_lang = [paired_test(sd, bd, st, bt, [lang], c.samples, c.seed) for lang in shared]
-        wins = sum(mt[x] > md[x] for x in shared)
-        rows.append({"llm": json.loads(k).get("model") if k.startswith("{") else k, "in-language": f"{sd.label}:{bd}", "translate-test": f"{st.label}:{bt}",
-                     "languages": len(shared), "translate-test higher": wins,
-                     "significantly higher": sum(t["significant"] and t["diff"] > 0 for t in per_lang),
-                     "significantly lower": sum(t["significant"] and t["diff"] < 0 for t in per_lang),
-                     "in-language mean": float(np.mean([md[x] for x in shared])),
-                     "translate-test mean": float(np.mean([mt[x] for x in shared]))})
-        verdicts.append(wins > len(shared) / 2)
-    why = "; ".join(f"{r['llm']}: translate-test higher on {r['translate-test higher']}/{r['languages']} languages "
-                    f"({r['significantly higher']} significantly, {r['significantly lower']} significantly lower)"
-                    for r in rows)
+        tested = [(lang, t) for lang, t in zip(shared, per_lang, strict=True) if t["questions"]]
+        if not tested:
+            skipped.append(f"{sd.label}: no {c.title} language with questions answered both in-language and "
+                           "translate-test")
+            continue
+        held = holm_adjust([t["p_value"] for _, t in tested])
+        wins = sum(mt[x] > md[x] for x, _ in tested)
+        up = [t["diff"] > 0 for _, t in tested]
+        rows.append({what: json.loads(k).get("model") if k.startswith("{") else k, "in-language": f"{sd.label}:{bd}",
+                     "translate-test": f"{st.label}:{bt}", "languages": len(tested), "translate-test higher": wins,
+                     "significantly higher (raw)": sum(t["significant"] and u for (_, t), u in zip(tested, up, strict=True)),
+                     "significantly lower (raw)": sum(t["significant"] and not u for (_, t), u in zip(tested, up, strict=True)),
+                     "significantly higher (Holm)": sum(p < ALPHA and u for p, u in zip(held, up, strict=True)),
+                     "significantly lower (Holm)": sum(p < ALPHA and not u for p, u in zip(held, up, strict=True)),
+                     "in-language mean": float(np.mean([md[x] for x, _ in tested])),
+                     "translate-test mean": float(np.mean([mt[x] for x, _ in tested]))})
+        verdicts.append(wins > len(tested) / 2)
+    if not rows:
+        return c.untestable("; ".join(skipped))
+    why = "; ".join(f"{r[what]}: translate-test higher on {r['translate-test higher']}/{r['languages']} languages "
+                    f"(significantly higher on {r['significantly higher (Holm)']} after Holm's correction, "
+                    f"{r['significantly higher (raw)']} uncorrected; significantly lower on "
+                    f"{r['significantly lower (Holm)']} / {r['significantly lower (raw)']})" for r in rows)
+    if skipped:
+        why += "; not compared: " + "; ".join(skipped)
     return c.finding(HOLDS if all(verdicts) else FAILS, why,
-                     "per language, translate-test vs in-language accuracy of the same LLM; 'most' = more than half "
-                     "of the languages; paired bootstrap per language on the shared question ids", rows)
+                     f"per language, translate-test vs in-language accuracy of the same {what}; 'most' = more than "
+                     f"half of the languages; per language a {PAIRED_TEST}; the per-language p-values corrected for "
+                     f"multiple comparisons with Holm's step-down method (family-wise error {ALPHA}), counts "
+                     "given corrected and uncorrected", rows)
 
 
 def check_rankings_change(c: Check) -> Finding:
