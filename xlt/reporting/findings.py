@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
+from xlt import languages as langtab
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.data.benchmarks.base import Claim
 from xlt.errors import ConfigError
@@ -75,6 +76,8 @@ class Finding:
     why: str
     test: str = ""
     numbers: list[dict[str, Any]] = field(default_factory=list)
+    paper_says: str = ""  # the paper's sentence, quoted or marked as a paraphrase (Claim.cited)
+    needs: str = ""  # the systems and languages the check needs
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -197,18 +200,22 @@ def language_attr(system: System, benchmark: str, column: str) -> dict[str, str]
     return dict(zip(df["language"], df[column].astype(str), strict=True)) if column in df else {}
 
 
-_CORRECT: dict[tuple[str, str, str], dict[str, bool]] = {}
+_ROWS: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
 
 
-def _correct(run: Any, benchmark: str, lang: str) -> dict[str, bool]:
-    """Per question id, whether the run answered it right (read once per :func:`check_findings` call)."""
+def _predictions(run: Any, benchmark: str, lang: str) -> list[dict[str, Any]]:
+    """The run's prediction rows of one language (read once per :func:`check_findings` call)."""
     from xlt.run import RunDir
 
     key = (str(run.path), benchmark, lang)
-    if key not in _CORRECT:
-        job = Job(benchmark, lang, run.results[benchmark].kind)
-        _CORRECT[key] = {str(p["id"]): p["prediction"] == p["gold"] for p in read_predictions(RunDir(run.path), job)}
-    return _CORRECT[key]
+    if key not in _ROWS:
+        _ROWS[key] = read_predictions(RunDir(run.path), Job(benchmark, lang, run.results[benchmark].kind))
+    return _ROWS[key]
+
+
+def _correct(run: Any, benchmark: str, lang: str) -> dict[str, bool]:
+    """Per question id, whether the run answered it right."""
+    return {str(p["id"]): p["prediction"] == p["gold"] for p in _predictions(run, benchmark, lang)}
 
 
 def _seed_mean_correct(system: System, bench: str, lang: str) -> dict[str, float]:
@@ -284,7 +291,8 @@ class Check:
         return self.claim.params.get(key, default)
 
     def finding(self, verdict: str, why: str, test: str = "", numbers: list[dict[str, Any]] | None = None) -> Finding:
-        return Finding(self.id, self.bench.paper, self.claim.text, verdict, why, test, numbers or [])
+        return Finding(self.id, self.bench.paper, self.claim.text, verdict, why, test, numbers or [],
+                       self.claim.cited(), self.claim.needs)
 
     def untestable(self, why: str) -> Finding:
         return self.finding(UNTESTABLE, why)
@@ -368,25 +376,49 @@ def check_family_best_on_levels(c: Check) -> Finding:
     return c.finding(HOLDS if ok else FAILS, why, test, rows)
 
 
-def check_family_most_at_or_above(c: Check) -> Finding:
+def _family_most(c: Check, strict: bool) -> Finding:
+    """Of ``families``, does ``family`` have the most languages above (``strict``) or at or above
+    ``threshold``, counted over the languages every compared system has (a family evaluated on more
+    languages must not win by it)?"""
     families = tuple(c.param("families"))
     family, t = c.param("family"), float(c.param("threshold"))
     fam, benches, where = _family_benches(c, families)
     if fam is None:
         return c.untestable(where)
-    key = f"languages >= {t:g} (mean over seeds)"
-    counts = {f: _seed_stat(s, lambda r, b=benches[f]: int((r.results[b].per_language["accuracy"] >= t).sum())
-                            if b in r.results else None) for f, s in fam.items()}
+    shared = sorted(set.intersection(*(set(language_means(s, benches[f])) for f, s in fam.items())))
+    if not shared:
+        return c.untestable(f"no {c.title} language has a result from all {len(families)} systems ({where})")
+    op = ">" if strict else ">="
+
+    def count(r: Any, b: str) -> int | None:
+        if b not in r.results:
+            return None
+        df = r.results[b].per_language.set_index("language")["accuracy"]
+        acc = df.reindex(shared).dropna()
+        return int((acc > t).sum() if strict else (acc >= t).sum())
+
+    key = f"languages {op} {t:g} (mean over seeds)"
+    counts = {f: _seed_stat(s, lambda r, b=benches[f]: count(r, b)) for f, s in fam.items()}
     rows = [{"model": f, "system": fam[f].label, key: counts[f][0], "std over seeds": counts[f][1],
-             "seeds": len(fam[f].runs)} for f in families]
+             "seeds": len(fam[f].runs), "languages compared": len(shared)} for f in families]
     best = max(counts[f][0] for f in families)
     leaders = [f for f in families if counts[f][0] == best]
     margin = counts[family][0] - max(counts[f][0] for f in families if f != family)
     spread = max(counts[f][1] for f in families)
-    why = (f"{' and '.join(leaders)} {'has' if len(leaders) == 1 else 'share'} the most ({best:.1f}); "
-           f"{family}'s margin over the next: {margin:+.1f} languages (largest std over seeds {spread:.1f})")
+    why = (f"{' and '.join(leaders)} {'has' if len(leaders) == 1 else 'share'} the most ({best:.1f} of the "
+           f"{len(shared)} languages all {len(families)} systems have); {family}'s margin over the next: "
+           f"{margin:+.1f} languages (largest std over seeds {spread:.1f})")
     return c.finding(HOLDS if leaders == [family] else FAILS, why,
-                     f"languages with accuracy >= {t:g} per run, mean ± std over each system's seeds ({where})", rows)
+                     f"languages with accuracy {op} {t:g} per run, over the {len(shared)} languages all "
+                     f"{len(families)} systems have, mean ± std over each system's seeds ({where})", rows)
+
+
+def check_family_most_above(c: Check) -> Finding:
+    return _family_most(c, strict=True)
+
+
+def check_family_most_at_or_above(c: Check) -> Finding:
+    return _family_most(c, strict=False)
 
 
 def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
@@ -524,6 +556,128 @@ def check_rankings_change(c: Check) -> Finding:
                      "subset labels, so no paired test per subset)", rows)
 
 
+def _subset_question_data(entries: list[tuple[System, str]], lang: str,
+                          subsets: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """One language's questions for the rank bootstrap: (systems x questions) seed-mean correctness on the
+    questions every seed of every system answered, and each subset's mask; None when the predictions carry
+    no subset labels (written before evaluate recorded them)."""
+    per = [_seed_mean_correct(s, bench, lang) for s, bench in entries]
+    ids = sorted(set.intersection(*(set(p) for p in per)))
+    first, bench0 = entries[0][0].runs[0], entries[0][1]
+    labels = {str(p["id"]): p.get("subsets") for p in _predictions(first, bench0, lang)}
+    if not ids or any(labels.get(i) is None for i in ids):
+        return None
+    correct = np.array([[p[i] for i in ids] for p in per], dtype=float)
+    return correct, {sub: np.array([sub in labels[i] for i in ids], dtype=float) for sub in subsets}
+
+
+def check_rank_changes_per_language(c: Check) -> Finding:
+    from xlt.reporting import rank_changes as rc
+
+    base, a, b = c.param("base"), c.param("a"), c.param("b")
+    entries = [(s, direct_benchmark(s, c.bench.kind)) for s in c.systems]
+    entries = [(s, name) for s, name in entries if name is not None]
+    bench = entries[0][1] if entries else None
+    entries = [(s, name) for s, name in entries if name == bench]
+    if len(entries) < 2:
+        return c.untestable(f"needs at least two systems evaluated on {c.title}; found {len(entries)}")
+    subs = (base, a, b)
+    means = [{sub: language_means(s, name, f"acc_{sub}") for sub in subs} for s, name in entries]
+    shared = sorted(set.intersection(*(set(m[sub]) for m in means for sub in subs)))
+    if not shared:
+        return c.untestable(f"no {c.title} language on which all {len(entries)} systems have {base}, {a} and {b} "
+                            "results (systems are ranked only on languages they all have)")
+    rows = []
+    for lang in shared:
+        acc = {sub: np.array([m[sub][lang] for m in means]) for sub in subs}
+        rows.append({"language": lang, **rc.language_stats(acc, base, a, b)})
+    avg = {k: float(np.mean([r[k] for r in rows])) for k in rows[0] if k != "language"}
+    d_changes = avg[f"rank changes {b}"] - avg[f"rank changes {a}"]
+    d_shifts = avg[f"position shifts {b}"] - avg[f"position shifts {a}"]
+    rows.append({"language": f"mean over {len(shared)}", **avg})
+    data = [_subset_question_data(entries, lang, subs) for lang in shared]
+    test = (f"per language, the {len(entries)} systems ranked on {base}, {a} and {b} (mean accuracy over each "
+            f"system's seeds); rank changes (systems whose rank differs from their {base} rank) and position "
+            f"shifts (sum of |rank difference|) of {a} and of {b} against {base}, averaged over the {len(shared)} "
+            f"languages all systems have; holds when {b} moves more than {a} on both")
+    if all(x is not None for x in data):
+        draws = rc.bootstrap(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
+        ci_c = rc.interval(draws["changes_b"] - draws["changes_a"], d_changes)
+        ci_s = rc.interval(draws["shifts_b"] - draws["shifts_a"], d_shifts)
+        unc = (f"; bootstrap over questions: {b} - {a} rank changes {d_changes:+.2f} [{ci_c['ci_low']:+.2f}, "
+               f"{ci_c['ci_high']:+.2f}] (p={ci_c['p_value']:.3f}), position shifts {d_shifts:+.2f} "
+               f"[{ci_s['ci_low']:+.2f}, {ci_s['ci_high']:+.2f}] (p={ci_s['p_value']:.3f})")
+        rows[-1].update({"shift difference ci_low": ci_s["ci_low"], "shift difference ci_high": ci_s["ci_high"],
+                         "shift difference p_value": ci_s["p_value"], "change difference p_value": ci_c["p_value"]})
+        test += ("; uncertainty: paired bootstrap over questions (the same questions drawn for every system, per "
+                 "language), 95% percentile intervals of the differences")
+    else:
+        unc = "; no bootstrap: these predictions carry no subset labels (rerun evaluate with this xlt to add them)"
+    ok = d_changes > 0 and d_shifts > 0
+    why = (f"over {len(shared)} languages and {len(entries)} systems on {bench}: {a} vs {base} "
+           f"{avg[f'rank changes {a}']:.2f} rank changes, {avg[f'position shifts {a}']:.2f} position shifts; "
+           f"{b} vs {base} {avg[f'rank changes {b}']:.2f} and {avg[f'position shifts {b}']:.2f}" + unc)
+    return c.finding(HOLDS if ok else FAILS, why, test, rows)
+
+
+def is_machine_translated(run: Any, benchmark: str) -> bool:
+    """Whether the run's benchmark entry is a machine-translated version of the benchmark's languages
+    (``machine_translated: true`` in its config entry)."""
+    return bool(_get(run.config, f"eval.benchmarks.{benchmark}.machine_translated"))
+
+
+def check_human_above_machine_same_language(c: Check) -> Finding:
+    tiers, expect = tuple(c.param("tiers")), dict(c.param("expect"))
+    rows, verdicts, have_mt = [], [], False
+    for s in c.systems:
+        run = s.runs[0]
+        names = [n for n in sorted(run.results) if run.results[n].kind == c.bench.kind and not is_translate_test(run, n)]
+        ht = [n for n in names if not is_machine_translated(run, n)]
+        mt = [n for n in names if is_machine_translated(run, n)]
+        have_mt |= bool(mt)
+        if not ht or not mt:
+            continue
+        mh, mm = language_means(s, ht[0]), language_means(s, mt[0])
+        human = {x for x in mh if (lang := langtab.lookup(x)) is not None and lang.translation == "human"
+                 and lang.gmmlu_source != "original"}
+        for tier in tiers:
+            langs = sorted(x for x in set(mh) & set(mm) & human if langtab.lookup(x).gmmlu_tier == tier)
+            tests = [(x, paired_test(s, mt[0], s, ht[0], [x], c.samples, c.seed)) for x in langs]
+            tests = [(x, t) for x, t in tests if t["questions"]]
+            if not tests:
+                continue
+            held = holm_adjust([t["p_value"] for _, t in tests])
+            diff = float(np.mean([mh[x] - mm[x] for x, _ in tests]))
+            rows.append({"system": s.label, "tier": tier, "HT": ht[0], "MT": mt[0], "languages": len(tests),
+                         "HT mean": float(np.mean([mh[x] for x, _ in tests])),
+                         "MT mean": float(np.mean([mm[x] for x, _ in tests])), "HT - MT": diff,
+                         "HT higher": sum(mh[x] > mm[x] for x, _ in tests),
+                         "HT significantly higher (Holm)": sum(p < ALPHA and t["diff"] > 0
+                                                               for p, (_, t) in zip(held, tests, strict=True)),
+                         "MT significantly higher (Holm)": sum(p < ALPHA and t["diff"] < 0
+                                                               for p, (_, t) in zip(held, tests, strict=True))})
+            if tier in expect:
+                verdicts.append(diff > 0 if expect[tier] == "human" else diff < 0)
+    if not any(r["tier"] in expect for r in rows):
+        if not have_mt:
+            why = (f"needs a machine-translated version of {c.title}'s human-translated languages (a {c.bench.kind} "
+                   "benchmark entry with machine_translated: true) beside the human-translated one; these runs have "
+                   "none, and comparing different languages (human-translated ones are mostly high-resource, "
+                   "machine-translated ones low-resource) would measure resource level, not translation")
+        else:
+            why = (f"needs, for one system, the human-translated and the machine-translated versions of the same "
+                   f"{', '.join(expect)}-tier language(s); found none in common")
+        return c.untestable(why)
+    why = "; ".join(f"{r['system']} {r['tier']}: HT {r['HT mean']:.1f} vs MT {r['MT mean']:.1f} ({r['HT - MT']:+.1f}; "
+                    f"HT higher on {r['HT higher']}/{r['languages']}, significantly after Holm: HT "
+                    f"{r['HT significantly higher (Holm)']}, MT {r['MT significantly higher (Holm)']})" for r in rows)
+    return c.finding(HOLDS if all(verdicts) else FAILS, why,
+                     "per resource tier, the same languages in their human-translated and machine-translated "
+                     f"versions (same question ids): mean HT - MT; per language a {PAIRED_TEST}, Holm-corrected "
+                     f"within each tier; the verdict reads the tiers {', '.join(f'{k}: {v} higher' for k, v in expect.items())}",
+                     rows)
+
+
 def check_higher_where_column_is(c: Check) -> Finding:
     column, va, vb = c.param("column"), c.param("a"), c.param("b")
     na, nb = c.param("a_name", va), c.param("b_name", vb)
@@ -570,11 +724,14 @@ def _group_diff(run: Any, bench: str, in_a: list[str], in_b: list[str]) -> float
 
 CHECKS = {
     "family_best_on_levels": check_family_best_on_levels,
+    "family_most_above": check_family_most_above,
     "family_most_at_or_above": check_family_most_at_or_above,
     "translate_train_all_beats_zero_shot": check_translate_train_all_beats_zero_shot,
     "translate_test_beats_in_language_llm": check_translate_test_beats_in_language_llm,
     "rankings_change": check_rankings_change,
+    "rank_changes_per_language": check_rank_changes_per_language,
     "higher_where_column_is": check_higher_where_column_is,
+    "human_above_machine_same_language": check_human_above_machine_same_language,
 }
 
 
@@ -606,7 +763,7 @@ def check_findings(runs: list[Any], samples: int = 1000, seed: int = 0) -> list[
     groups = seed_groups(runs)
     systems = make_systems(groups)
     findings = []
-    _CORRECT.clear()
+    _ROWS.clear()
     try:
         for kind in evaluated_kinds(runs):
             bench = get_benchmark(kind)
@@ -616,7 +773,7 @@ def check_findings(runs: list[Any], samples: int = 1000, seed: int = 0) -> list[
                                       f"known: {sorted(CHECKS)}")
                 findings.append(CHECKS[claim.check](Check(systems, groups, bench, claim, samples, seed)))
     finally:
-        _CORRECT.clear()
+        _ROWS.clear()
     return [f.to_dict() for f in findings]
 
 
@@ -647,10 +804,15 @@ def findings_markdown(findings: list[dict[str, Any]], systems: list[dict[str, An
     out = ["\n## Findings of the papers\n",
            "\nSystems as the checks read them from each run's config (model, setting; seeds grouped):\n\n",
            markdown_table(pd.DataFrame(systems)), "\n",
-           md_table(["finding", "paper", "verdict", "why"],
-                    [[f["claim"], f["paper"], f"**{f['verdict']}**", f["why"]] for f in findings])]
+           md_table(["finding", "paper", "the paper says", "verdict", "why", "test"],
+                    [[f["claim"], f["paper"], f.get("paper_says", ""), f"**{f['verdict']}**", f["why"], f["test"]]
+                     for f in findings])]
     for f in findings:
         if f["numbers"]:
-            out += [f"\n### {f['claim']}: {f['verdict']}\n\nTest: {f['test']}.\n\n",
-                    markdown_table(pd.DataFrame(f["numbers"]), digits=3)]
+            out += [f"\n### {f['claim']}: {f['verdict']}\n\n"]
+            if f.get("paper_says"):
+                out.append(f"The paper: {f['paper_says']}\n\n")
+            if f.get("needs"):
+                out.append(f"Needs: {f['needs']}.\n\n")
+            out += [f"Test: {f['test']}.\n\n", markdown_table(pd.DataFrame(f["numbers"]), digits=3)]
     return "".join(out)
