@@ -529,33 +529,6 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
                      "given corrected and uncorrected", rows)
 
 
-def check_rankings_change(c: Check) -> Finding:
-    from xlt.reporting.compare import rankings, system_subset_scores
-
-    a, b = c.param("a"), c.param("b")
-    with_b = [(s, g, direct_benchmark(s, c.bench.kind)) for s, g in zip(c.systems, c.groups, strict=True)]
-    with_b = [(s, g, name) for s, g, name in with_b if name is not None]
-    bench = with_b[0][2] if with_b else None
-    with_b = [(s, g, name) for s, g, name in with_b if name == bench]
-    if len(with_b) < 2:
-        return c.untestable(f"needs at least two systems evaluated on {c.title}; found {len(with_b)}")
-    scores = system_subset_scores([g for _, g, _ in with_b], bench, (a, b))
-    if scores[a].isna().any() or scores[b].isna().any():
-        return c.untestable(f"a system has no {a} or no {b} questions in its results")
-    ranks, changes = rankings(scores, (a, b), ((a, b),))
-    ch = changes.iloc[0]
-    table = scores.merge(ranks, on="system")
-    rows = [{"system": r["system"], a: r[a], b: r[b], f"rank {a}": int(r[f"rank_{a}"]), f"rank {b}": int(r[f"rank_{b}"]),
-             f"shift {a} to {b}": int(r[f"shift_{a}_to_{b}"])} for _, r in table.iterrows()]
-    n = int(ch["rank_changes"])
-    why = (f"{n} of {len(rows)} systems change rank from {a} to {b} (mean absolute position shift "
-           f"{ch['mean_abs_position_shift']:.2f}) on {bench}")
-    return c.finding(HOLDS if n > 0 else FAILS, why,
-                     "systems ranked on each subset's mean accuracy over languages (mean over seeds); rank changes and "
-                     "mean absolute position shift as the paper reports them (point estimates: predictions carry no "
-                     "subset labels, so no paired test per subset)", rows)
-
-
 def _subset_question_data(entries: list[tuple[System, str]], lang: str,
                           subsets: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
     """One language's questions for the rank bootstrap: (systems x questions) seed-mean correctness on the
@@ -728,7 +701,6 @@ CHECKS = {
     "family_most_at_or_above": check_family_most_at_or_above,
     "translate_train_all_beats_zero_shot": check_translate_train_all_beats_zero_shot,
     "translate_test_beats_in_language_llm": check_translate_test_beats_in_language_llm,
-    "rankings_change": check_rankings_change,
     "rank_changes_per_language": check_rank_changes_per_language,
     "higher_where_column_is": check_higher_where_column_is,
     "human_above_machine_same_language": check_human_above_machine_same_language,
