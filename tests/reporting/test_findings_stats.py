@@ -9,12 +9,15 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from tests.reporting.fake_runs import MODELS, TTA, correct_vector, write_run
 from xlt import languages as langtab
 from xlt.reporting.compare import RunInfo
+from xlt.reporting.comparison import compare_runs
 from xlt.reporting.findings import ALPHA, FAILS, HOLDS, UNTESTABLE, check_findings
 from xlt.scoring.metrics import paired_bootstrap
 
@@ -73,3 +76,49 @@ def test_an_encoder_only_comparison_is_not_described_as_an_llm(tmp_path):
     f = _findings(runs, samples=100)["xcopa_translate_test_beats_in_language"]
     assert f["verdict"] == UNTESTABLE and "LLM" not in f["why"]
     assert "found the systems" in f["why"] and "only in-language" in f["why"]
+
+
+def _gm_runs(tmp_path, per_system, n=200, drop_subsets=False):
+    runs = []
+    for name, family, accs in per_system:
+        path = write_run(tmp_path / name, MODELS[family], 1, gmmlu=accs, n=n)
+        if drop_subsets:  # predictions written before evaluate recorded each item's subsets
+            for f in (path / "eval" / "global_mmlu" / "predictions").glob("*.jsonl"):
+                rows = [json.loads(x) for x in f.read_text().splitlines()]
+                f.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "subsets"}) + "\n" for r in rows))
+        runs.append(path)
+    return runs
+
+
+def test_a_near_tie_on_means_is_no_per_language_rank_change(tmp_path):
+    """X wins every subset of de, Y every subset of fr: per language CA and CS rank as MA (no change). Over
+    the mean of both languages, Y leads X on CS by 0.5 and X leads Y on CA by 0.5: the old check (ranks of
+    the means, CS against CA) called that a rank change and the finding held."""
+    runs = _gm_runs(tmp_path, [("x", "XLM-R", {"de": (60.0, 70.0), "fr": (40.0, 51.0)}),
+                               ("y", "XLM-V", {"de": (40.0, 50.0), "fr": (61.0, 70.0)})])
+    payload = compare_runs(runs, tmp_path / "cmp", samples=300)
+    f = {x["id"]: x for x in payload["findings"]}["gmmlu_rankings_change_cs_ca"]
+    assert f["verdict"] == FAILS
+    mean = f["numbers"][-1]
+    assert mean["rank changes CS"] == mean["rank changes CA"] == 0 and mean["position shifts CS"] == 0
+    assert mean["shift difference p_value"] == pytest.approx(1.0)  # no difference observed
+    # the comparison's ranking of the means (the old definition) does see a CS/CA swap
+    swap = [r for r in payload["benchmarks"]["global_mmlu"]["rank_changes"] if (r["from"], r["to"]) == ("CS", "CA")]
+    assert swap[0]["rank_changes"] == 2
+
+
+def test_systems_are_ranked_only_on_languages_they_all_have(tmp_path):
+    """Z is ranked on de and fr only, although X and Y also have sw (where Z would lose), and without the
+    predictions' subset labels the check still counts, saying why no bootstrap."""
+    cs_moves = ("de", "fr")
+    x = {c: (40.0, 80.0) for c in cs_moves} | {"sw": (40.0, 80.0)}
+    y = {c: (50.0, 62.0) for c in cs_moves} | {"sw": (50.0, 62.0)}
+    z = {c: (60.0, 45.0) for c in cs_moves}
+    runs = _gm_runs(tmp_path, [("x", "XLM-R", x), ("y", "XLM-V", y), ("z", "InfoXLM", z)], n=40, drop_subsets=True)
+    f = {r["id"]: r for r in check_findings([RunInfo(p) for p in runs], samples=100)}["gmmlu_rankings_change_cs_ca"]
+    assert f["verdict"] == HOLDS and [r["language"] for r in f["numbers"]] == ["de", "fr", "mean over 2"]
+    assert "over 2 languages and 3 systems" in f["why"] and "no bootstrap" in f["why"]
+    from xlt.reporting.compare import seed_groups, system_subset_scores
+
+    scores = system_subset_scores(seed_groups([RunInfo(p) for p in runs]), "global_mmlu", ("CS", "CA"))
+    assert list(scores["languages"]) == [2, 2, 2]
