@@ -122,3 +122,25 @@ def test_systems_are_ranked_only_on_languages_they_all_have(tmp_path):
 
     scores = system_subset_scores(seed_groups([RunInfo(p) for p in runs]), "global_mmlu", ("CS", "CA"))
     assert list(scores["languages"]) == [2, 2, 2]
+
+
+def test_the_lowest_resource_claim_needs_the_lowest_level(tmp_path):
+    """High- and mid-resource languages only: the old check tested "XLM-V is best on the lowest-resource
+    languages" on the mid-resource ones (the lowest level present) and it held; now it cannot be tested,
+    while InfoXLM on the levels above the lowest can."""
+    accs = {"deu_Latn": 80.0, "fra_Latn": 78.0, "ell_Grek": 60.0, "heb_Hebr": 62.0}  # high, high, mid, mid
+    shifts = {"XLM-R": (-20, -20), "XLM-V": (-10, +10), "InfoXLM": (0, 0)}  # (high, mid): XLM-V best on mid
+    runs = [write_run(tmp_path / fam, MODELS[fam], 1,
+                      belebele={k: v + (hi if v > 70 else mid) for k, v in accs.items()}) for fam, (hi, mid) in shifts.items()]
+    f = _findings(runs, samples=200)
+    low = f["belebele_xlmv_best_lowest"]
+    assert low["verdict"] == UNTESTABLE and "lowest resource level ('low')" in low["why"] and "['high', 'mid']" in low["why"]
+    hm = f["belebele_infoxlm_best_high_medium"]
+    assert hm["verdict"] == UNTESTABLE and "lowest resource level" in hm["why"]
+    # with one low-resource language all three have, both are tested: XLM-V best there, InfoXLM not on mid
+    runs = [write_run(tmp_path / f"{fam}2", MODELS[fam], 1,
+                      belebele={k: v + (hi if v > 70 else mid) for k, v in accs.items()} | {"yor_Latn": 30.0 + mid})
+            for fam, (hi, mid) in shifts.items()]
+    f = _findings(runs, samples=200)
+    assert f["belebele_xlmv_best_lowest"]["verdict"] == HOLDS
+    assert f["belebele_infoxlm_best_high_medium"]["verdict"] == FAILS  # XLM-V leads the mid level

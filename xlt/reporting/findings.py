@@ -333,11 +333,13 @@ def _family_benches(c: Check, families: tuple[str, ...]) -> tuple[dict[str, Syst
 
 def check_family_best_on_levels(c: Check) -> Finding:
     families = tuple(c.param("families"))
-    target, which = c.param("family"), c.param("levels")
+    target, which, lowest = c.param("family"), c.param("levels"), str(c.param("lowest")).lower()
     column = c.param("column", "resource")
     order = tuple(c.param("order", RESOURCE_ORDER))
     if which not in ("lowest", "above_lowest"):
         raise ConfigError(f"{c.bench.kind}: finding {c.claim.id!r}: levels must be 'lowest' or 'above_lowest', got {which!r}")
+    if lowest not in order:
+        raise ConfigError(f"{c.bench.kind}: finding {c.claim.id!r}: lowest level {lowest!r} is not one of {list(order)}")
     fam, benches, where = _family_benches(c, families)
     if fam is None:
         return c.untestable(where)
@@ -352,6 +354,12 @@ def check_family_best_on_levels(c: Check) -> Finding:
         return c.untestable(f"needs languages of at least two known {c.bench.label(column)}s ({', '.join(order)}); the "
                             f"compared languages have {sorted(levels) or 'none'}"
                             + (f" and unordered labels {unknown}" if unknown else ""))
+    label = c.bench.label(column)
+    if lowest not in levels:
+        # The lowest level of the taxonomy, not the lowest one present: a run of high- and mid-resource
+        # languages says nothing about the lowest-resource ones.
+        return c.untestable(f"needs languages of the lowest {label} ({lowest!r}) among those all systems evaluated; the "
+                            f"compared languages have {sorted(levels)}")
     ordered = [lv for lv in order if lv in levels]
     rows, winners, tests = [], {}, {}
     for lv in ordered:
@@ -367,7 +375,9 @@ def check_family_best_on_levels(c: Check) -> Finding:
     test = (f"mean {c.title} accuracy over the languages of each {c.bench.label(column)} ({where}; levels from the "
             f"report's {column} column); paired bootstrap of the best against the runner-up on the pooled "
             "questions of the level")
-    picked = ordered[:-1] if which == "above_lowest" else ordered[-1:]
+    picked = [lv for lv in ordered if order.index(lv) < order.index(lowest)] if which == "above_lowest" else [lowest]
+    if not picked:
+        return c.untestable(f"needs languages of a {label} above {lowest!r}; the compared languages have {sorted(levels)}")
     ok = all(winners[lv] == target for lv in picked)
     why = "; ".join(f"{lv}: best {winners[lv] or 'tie'} ({_fmt_test(tests[lv])} vs {rows[ordered.index(lv)]['runner_up']})"
                     for lv in picked)

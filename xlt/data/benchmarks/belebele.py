@@ -129,13 +129,13 @@ class Belebele(Benchmark):
     findings = (
         Claim("family_best_on_levels", "infoxlm_best_high_medium",
               "InfoXLM is the best of XLM-R, XLM-V and InfoXLM on high- and medium-resource languages",
-              {**_FAMS, "family": "InfoXLM", "levels": "above_lowest"},
+              {**_FAMS, "family": "InfoXLM", "levels": "above_lowest", "lowest": "low"},
               quote="of the multilingual MLMs fine-tuned on English, InfoXLM scores highest on high- and "
                     "medium-resource languages", section="results, MLMs", needs=_NEEDS_FAMS + ", with the "
               "lowest resource level (low) present and at least one level above it"),
         Claim("family_best_on_levels", "xlmv_best_lowest",
               "XLM-V is the best of XLM-R, XLM-V and InfoXLM on the lowest-resource languages",
-              {**_FAMS, "family": "XLM-V", "levels": "lowest"},
+              {**_FAMS, "family": "XLM-V", "levels": "lowest", "lowest": "low"},
               quote="We also observe that larger vocabulary size and conscious vocabulary construction correlate "
                     "with better performance on low-resource languages.", section="Abstract", verbatim=True,
               needs=_NEEDS_FAMS + ", with languages of the lowest resource level (low) among them (XLM-V's "
