@@ -144,3 +144,24 @@ def test_the_lowest_resource_claim_needs_the_lowest_level(tmp_path):
     f = _findings(runs, samples=200)
     assert f["belebele_xlmv_best_lowest"]["verdict"] == HOLDS
     assert f["belebele_infoxlm_best_high_medium"]["verdict"] == FAILS  # XLM-V leads the mid level
+
+
+def test_human_vs_machine_translation_compares_the_same_language(tmp_path):
+    """The human-translated Global-MMLU languages here are high-resource (de, fr) or better served (sw) and
+    score 70; the machine-translated ones (pl, el, ha) score 40. Comparing those groups (the old check)
+    "finds" HT above MT; the machine-translated versions of de, fr and sw score as high as the human ones
+    (and higher for sw), so HT is not above MT on the high-resource tier."""
+    gm = {c: (70.0, 70.0) for c in ("de", "fr", "sw")} | {c: (40.0, 40.0) for c in ("pl", "el", "ha")}
+    mt = {"global_mmlu_mt": {"kind": "global_mmlu", "machine_translated": True, "n_options": 4,
+                             "accuracies": {"de": 70.0, "fr": 70.0, "sw": 75.0}}}
+    runs = [write_run(tmp_path / "a", MODELS["XLM-R"], 1, gmmlu=gm, others=mt, n=80)]
+    f = _findings(runs, samples=500)["gmmlu_human_translated_above_machine_translated"]
+    rows = {r["tier"]: r for r in f["numbers"]}
+    assert f["verdict"] == FAILS and set(rows) == {"high", "low"}
+    assert rows["high"]["languages"] == 2 and rows["high"]["HT - MT"] == pytest.approx(0.0)
+    assert rows["low"]["HT - MT"] == pytest.approx(-5.0) and rows["low"]["HT higher"] == 0
+    assert rows["high"]["HT significantly higher (Holm)"] == 0 and "per resource tier" in f["test"]
+    # without the machine-translated variant: cannot be tested, never the cross-language comparison
+    f = _findings([write_run(tmp_path / "b", MODELS["XLM-R"], 1, gmmlu=gm)], samples=100)
+    ht = f["gmmlu_human_translated_above_machine_translated"]
+    assert ht["verdict"] == UNTESTABLE and "machine_translated: true" in ht["why"] and not ht["numbers"]
