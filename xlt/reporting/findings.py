@@ -15,24 +15,34 @@ run's recorded config (``config.yaml``), never from its name:
 * **translate-test**: a benchmark whose config entry has ``translate_test: true``.
 
 A *system* is a seed group of :func:`xlt.reporting.compare.seed_groups` (runs that differ only in
-``seed``); its per-language accuracy is the mean over its seeds. Significance uses xlt's paired
-bootstrap (:func:`xlt.scoring.metrics.paired_bootstrap`) on the questions both systems answered, the
-k-th seed of one system paired with the k-th seed of the other, and the spread over seeds (std).
+``seed``); its per-language accuracy is the mean over its seeds. Significance uses a paired bootstrap
+over questions (:func:`paired_test`): each question's score is the mean over a system's seeds, and the
+questions are resampled once (seeds are not extra questions: pooling them would shrink p-values k-fold).
+Per-language tests of one finding are corrected with Holm's step-down method, the counts given raw and
+corrected. No shared language or question is "cannot be tested", with the reason, never a verdict on NaN.
 
 A finding *holds* when the point estimates go the paper's way; whether the margin is significant is
 reported beside it (``why`` and the ``significant`` / ``p_value`` numbers), not folded into the verdict.
+Each finding carries the paper's sentence it checks (``paper_says``: quoted when verified against the
+paper's text, else marked as a paraphrase) and what it needs (``needs``). docs/findings.md has the table.
 
 Check kinds (``Claim.check``) and their ``params``:
 
 * ``family_best_on_levels``: of ``families`` (same setting and size), ``family`` has the highest mean
-  accuracy on the ``levels`` (``"lowest"``: the lowest level present; ``"above_lowest"``: every level
-  above it) of the language column ``column`` (default ``resource``; levels ordered by ``order``,
-  default :data:`RESOURCE_ORDER`);
-* ``family_most_at_or_above``: of ``families``, ``family`` has the most languages at or above ``threshold``;
+  accuracy on the ``levels`` (``"lowest"``: the taxonomy's ``lowest`` level, which must be among the
+  compared languages; ``"above_lowest"``: every level above it) of the language column ``column``
+  (default ``resource``; levels ordered by ``order``, default :data:`RESOURCE_ORDER`);
+* ``family_most_above`` / ``family_most_at_or_above``: of ``families``, ``family`` has the most languages
+  above (at or above) ``threshold``, counted over the languages all of them have;
 * ``translate_train_all_beats_zero_shot``: for the same model config, translate-train-all is higher;
 * ``translate_test_beats_in_language_llm``: for an LLM (``systems: any``: any system), translate-test is higher
   on more than half the languages;
-* ``rankings_change``: the systems' ranks differ between subsets ``a`` and ``b``;
+* ``rank_changes_per_language``: per language, the systems ranked on ``base`` and on ``a`` and ``b``; rank
+  changes and position shifts against ``base``, averaged over the shared languages; holds when ``b``
+  moves more than ``a`` (:mod:`xlt.reporting.rank_changes`);
+* ``human_above_machine_same_language``: a human-translated and a machine-translated
+  (``machine_translated: true``) entry of the benchmark, compared on the same languages per ``tiers``;
+  ``expect`` says which side each tier's verdict expects higher;
 * ``higher_where_column_is``: accuracy is higher on languages whose ``column`` is ``a`` than ``b`` (named
   ``a_name`` / ``b_name`` in the numbers, ``a_label`` / ``b_label`` in words; ``exclude_pivot`` leaves the
   benchmark's pivot language out).
@@ -48,7 +58,6 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
-from xlt import languages as langtab
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.data.benchmarks.base import Claim
 from xlt.errors import ConfigError
@@ -539,128 +548,6 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
                      "given corrected and uncorrected", rows)
 
 
-def _subset_question_data(entries: list[tuple[System, str]], lang: str,
-                          subsets: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
-    """One language's questions for the rank bootstrap: (systems x questions) seed-mean correctness on the
-    questions every seed of every system answered, and each subset's mask; None when the predictions carry
-    no subset labels (written before evaluate recorded them)."""
-    per = [_seed_mean_correct(s, bench, lang) for s, bench in entries]
-    ids = sorted(set.intersection(*(set(p) for p in per)))
-    first, bench0 = entries[0][0].runs[0], entries[0][1]
-    labels = {str(p["id"]): p.get("subsets") for p in _predictions(first, bench0, lang)}
-    if not ids or any(labels.get(i) is None for i in ids):
-        return None
-    correct = np.array([[p[i] for i in ids] for p in per], dtype=float)
-    return correct, {sub: np.array([sub in labels[i] for i in ids], dtype=float) for sub in subsets}
-
-
-def check_rank_changes_per_language(c: Check) -> Finding:
-    from xlt.reporting import rank_changes as rc
-
-    base, a, b = c.param("base"), c.param("a"), c.param("b")
-    entries = [(s, direct_benchmark(s, c.bench.kind)) for s in c.systems]
-    entries = [(s, name) for s, name in entries if name is not None]
-    bench = entries[0][1] if entries else None
-    entries = [(s, name) for s, name in entries if name == bench]
-    if len(entries) < 2:
-        return c.untestable(f"needs at least two systems evaluated on {c.title}; found {len(entries)}")
-    subs = (base, a, b)
-    means = [{sub: language_means(s, name, f"acc_{sub}") for sub in subs} for s, name in entries]
-    shared = sorted(set.intersection(*(set(m[sub]) for m in means for sub in subs)))
-    if not shared:
-        return c.untestable(f"no {c.title} language on which all {len(entries)} systems have {base}, {a} and {b} "
-                            "results (systems are ranked only on languages they all have)")
-    rows = []
-    for lang in shared:
-        acc = {sub: np.array([m[sub][lang] for m in means]) for sub in subs}
-        rows.append({"language": lang, **rc.language_stats(acc, base, a, b)})
-    avg = {k: float(np.mean([r[k] for r in rows])) for k in rows[0] if k != "language"}
-    d_changes = avg[f"rank changes {b}"] - avg[f"rank changes {a}"]
-    d_shifts = avg[f"position shifts {b}"] - avg[f"position shifts {a}"]
-    rows.append({"language": f"mean over {len(shared)}", **avg})
-    data = [_subset_question_data(entries, lang, subs) for lang in shared]
-    test = (f"per language, the {len(entries)} systems ranked on {base}, {a} and {b} (mean accuracy over each "
-            f"system's seeds); rank changes (systems whose rank differs from their {base} rank) and position "
-            f"shifts (sum of |rank difference|) of {a} and of {b} against {base}, averaged over the {len(shared)} "
-            f"languages all systems have; holds when {b} moves more than {a} on both")
-    if all(x is not None for x in data):
-        draws = rc.bootstrap(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
-        ci_c = rc.interval(draws["changes_b"] - draws["changes_a"], d_changes)
-        ci_s = rc.interval(draws["shifts_b"] - draws["shifts_a"], d_shifts)
-        unc = (f"; bootstrap over questions: {b} - {a} rank changes {d_changes:+.2f} [{ci_c['ci_low']:+.2f}, "
-               f"{ci_c['ci_high']:+.2f}] (p={ci_c['p_value']:.3f}), position shifts {d_shifts:+.2f} "
-               f"[{ci_s['ci_low']:+.2f}, {ci_s['ci_high']:+.2f}] (p={ci_s['p_value']:.3f})")
-        rows[-1].update({"shift difference ci_low": ci_s["ci_low"], "shift difference ci_high": ci_s["ci_high"],
-                         "shift difference p_value": ci_s["p_value"], "change difference p_value": ci_c["p_value"]})
-        test += ("; uncertainty: paired bootstrap over questions (the same questions drawn for every system, per "
-                 "language), 95% percentile intervals of the differences")
-    else:
-        unc = "; no bootstrap: these predictions carry no subset labels (rerun evaluate with this xlt to add them)"
-    ok = d_changes > 0 and d_shifts > 0
-    why = (f"over {len(shared)} languages and {len(entries)} systems on {bench}: {a} vs {base} "
-           f"{avg[f'rank changes {a}']:.2f} rank changes, {avg[f'position shifts {a}']:.2f} position shifts; "
-           f"{b} vs {base} {avg[f'rank changes {b}']:.2f} and {avg[f'position shifts {b}']:.2f}" + unc)
-    return c.finding(HOLDS if ok else FAILS, why, test, rows)
-
-
-def is_machine_translated(run: Any, benchmark: str) -> bool:
-    """Whether the run's benchmark entry is a machine-translated version of the benchmark's languages
-    (``machine_translated: true`` in its config entry)."""
-    return bool(_get(run.config, f"eval.benchmarks.{benchmark}.machine_translated"))
-
-
-def check_human_above_machine_same_language(c: Check) -> Finding:
-    tiers, expect = tuple(c.param("tiers")), dict(c.param("expect"))
-    rows, verdicts, have_mt = [], [], False
-    for s in c.systems:
-        run = s.runs[0]
-        names = [n for n in sorted(run.results) if run.results[n].kind == c.bench.kind and not is_translate_test(run, n)]
-        ht = [n for n in names if not is_machine_translated(run, n)]
-        mt = [n for n in names if is_machine_translated(run, n)]
-        have_mt |= bool(mt)
-        if not ht or not mt:
-            continue
-        mh, mm = language_means(s, ht[0]), language_means(s, mt[0])
-        human = {x for x in mh if (lang := langtab.lookup(x)) is not None and lang.translation == "human"
-                 and lang.gmmlu_source != "original"}
-        for tier in tiers:
-            langs = sorted(x for x in set(mh) & set(mm) & human if langtab.lookup(x).gmmlu_tier == tier)
-            tests = [(x, paired_test(s, mt[0], s, ht[0], [x], c.samples, c.seed)) for x in langs]
-            tests = [(x, t) for x, t in tests if t["questions"]]
-            if not tests:
-                continue
-            held = holm_adjust([t["p_value"] for _, t in tests])
-            diff = float(np.mean([mh[x] - mm[x] for x, _ in tests]))
-            rows.append({"system": s.label, "tier": tier, "HT": ht[0], "MT": mt[0], "languages": len(tests),
-                         "HT mean": float(np.mean([mh[x] for x, _ in tests])),
-                         "MT mean": float(np.mean([mm[x] for x, _ in tests])), "HT - MT": diff,
-                         "HT higher": sum(mh[x] > mm[x] for x, _ in tests),
-                         "HT significantly higher (Holm)": sum(p < ALPHA and t["diff"] > 0
-                                                               for p, (_, t) in zip(held, tests, strict=True)),
-                         "MT significantly higher (Holm)": sum(p < ALPHA and t["diff"] < 0
-                                                               for p, (_, t) in zip(held, tests, strict=True))})
-            if tier in expect:
-                verdicts.append(diff > 0 if expect[tier] == "human" else diff < 0)
-    if not any(r["tier"] in expect for r in rows):
-        if not have_mt:
-            why = (f"needs a machine-translated version of {c.title}'s human-translated languages (a {c.bench.kind} "
-                   "benchmark entry with machine_translated: true) beside the human-translated one; these runs have "
-                   "none, and comparing different languages (human-translated ones are mostly high-resource, "
-                   "machine-translated ones low-resource) would measure resource level, not translation")
-        else:
-            why = (f"needs, for one system, the human-translated and the machine-translated versions of the same "
-                   f"{', '.join(expect)}-tier language(s); found none in common")
-        return c.untestable(why)
-    why = "; ".join(f"{r['system']} {r['tier']}: HT {r['HT mean']:.1f} vs MT {r['MT mean']:.1f} ({r['HT - MT']:+.1f}; "
-                    f"HT higher on {r['HT higher']}/{r['languages']}, significantly after Holm: HT "
-                    f"{r['HT significantly higher (Holm)']}, MT {r['MT significantly higher (Holm)']})" for r in rows)
-    return c.finding(HOLDS if all(verdicts) else FAILS, why,
-                     "per resource tier, the same languages in their human-translated and machine-translated "
-                     f"versions (same question ids): mean HT - MT; per language a {PAIRED_TEST}, Holm-corrected "
-                     f"within each tier; the verdict reads the tiers {', '.join(f'{k}: {v} higher' for k, v in expect.items())}",
-                     rows)
-
-
 def check_higher_where_column_is(c: Check) -> Finding:
     column, va, vb = c.param("column"), c.param("a"), c.param("b")
     na, nb = c.param("a_name", va), c.param("b_name", vb)
@@ -711,10 +598,21 @@ CHECKS = {
     "family_most_at_or_above": check_family_most_at_or_above,
     "translate_train_all_beats_zero_shot": check_translate_train_all_beats_zero_shot,
     "translate_test_beats_in_language_llm": check_translate_test_beats_in_language_llm,
-    "rank_changes_per_language": check_rank_changes_per_language,
     "higher_where_column_is": check_higher_where_column_is,
-    "human_above_machine_same_language": check_human_above_machine_same_language,
 }
+
+
+def _variant_check(name: str):
+    """A check kind of :mod:`xlt.reporting.variant_findings` (the checks of per-question subsets and of
+    translation variants, built on this module's pieces), imported when first run."""
+    def run(c: Check) -> Finding:
+        from xlt.reporting import variant_findings
+
+        return getattr(variant_findings, f"check_{name}")(c)
+    return run
+
+
+CHECKS |= {name: _variant_check(name) for name in ("rank_changes_per_language", "human_above_machine_same_language")}
 
 
 def permutation_p(a: np.ndarray, b: np.ndarray, samples: int = 1000, seed: int = 0) -> float:
