@@ -165,3 +165,21 @@ def test_human_vs_machine_translation_compares_the_same_language(tmp_path):
     f = _findings([write_run(tmp_path / "b", MODELS["XLM-R"], 1, gmmlu=gm)], samples=100)
     ht = f["gmmlu_human_translated_above_machine_translated"]
     assert ht["verdict"] == UNTESTABLE and "machine_translated: true" in ht["why"] and not ht["numbers"]
+
+
+def test_a_smaller_subset_moves_rankings_by_noise_alone():
+    """Four systems of equal skill; per language CS has 50 questions, CA 250. CS moves the ranking more
+    (the point estimate "holds"), but shuffling the CS/CA labels moves it as much: not significant."""
+    from xlt.reporting import rank_changes as rc
+
+    rng = np.random.default_rng(3)
+    masks = {"MA": np.ones(300), "CA": np.r_[np.ones(250), np.zeros(50)], "CS": np.r_[np.zeros(250), np.ones(50)]}
+    data = [((rng.random((4, 300)) < 0.6).astype(float), masks) for _ in range(10)]
+    stats = [rc.language_stats({s: (m[s] @ c.T) / m[s].sum() for s in m}, "MA", "CA", "CS") for c, m in data]
+    observed = float(np.mean([x["position shifts CS"] - x["position shifts CA"] for x in stats]))
+    perm = rc.permutation(data, "MA", "CA", "CS", 1000, 0)
+    null = perm["shifts_b"] - perm["shifts_a"]
+    assert observed > 1.5 and null.mean() > 1.5  # the small subset's noise, in the data and under the null
+    assert rc.permutation_p(null, observed) > 0.2
+    # overlapping subsets cannot be exchanged
+    assert rc.permutation(data[:1], "MA", "MA", "CS", 10, 0) is None

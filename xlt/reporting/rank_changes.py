@@ -71,3 +71,43 @@ def interval(draws: np.ndarray, observed: float, level: float = 0.95) -> dict[st
     lo, hi = np.quantile(draws, [alpha, 1 - alpha])
     p = float(np.mean(np.abs(draws - observed) >= abs(observed) - 1e-12)) if observed != 0 else 1.0
     return {"ci_low": float(lo), "ci_high": float(hi), "p_value": p, "share_above_0": float(np.mean(draws > 0))}
+
+
+def permutation(questions: Sequence[tuple[np.ndarray, dict[str, np.ndarray]]], base: str, a: str, b: str,
+                samples: int, seed: int) -> dict[str, np.ndarray] | None:
+    """Per replicate, the mean over languages of rank changes and position shifts on ``a`` and ``b`` when, in
+    every language, the ``a`` / ``b`` labels are shuffled among the questions of either (sizes kept).
+
+    The null hypothesis: the two subsets are alike apart from their sizes. A smaller subset moves the
+    ranking more by noise alone; the permutation keeps that, a comparison of raw counts does not. None
+    when the subsets overlap (the labels cannot be exchanged).
+    """
+    rng = np.random.default_rng(seed)
+    keys = ("changes_a", "shifts_a", "changes_b", "shifts_b")
+    total = {k: np.zeros(samples) for k in keys}
+    for correct, masks in questions:
+        ma, mb = masks[a].astype(bool), masks[b].astype(bool)
+        if (ma & mb).any():
+            return None
+        pool = np.flatnonzero(ma | mb)
+        k = int(ma.sum())
+        sub = correct[:, pool]  # systems x pooled questions
+        base_acc = (masks[base] @ correct.T) / max(masks[base].sum(), 1)  # systems
+        order = np.argsort(rng.random((samples, pool.size)), axis=1)
+        wa = np.zeros((samples, pool.size))
+        np.put_along_axis(wa, order[:, :k], 1.0, axis=1)
+        wb = 1.0 - wa
+        with np.errstate(invalid="ignore", divide="ignore"):
+            acc_a = (wa @ sub.T) / wa.sum(axis=1, keepdims=True)
+            acc_b = (wb @ sub.T) / wb.sum(axis=1, keepdims=True)
+        base_rep = np.broadcast_to(base_acc, acc_a.shape)
+        ca, sa = changes_and_shifts(base_rep, acc_a)
+        cb, sb = changes_and_shifts(base_rep, acc_b)
+        for key, v in zip(keys, (ca, sa, cb, sb), strict=True):
+            total[key] += v
+    return {key: v / max(len(questions), 1) for key, v in total.items()}
+
+
+def permutation_p(draws: np.ndarray, observed: float) -> float:
+    """Two-sided permutation p-value of ``observed`` (the observed split counts once)."""
+    return float((np.sum(np.abs(draws) >= abs(observed) - 1e-12) + 1) / (draws.size + 1))

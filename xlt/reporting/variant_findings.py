@@ -76,13 +76,20 @@ def check_rank_changes_per_language(c: Check) -> Finding:
         draws = rc.bootstrap(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
         ci_c = rc.interval(draws["changes_b"] - draws["changes_a"], d_changes)
         ci_s = rc.interval(draws["shifts_b"] - draws["shifts_a"], d_shifts)
-        unc = (f"; bootstrap over questions: {b} - {a} rank changes {d_changes:+.2f} [{ci_c['ci_low']:+.2f}, "
-               f"{ci_c['ci_high']:+.2f}] (p={ci_c['p_value']:.3f}), position shifts {d_shifts:+.2f} "
-               f"[{ci_s['ci_low']:+.2f}, {ci_s['ci_high']:+.2f}] (p={ci_s['p_value']:.3f})")
+        perm = rc.permutation(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
+        p_c = rc.permutation_p(perm["changes_b"] - perm["changes_a"], d_changes) if perm else float("nan")
+        p_s = rc.permutation_p(perm["shifts_b"] - perm["shifts_a"], d_shifts) if perm else float("nan")
+        unc = (f"; {b} - {a}: rank changes {d_changes:+.2f} (bootstrap 95% [{ci_c['ci_low']:+.2f}, "
+               f"{ci_c['ci_high']:+.2f}], permutation p={p_c:.3f}), position shifts {d_shifts:+.2f} "
+               f"([{ci_s['ci_low']:+.2f}, {ci_s['ci_high']:+.2f}], p={p_s:.3f})")
         rows[-1].update({"shift difference ci_low": ci_s["ci_low"], "shift difference ci_high": ci_s["ci_high"],
-                         "shift difference p_value": ci_s["p_value"], "change difference p_value": ci_c["p_value"]})
+                         "shift difference p_value": p_s, "change difference p_value": p_c,
+                         "shift difference bootstrap mean": float(np.mean(draws["shifts_b"] - draws["shifts_a"]))})
         test += ("; uncertainty: paired bootstrap over questions (the same questions drawn for every system, per "
-                 "language), 95% percentile intervals of the differences")
+                 "language), 95% percentile intervals of the differences (rank statistics are not smooth: "
+                 "resampling noise alone adds rank changes, so the bootstrap mean is given beside them); "
+                 f"significance: permutation test shuffling the {a}/{b} labels among their questions in every "
+                 "language (subset sizes kept, so a smaller subset's extra noise is not counted as an effect)")
     else:
         unc = "; no bootstrap: these predictions carry no subset labels (rerun evaluate with this xlt to add them)"
     ok = d_changes > 0 and d_shifts > 0
