@@ -180,11 +180,18 @@ def is_translate_test(run: Any, benchmark: str) -> bool:
     return bool(flag)
 
 
+def is_machine_translated(run: Any, benchmark: str) -> bool:
+    """Whether the run's benchmark entry is a machine-translated version of the benchmark's languages
+    (``machine_translated: true`` in its config entry)."""
+    return bool(_get(run.config, f"eval.benchmarks.{benchmark}.machine_translated"))
+
+
 def direct_benchmark(system: System, kind: str) -> str | None:
-    """The first benchmark of the system of kind ``kind`` evaluated in-language (not translate-test)."""
+    """The first benchmark of the system of kind ``kind`` evaluated in-language (not translate-test) on the
+    benchmark's own test sets (not a machine-translated variant)."""
     run = system.runs[0]
     for name in sorted(run.results):
-        if run.results[name].kind == kind and not is_translate_test(run, name):
+        if run.results[name].kind == kind and not is_translate_test(run, name) and not is_machine_translated(run, name):
             return name
     return None
 
@@ -264,7 +271,7 @@ def _seed_stat(system: System, fn) -> tuple[float, float]:
 def _fmt_test(t: dict[str, Any]) -> str:
     return (f"diff {t['diff']:+.1f} points [{t['ci_low']:+.1f}, {t['ci_high']:+.1f}], p={t['p_value']:.3f} "
             f"({'significant' if t['significant'] else 'not significant'} at {ALPHA}; {t['questions']} paired "
-            f"questions, seeds {t['seeds']} averaged per question)")
+            f"questions{'' if t['seeds'] == '1 vs 1' else ', seeds ' + t['seeds'] + ' averaged per question'})")
 
 
 PAIRED_TEST = ("paired bootstrap over questions: each question's score is the mean over a system's seeds, the "

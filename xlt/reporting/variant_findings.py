@@ -5,8 +5,6 @@ machine-translated version of the same languages (two entries of one benchmark k
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from xlt import languages as langtab
@@ -19,11 +17,11 @@ from xlt.reporting.findings import (
     Check,
     Finding,
     System,
-    _get,
     _predictions,
     _seed_mean_correct,
     direct_benchmark,
     holm_adjust,
+    is_machine_translated,
     is_translate_test,
     language_means,
     paired_test,
@@ -97,12 +95,6 @@ def check_rank_changes_per_language(c: Check) -> Finding:
            f"{avg[f'rank changes {a}']:.2f} rank changes, {avg[f'position shifts {a}']:.2f} position shifts; "
            f"{b} vs {base} {avg[f'rank changes {b}']:.2f} and {avg[f'position shifts {b}']:.2f}" + unc)
     return c.finding(HOLDS if ok else FAILS, why, test, rows)
-
-
-def is_machine_translated(run: Any, benchmark: str) -> bool:
-    """Whether the run's benchmark entry is a machine-translated version of the benchmark's languages
-    (``machine_translated: true`` in its config entry)."""
-    return bool(_get(run.config, f"eval.benchmarks.{benchmark}.machine_translated"))
 
 
 def check_human_above_machine_same_language(c: Check) -> Finding:
