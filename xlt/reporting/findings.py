@@ -219,7 +219,7 @@ def language_attr(system: System, benchmark: str, column: str) -> dict[str, str]
 _ROWS: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
 
 
-def _predictions(run: Any, benchmark: str, lang: str) -> list[dict[str, Any]]:
+def run_predictions(run: Any, benchmark: str, lang: str) -> list[dict[str, Any]]:
     """The run's prediction rows of one language (read once per :func:`check_findings` call)."""
     from xlt.run import RunDir
 
@@ -231,10 +231,10 @@ def _predictions(run: Any, benchmark: str, lang: str) -> list[dict[str, Any]]:
 
 def _correct(run: Any, benchmark: str, lang: str) -> dict[str, bool]:
     """Per question id, whether the run answered it right."""
-    return {str(p["id"]): p["prediction"] == p["gold"] for p in _predictions(run, benchmark, lang)}
+    return {str(p["id"]): p["prediction"] == p["gold"] for p in run_predictions(run, benchmark, lang)}
 
 
-def _seed_mean_correct(system: System, bench: str, lang: str) -> dict[str, float]:
+def seed_mean_correct(system: System, bench: str, lang: str) -> dict[str, float]:
     """Per question id answered by every seed of ``system``, the share of its seeds that got it right."""
     per_seed = [_correct(r, bench, lang) for r in system.runs if bench in r.results]
     if not per_seed:
@@ -253,7 +253,7 @@ def paired_test(a: System, bench_a: str, b: System, bench_b: str, languages: lis
     ``questions`` counts distinct questions; NaN diff and p-value when there are none."""
     diffs: list[float] = []
     for lang in languages:
-        ma, mb = _seed_mean_correct(a, bench_a, lang), _seed_mean_correct(b, bench_b, lang)
+        ma, mb = seed_mean_correct(a, bench_a, lang), seed_mean_correct(b, bench_b, lang)
         diffs += [mb[i] - ma[i] for i in sorted(set(ma) & set(mb))]
     test = bootstrap_mean_diff(diffs, samples, seed)
     return {**test, "questions": len(diffs), "seeds": f"{len(a.runs)} vs {len(b.runs)}",

@@ -17,15 +17,15 @@ from xlt.reporting.findings import (
     Check,
     Finding,
     System,
-    _predictions,
-    _seed_mean_correct,
     direct_benchmark,
-    holm_adjust,
     is_machine_translated,
     is_translate_test,
     language_means,
     paired_test,
+    run_predictions,
+    seed_mean_correct,
 )
+from xlt.scoring.metrics import holm_adjust
 
 
 def _subset_question_data(entries: list[tuple[System, str]], lang: str,
@@ -33,10 +33,10 @@ def _subset_question_data(entries: list[tuple[System, str]], lang: str,
     """One language's questions for the rank bootstrap: (systems x questions) seed-mean correctness on the
     questions every seed of every system answered, and each subset's mask; None when the predictions carry
     no subset labels (written before evaluate recorded them)."""
-    per = [_seed_mean_correct(s, bench, lang) for s, bench in entries]
+    per = [seed_mean_correct(s, bench, lang) for s, bench in entries]
     ids = sorted(set.intersection(*(set(p) for p in per)))
     first, bench0 = entries[0][0].runs[0], entries[0][1]
-    labels = {str(p["id"]): p.get("subsets") for p in _predictions(first, bench0, lang)}
+    labels = {str(p["id"]): p.get("subsets") for p in run_predictions(first, bench0, lang)}
     if not ids or any(labels.get(i) is None for i in ids):
         return None
     correct = np.array([[p[i] for i in ids] for p in per], dtype=float)
