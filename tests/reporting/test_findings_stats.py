@@ -183,3 +183,18 @@ def test_a_smaller_subset_moves_rankings_by_noise_alone():
     assert rc.permutation_p(null, observed) > 0.2
     # overlapping subsets cannot be exchanged
     assert rc.permutation(data[:1], "MA", "MA", "CS", 10, 0) is None
+
+
+def test_threshold_counts_are_over_the_languages_all_systems_have(tmp_path):
+    """XLM-V was also evaluated on six more languages (all at 60): counted over each run's own languages
+    (the old check) it had the most above 50; over the four languages all three have, InfoXLM has."""
+    shared = {"deu_Latn": 62.0, "fra_Latn": 61.0, "ell_Grek": 45.0, "heb_Hebr": 45.0}
+    extra = {c: 60.0 for c in ("swh_Latn", "yor_Latn", "amh_Ethi", "hau_Latn", "ibo_Latn", "sna_Latn")}
+    runs = [write_run(tmp_path / "r", MODELS["XLM-R"], 1, belebele={k: v - 20 for k, v in shared.items()}),
+            write_run(tmp_path / "v", MODELS["XLM-V"], 1, belebele={"deu_Latn": 55.0, "fra_Latn": 40.0,
+                                                                    "ell_Grek": 40.0, "heb_Hebr": 40.0} | extra),
+            write_run(tmp_path / "i", MODELS["InfoXLM"], 1, belebele=shared)]
+    f = _findings(runs, samples=100)["belebele_xlmv_most_ge_50"]
+    counts = {r["model"]: r["languages > 50 (mean over seeds)"] for r in f["numbers"]}
+    assert counts == {"XLM-R": 0, "XLM-V": 1, "InfoXLM": 2} and f["verdict"] == FAILS
+    assert all(r["languages compared"] == 4 for r in f["numbers"]) and "of the 4 languages" in f["why"]
