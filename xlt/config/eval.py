@@ -28,6 +28,10 @@ class BenchmarkConfig:
     # Translate-test: machine-translate the items into English (with the `translate` group's model)
     # before scoring (as Bandarkar et al., 2024 do). Use a separate entry, e.g. `<name>_tt`.
     translate_test: bool = False
+    # This entry is a machine-translated version of the benchmark's languages (e.g. a local copy at `path`
+    # made by machine-translating the English test set): the findings compare it with the human-translated
+    # entry of the same kind, language by language (Global-MMLU's HT vs MT). A label: it changes no result.
+    machine_translated: bool = opt(False, affects="report")
 
 
 @dataclass

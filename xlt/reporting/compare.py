@@ -136,14 +136,33 @@ def seed_summary(groups: list[list[RunInfo]], benchmark: str) -> pd.DataFrame:
 
 
 def system_subset_scores(groups: list[list[RunInfo]], benchmark: str, subsets: Sequence[str]) -> pd.DataFrame:
-    """Per system (seed group), the mean over seeds of each subset's mean over languages (summary keys)."""
-    rows = []
+    """Per system (seed group) evaluated on ``benchmark``, each subset's mean over the languages *every* such system has (a system evaluated
+    on more or easier languages must not rank higher for it) of the mean over its seeds; ``languages``
+    counts them. A subset's per-language accuracy is the result's ``acc_<subset>`` (``accuracy`` for
+    ``full``); no shared language gives NaN."""
+    groups = [g for g in groups if any(benchmark in r.results for r in g)]  # systems not evaluated on it: no rank
+    per: list[dict[str, dict[str, float]]] = []
     for g in groups:
-        vals = {s: [r.results[benchmark].summary.get(s) for r in g if benchmark in r.results] for s in subsets}
+        vals: dict[str, dict[str, list[float]]] = {s: {} for s in subsets}
+        for r in g:
+            if benchmark not in r.results:
+                continue
+            df = r.results[benchmark].per_language
+            for s in subsets:
+                col = f"acc_{s}" if f"acc_{s}" in df else "accuracy" if s == "full" else None
+                if col is None:
+                    continue
+                for lang, v in zip(df["language"], df[col], strict=True):
+                    if v == v:
+                        vals[s].setdefault(lang, []).append(float(v))
+        per.append({s: {lang: float(np.mean(v)) for lang, v in vals[s].items()} for s in subsets})
+    shared = sorted(set.intersection(*(set(p[s]) for p in per for s in subsets))) if per and subsets else []
+    rows = []
+    for g, p in zip(groups, per, strict=True):
         row: dict[str, Any] = {"system": group_label(g)}
-        for s, v in vals.items():
-            v = [x for x in v if x is not None]
-            row[s] = float(np.mean(v)) if v else float("nan")
+        for s in subsets:
+            row[s] = float(np.mean([p[s][lang] for lang in shared])) if shared else float("nan")
+        row["languages"] = len(shared)
         rows.append(row)
     return pd.DataFrame(rows)
 

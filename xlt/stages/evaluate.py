@@ -67,10 +67,15 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     ties = int(((finite == finite.max(axis=1, keepdims=True)).sum(axis=1) > 1)[pred >= 0].sum())
     ids = items["id"]
     tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
+    masks = get_benchmark(job.kind).item_subsets(items)  # "full" and the benchmark's own subsets, if any
+    # Each item's own subsets (Global-MMLU: MA, CS, CA, category/...): what a bootstrap over questions
+    # within a subset resamples (the findings' per-language rank changes).
+    own = {name: m for name, m in masks.items() if name != "full"}
     lines = [
         # Strict JSON: a score that is not finite (an LLM answer naming no option) is null.
         json_text({"id": ids[i], "language": job.language, "gold": int(gold[i]),
-                   "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag},
+                   "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag,
+                   **({"subsets": [name for name, m in own.items() if m[i]]} if own else {})},
                   indent=None)
         for i in range(len(items))
     ]
@@ -94,7 +99,6 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "truncated": None,
         "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.base.data_checks)
     }
-    masks = get_benchmark(job.kind).item_subsets(items)  # "full" and the benchmark's own subsets, if any
     if masks:
         result["subsets"] = {name: {**accuracy_with_ci(correct[mask], samples, seed), "chance": chance_level(counts[mask])}
                              for name, mask in masks.items()}

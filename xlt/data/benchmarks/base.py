@@ -571,13 +571,27 @@ class Claim:
     ``check`` names one of the generic check kinds of :mod:`xlt.reporting.findings` (which runs it on
     the systems of a comparison), ``id`` the finding within the benchmark (its id in reports is
     ``<finding_prefix>_<id>``), ``text`` the claim in words, ``params`` what the check compares (see
-    the check kind).
+    the check kind). What the paper says: ``quote`` (its sentence, with ``section`` where it stands);
+    ``verbatim`` says whether it is the paper's own words, checked against its text, or a paraphrase (a
+    statement whose wording could not be checked is never passed off as a quote). ``needs``: the
+    systems and languages the check needs.
     """
 
     check: str
     id: str
     text: str
     params: dict[str, Any] = field(default_factory=dict)
+    quote: str = ""
+    section: str = ""
+    verbatim: bool = False
+    needs: str = ""
+
+    def cited(self) -> str:
+        """The paper's sentence as reports show it: quoted (verbatim) or marked as a paraphrase."""
+        if not self.quote:
+            return ""
+        where = f" ({self.section})" if self.section else ""
+        return f"\u201c{self.quote}\u201d{where}" if self.verbatim else f"paraphrase{where}: {self.quote}"
 
 
 BENCHMARKS.base = Benchmark  # a definition file's subclasses with a kind register (xlt.registry.include)
