@@ -103,8 +103,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                     atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
 
             rank = int(os.environ.get("RANK", "0"))
-            with RunLock(run.path, lock_name(validated), rank=rank):
-                ran = run_stages(validated, run, stages, on_first_run=write_config)
+            with RunLock(run.path, lock_name(validated), rank=rank) as lock:
+                ran = run_stages(validated, run, stages, on_first_run=write_config, launch=lock.owner)
                 if is_main_process():
                     _record_call(run, stages, ran)
         except XltError as err:
