@@ -193,10 +193,11 @@ def test_multinode_template_launches_accelerate_on_every_node(tmp_path):
 STUB_PY = """
 import signal, sys, time, pathlib
 out = pathlib.Path(sys.argv[1])
-def on_usr1(signum, frame):
-    out.joinpath("got_usr1").write_text("1")
-    sys.exit(130)
-signal.signal(signal.SIGUSR1, on_usr1)
+def on_signal(signum, frame):
+    out.joinpath("got_" + signal.Signals(signum).name).write_text("1")
+    sys.exit(75)
+signal.signal(signal.SIGUSR1, on_signal)
+signal.signal(signal.SIGTERM, on_signal)
 out.joinpath("ready").write_text("1")
 time.sleep(60)
 """
@@ -217,18 +218,19 @@ def _wait_for(path: Path, timeout: float = 30) -> None:
         time.sleep(0.05)
 
 
-def test_usr1_is_forwarded_and_the_job_requeued(tmp_path):
+def test_usr1_is_forwarded_as_term_and_the_job_requeued(tmp_path):
+    """The launcher's agent forwards TERM, not USR1: the trap turns SLURM's USR1 into a TERM."""
     proc = _start(tmp_path, STUB_PY)
     _wait_for(tmp_path / "ready")
     proc.send_signal(signal.SIGUSR1)
     out, err = proc.communicate(timeout=60)
-    assert (tmp_path / "got_usr1").exists(), err
+    assert (tmp_path / "got_SIGTERM").exists() and not (tmp_path / "got_SIGUSR1").exists(), err
     assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text()
     assert "rc=0" in out
 
 
 def test_a_child_that_ignores_usr1_is_requeued_after_the_grace_period(tmp_path):
-    child = STUB_PY.replace("signal.signal(signal.SIGUSR1, on_usr1)", "signal.signal(signal.SIGUSR1, signal.SIG_IGN)")
+    child = STUB_PY.replace("signal.signal(signal.SIGTERM, on_signal)", "signal.signal(signal.SIGTERM, signal.SIG_IGN)")
     proc = _start(tmp_path, child, XLT_GRACE="1")
     _wait_for(tmp_path / "ready")
     t0 = time.time()
@@ -237,6 +239,22 @@ def test_a_child_that_ignores_usr1_is_requeued_after_the_grace_period(tmp_path):
     assert time.time() - t0 < 30
     assert "still running after 1s" in err
     assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text()
+
+
+def test_the_requeue_status_of_a_run_preempted_directly_requeues(tmp_path):
+    """A signal delivered to the processes themselves (not through the batch shell): xlt exits 75."""
+    proc = _start(tmp_path, "import sys; sys.exit(75)")
+    out, _ = proc.communicate(timeout=60)
+    assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text() and "rc=0" in out
+
+
+def test_a_term_to_the_batch_shell_is_forwarded_without_requeue(tmp_path):
+    proc = _start(tmp_path, STUB_PY)
+    _wait_for(tmp_path / "ready")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert (tmp_path / "got_SIGTERM").exists(), err
+    assert not (tmp_path / "calls.log").exists() and "rc=75" in out
 
 
 def test_without_a_signal_the_exit_status_passes_through(tmp_path):
