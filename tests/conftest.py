@@ -1,8 +1,14 @@
-"""Test-wide settings: never touch the network, never log to W&B, one thread per process."""
+"""Test-wide settings: never touch the network, never log to W&B, one thread per process; each pytest
+process (each xdist worker) with a cache of its own; tests that share a module's fixture on one worker."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
@@ -11,3 +17,39 @@ os.environ["WANDB_MODE"] = "disabled"
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+# The user's cache: where `python tests/pretrained.py` put the pretrained test model (only read by tests).
+os.environ.setdefault("XLT_USER_CACHE", os.environ.get("XLT_CACHE", str(Path.home() / ".cache" / "xlt")))
+# Every pytest process (each xdist worker) writes its own XLT_CACHE (tiny tokenizers, fingerprint memo,
+# CTranslate2 conversions), set before any test module reads the environment; removed at the end.
+_CACHE = tempfile.mkdtemp(prefix=f"xlt-test-cache-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
+os.environ["XLT_CACHE"] = _CACHE
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(_CACHE, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` are skipped, saying so, where no CUDA device is visible. Tests that use a fixture
+    scoped to their module (or class) go to one xdist worker together (``xdist_group``; the README's
+    command runs ``--dist loadgroup``), so that fixture (a trained run, a browser) is built once; every other
+    test is distributed on its own. Slow tests and those groups come first, so no long test starts last."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if gpu:
+        import torch
+
+        if not torch.cuda.is_available():
+            skip = pytest.mark.skip(reason="GPU check: no CUDA device here (run benchmarks/gpu_check.sh on a GPU)")
+            for item in gpu:
+                item.add_marker(skip)
+    heavy = set()
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        scopes = {defs[-1].scope for defs in (info.name2fixturedefs.values() if info else ()) if defs}
+        if scopes & {"module", "class", "package"}:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            heavy.add(item.nodeid.split("::")[0])
+        if item.get_closest_marker("slow"):
+            heavy.add(item.nodeid.split("::")[0])
+    first = [i for i in items if i.nodeid.split("::")[0] in heavy]
+    items[:] = first + [i for i in items if i.nodeid.split("::")[0] not in heavy]

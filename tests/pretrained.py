@@ -32,7 +32,9 @@ FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config
 
 
 def _dest() -> Path:
-    return cache_dir() / "models" / "all-MiniLM-L6-v2"
+    # Under pytest, XLT_CACHE is each test process's own (tests/conftest.py); the model is in the user's.
+    user = os.environ.get("XLT_USER_CACHE")
+    return (Path(user) if user else cache_dir()) / "models" / "all-MiniLM-L6-v2"
 
 
 def minilm_dir() -> Path:

@@ -22,6 +22,7 @@ import pytest
 
 from tests.cli import ENV, REPO, xlt
 from xlt.lock import _proc_start
+from xlt.training.checkpoints import COMPLETE_FILE
 
 SMALL = ["+recipe=demo", "training.max_steps=40", "training.eval_steps=20",
          "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]", "eval.benchmarks.global_mmlu.languages=[en]",
@@ -235,8 +236,10 @@ def test_kill_9_during_build_train_and_evaluation_then_rerun_matches_an_uninterr
     run = run_dir(tmp_path)
     logs = [tmp_path / f"log{i}.txt" for i in range(3)]
     _kill_when([*args, "stages=[build_data]"], lambda: (run / "data").exists(), "build", logs[0])
+    # Ready once checkpoint-20's completeness record is written (the Trainer's files come before it: a kill
+    # between the two rightly sets the checkpoint aside and starts fresh, so "resuming from" needs the record).
     killed_in_training = _kill_when([*args, "stages=[build_data,train]"], lambda: (
-        run / "checkpoints" / "checkpoint-20" / "trainer_state.json").exists(), "checkpoint", logs[1])
+        run / "checkpoints" / "checkpoint-20" / COMPLETE_FILE).exists(), "complete checkpoint", logs[1])
     killed_in_eval = _kill_when(args, lambda: len(list((run / "eval").glob("*/*_*.json"))) >= 1, "first result",
                                 logs[2])
     if killed_in_training:  # the next call took the dead run's lock over and resumed the checkpoint

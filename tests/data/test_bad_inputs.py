@@ -1,6 +1,6 @@
 """The bad-input corpus: corrupted and quirky inputs through every loader, each with its exact outcome.
 
-The anomaly policy (xlt/data/anomalies.py, README "Anomaly policy") has two classes of outcome, and each
+The anomaly policy (xlt/data/anomalies.py, docs/training-set.md, "Anomaly policy") has two classes of outcome, and each
 case below asserts one of them:
 
 * ``Err(cls, pattern)``: the *file is wrong*; a DataError/ConfigError whose message matches ``pattern``

@@ -4,7 +4,7 @@ playwright with ``executable_path``; never playwright's own browser download) lo
 The pages are built from a paper-sized synthetic set: 122 Belebele variants x 10 runs (and Global-MMLU's
 42 languages). Each test asserts no console errors, that clicking a header reorders the rows, that a
 filter changes the rows shown, and saves a screenshot (under the session's temporary folder, printed;
-also into ``$XLT_SCREENSHOTS`` when set, e.g. ``XLT_SCREENSHOTS=docs/img`` for the README's).
+also into ``$XLT_SCREENSHOTS`` when set, e.g. ``XLT_SCREENSHOTS=docs/img`` for those of README.md and docs/evaluation.md).
 """
 
 from __future__ import annotations

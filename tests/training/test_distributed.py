@@ -4,7 +4,7 @@
   steps' losses and gradient norms agree to float rounding. A loss or gradient scaled by the number of
   processes (summed instead of averaged) would differ by a factor of 2.
 * A launch that asked for two processes but started one is reported in train_metrics.json.
-* The README's multi-GPU commands (plain DDP, ZeRO-2, ZeRO-3 and ZeRO-3 with offload) run train, evaluate and
+* The multi-GPU commands of docs/fine-tuning.md (plain DDP, ZeRO-2, ZeRO-3 and ZeRO-3 with offload) run train, evaluate and
   report in one command: the stages after training must not inherit the DeepSpeed/accelerate state of
   training. The plain DDP launch is the two-process run of the first point (one launch checked both ways).
   ZeRO-2 with offload is not launched end to end: its optimizer offload (DeepSpeed's CPU Adam) runs in the
@@ -118,7 +118,7 @@ def test_lost_processes_are_reported(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("deepspeed", [None, "zero2", "zero3", "zero3_offload"])
 def test_accelerate_launch_of_the_whole_pipeline(tmp_path, request, deepspeed):
-    """`accelerate launch --multi_gpu --num_processes 2 -m xlt.train` (README), plain DDP and DeepSpeed:
+    """`accelerate launch --multi_gpu --num_processes 2 -m xlt.train` (docs/fine-tuning.md), plain DDP and DeepSpeed:
     data, evaluation and report run once, on rank 0, after training."""
     if deepspeed:
         pytest.importorskip("deepspeed")  # DeepSpeed compiles its CPU ops once (~1-3 min on a fresh machine)
