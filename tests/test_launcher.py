@@ -67,7 +67,7 @@ def test_signal_without_active_training_raises_preempted():
             time.sleep(1)
         assert cluster.preemption_requested() == "SIGUSR1"
         # the entry points exit REQUEUE_EXIT (75) on it, 130 on other interrupts: "rerun to resume"
-        assert isinstance(cluster.Preempted(), KeyboardInterrupt) and cluster.REQUEUE_EXIT == 75
+        assert isinstance(cluster.Preempted(), KeyboardInterrupt)
     finally:
         for s, h in old.items():
             signal.signal(getattr(signal, s), h)

@@ -355,3 +355,9 @@ def test_the_sbatch_scripts_checkpoint_and_requeue_on_their_signal(tmp_path, scr
     if script == "train_multinode.sbatch":  # data prep, distributed training, then evaluation + report
         assert "accelerate.commands.launch" in again[1] and again[2].endswith("training.deepspeed=zero2")
         assert "-m xlt.train" in again[2] and "stages=" not in again[2]
+
+
+def test_the_scripts_requeue_on_the_status_xlt_exits_with_when_preempted():
+    from xlt.cluster import REQUEUE_EXIT
+
+    assert f"XLT_REQUEUE_EXIT={REQUEUE_EXIT}\n" in (SLURM / "common.sh").read_text()
