@@ -8,6 +8,7 @@ start of Python), as in tests/test_run_damage.py."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import signal
@@ -133,7 +134,7 @@ def test_kill_9_while_old_checkpoints_are_deleted(reference, tmp_path):
     assert _weights(run) == _weights(ref)
 
 
-def test_no_best_dev_accuracy_for_a_best_checkpoint_that_cannot_be_loaded(reference, tmp_path):
+def test_no_best_dev_accuracy_for_a_best_checkpoint_that_cannot_be_loaded(reference, tmp_path, caplog):
     """The best checkpoint set aside (e.g. damaged, moved to stale/) before a resume: load_best_model_at_end
     only warns, so the stage refuses to write metrics describing a model it cannot save."""
     ref, summary = reference
@@ -145,7 +146,8 @@ def test_no_best_dev_accuracy_for_a_best_checkpoint_that_cannot_be_loaded(refere
     if best.name == "checkpoint-6":
         pytest.skip("the best checkpoint is the last one: nothing to resume from without it")
     shutil.rmtree(best)
-    with pytest.raises(StateError, match="best checkpoint .* cannot be loaded") as err:
+    with caplog.at_level(logging.WARNING), pytest.raises(StateError, match="best checkpoint .* cannot be loaded") as err:
         call_stage("train", make_cfg(**SETTINGS), run)
+    assert "the best checkpoint so far cannot be loaded" in caplog.text  # said before training, too
     assert "force=true" in str(err.value) and best.name in str(err.value)
     assert not (run.path / "train_metrics.json").exists() and not run.model.exists()

@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from xlt import tracking
@@ -163,6 +164,13 @@ def train(s: Session) -> dict[str, Any]:
     resume = newest_complete(run.checkpoints) if t.resume and ok else None
     if resume:
         log.info("resuming from %s", resume)
+        import json
+
+        problem = best_problem(run.checkpoints, json.loads((Path(resume) / "trainer_state.json").read_text())
+                               .get("best_model_checkpoint"))
+        if problem:
+            log.warning("the best checkpoint so far cannot be loaded (%s): unless a later evaluation beats it, "
+                        "training ends without a model (retrain with force=true)", problem)
     train_out = s.trainer.train(resume_from_checkpoint=resume)
     state = s.trainer.state
     problem = best_problem(run.checkpoints, state.best_model_checkpoint)
