@@ -294,7 +294,7 @@ def on_signal(signum, frame):
 signal.signal(signal.SIGTERM, on_signal)
 signal.signal(signal.SIGUSR1, on_signal)
 (out / "ready").write_text(str(os.getpid()))
-time.sleep(120)
+time.sleep(600)
 sys.exit(3)
 """
 FAKE_SRUN = """#!/bin/bash
@@ -338,9 +338,10 @@ def test_the_sbatch_scripts_checkpoint_and_requeue_on_their_signal(tmp_path, scr
     srun for the multi-node script) -> exit 75 -> `scontrol requeue`; the requeued job runs to the end."""
     sig = _sbatch_signal(SLURM / script)
     job = _submit(script, args, tmp_path, 0, **env)
-    _wait_for(tmp_path / "ready", 60)
+    # Generous: the multi-node script composes the recipe first (`xlt.cluster stages`, ~20 s on a loaded machine).
+    _wait_for(tmp_path / "ready", 300)
     job.send_signal(sig)
-    out, err = job.communicate(timeout=90)
+    out, err = job.communicate(timeout=300)
     assert job.returncode == 0, err
     assert (tmp_path / "got_SIGTERM").exists(), err  # TERM, which torch-elastic's agent forwards to workers
     assert "scontrol requeue 777" in (tmp_path / "calls.log").read_text()
@@ -348,7 +349,7 @@ def test_the_sbatch_scripts_checkpoint_and_requeue_on_their_signal(tmp_path, scr
     if script == "train_multinode.sbatch":  # preempted in the srun step: evaluation is left to the requeued job
         assert "accelerate.commands.launch" in first[-1] and "--machine_rank 0" in first[-1], first
     requeued = _submit(script, args, tmp_path, 1, **env)
-    out, err = requeued.communicate(timeout=90)
+    out, err = requeued.communicate(timeout=300)
     assert requeued.returncode == 0, err
     again = [c for c in (tmp_path / "commands").read_text().splitlines() if c.startswith("1 ")]
     assert again, "the requeued job ran nothing"
