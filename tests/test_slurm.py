@@ -3,6 +3,7 @@ SLURM tools on PATH), and the USR1 -> forward -> requeue handler with real signa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -324,7 +325,7 @@ def _submit(script: str, args: list[str], tmp_path: Path, restart: int, **env: s
                 "XLT_PYTHON": str(bin_dir / "python-stub"), "SLURM_JOB_ID": "777", "SLURM_RESTART_COUNT": str(restart),
                 "XLT_GRACE": "30", **env}
     return subprocess.Popen(["bash", str(SLURM / script), *args], cwd=REPO, env=full_env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 
 @pytest.mark.parametrize(("script", "args", "env"), [
@@ -338,24 +339,29 @@ def test_the_sbatch_scripts_checkpoint_and_requeue_on_their_signal(tmp_path, scr
     srun for the multi-node script) -> exit 75 -> `scontrol requeue`; the requeued job runs to the end."""
     sig = _sbatch_signal(SLURM / script)
     job = _submit(script, args, tmp_path, 0, **env)
-    # Generous: the multi-node script composes the recipe first (`xlt.cluster stages`, ~20 s on a loaded machine).
-    _wait_for(tmp_path / "ready", 300)
-    job.send_signal(sig)
-    out, err = job.communicate(timeout=300)
-    assert job.returncode == 0, err
-    assert (tmp_path / "got_SIGTERM").exists(), err  # TERM, which torch-elastic's agent forwards to workers
-    assert "scontrol requeue 777" in (tmp_path / "calls.log").read_text()
-    first = (tmp_path / "commands").read_text().splitlines()
-    if script == "train_multinode.sbatch":  # preempted in the srun step: evaluation is left to the requeued job
-        assert "accelerate.commands.launch" in first[-1] and "--machine_rank 0" in first[-1], first
-    requeued = _submit(script, args, tmp_path, 1, **env)
-    out, err = requeued.communicate(timeout=300)
-    assert requeued.returncode == 0, err
-    again = [c for c in (tmp_path / "commands").read_text().splitlines() if c.startswith("1 ")]
-    assert again, "the requeued job ran nothing"
-    if script == "train_multinode.sbatch":  # data prep, distributed training, then evaluation + report
-        assert "accelerate.commands.launch" in again[1] and again[2].endswith("training.deepspeed=zero2")
-        assert "-m xlt.train" in again[2] and "stages=" not in again[2]
+    try:
+        # Generous: the multi-node script composes the recipe first (`xlt.cluster stages`, ~20 s on a loaded machine).
+        _wait_for(tmp_path / "ready", 300)
+        job.send_signal(sig)
+        out, err = job.communicate(timeout=300)
+        assert job.returncode == 0, err
+        assert (tmp_path / "got_SIGTERM").exists(), err  # TERM, which torch-elastic's agent forwards to workers
+        assert "scontrol requeue 777" in (tmp_path / "calls.log").read_text()
+        first = (tmp_path / "commands").read_text().splitlines()
+        if script == "train_multinode.sbatch":  # preempted in the srun step: evaluation is left to the requeued job
+            assert "accelerate.commands.launch" in first[-1] and "--machine_rank 0" in first[-1], first
+        requeued = _submit(script, args, tmp_path, 1, **env)
+        out, err = requeued.communicate(timeout=300)
+        assert requeued.returncode == 0, err
+        again = [c for c in (tmp_path / "commands").read_text().splitlines() if c.startswith("1 ")]
+        assert again, "the requeued job ran nothing"
+        if script == "train_multinode.sbatch":  # data prep, distributed training, then evaluation + report
+            assert "accelerate.commands.launch" in again[1] and again[2].endswith("training.deepspeed=zero2")
+            assert "-m xlt.train" in again[2] and "stages=" not in again[2]
+    finally:  # a failed case leaves no stub behind (they sleep until signalled): the job's own process group
+        if job.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.pid, signal.SIGKILL)
 
 
 def test_the_scripts_requeue_on_the_status_xlt_exits_with_when_preempted():
