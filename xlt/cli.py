@@ -19,7 +19,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from xlt import config as xcfg
-from xlt.cluster import SIGNALS, install_signal_handlers
+from xlt.cluster import REQUEUE_EXIT, SIGNALS, Preempted, die_with_launcher, install_signal_handlers
 from xlt.config import CONF_DIR
 from xlt.config.overrides import check_overrides, entry_overrides, new_entries
 from xlt.contract import run_stages
@@ -81,6 +81,14 @@ def _record_call(run: RunDir, stages: Sequence[str], ran: Sequence[str]) -> None
         f.write(json.dumps(line, ensure_ascii=False) + "\n")
 
 
+def _leave_process_group() -> None:
+    """Destroy a live process group before exiting (gloo aborts the process at exit otherwise)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
+
+
 def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
     """Build a Hydra entry point that runs ``default_stages`` (None: the stages the config lists)."""
 
@@ -90,6 +98,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
         # SLURM warns with USR1 before the time limit: checkpoint, stop, and let the requeued job resume.
         # Under submitit, TERM is left to submitit's own handler.
         install_signal_handlers(("SIGUSR1",) if os.environ.get("SUBMITIT_EXECUTOR") else SIGNALS)
+        if world_size() > 1:
+            die_with_launcher()
         try:
             validated, run = resolve_run(cfg, default_stages)
             stages = list(default_stages) if default_stages is not None else list(validated.stages)
@@ -100,13 +110,18 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                     atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
 
             rank = int(os.environ.get("RANK", "0"))
-            with RunLock(run.path, lock_name(validated), rank=rank):
-                ran = run_stages(validated, run, stages, on_first_run=write_config)
+            with RunLock(run.path, lock_name(validated), rank=rank) as lock:
+                ran = run_stages(validated, run, stages, on_first_run=write_config, launch=lock.owner)
                 if is_main_process():
                     _record_call(run, stages, ran)
         except XltError as err:
             if not _multirun_continues(cfg, err):
                 _fail(err)
+        except Preempted as err:
+            _leave_process_group()
+            print(f"\nxlt: preempted ({err}); rerun the same command to resume (exit status {REQUEUE_EXIT}: "
+                  "slurm/common.sh requeues the job).", file=sys.stderr)
+            sys.exit(REQUEUE_EXIT)
         except KeyboardInterrupt:
             print("\nxlt: interrupted; rerun the same command to resume.", file=sys.stderr)
             sys.exit(130)

@@ -360,17 +360,34 @@ def call_stage(name: str, cfg: Any, run: RunDir, force: bool | None = None, **ex
     return _stage_function(name)(cfg, run, context(cfg, run, name, force=force), **extra)
 
 
-def _wait_for_rank0(run: RunDir, name: str, ctx: StageContext) -> None:
-    """On ranks > 0: wait until rank 0 has finished (or failed) stage ``name`` with these inputs."""
-    log.info("stage %-10s runs on rank 0; waiting for it", name)
-    failed = run.path / "stages" / f"{name}.failed"
+# Rank 0's decision on each stage, per launch (``stages/<stage>.attempt``): ranks > 0 read markers only
+# after rank 0 has settled them (cleared a ``.failed`` or, with force=true or damaged outputs, the previous
+# marker), so every rank follows the decision one process would take.
+ATTEMPT_STATES = ("skipped", "running", "done", "failed")
+
+
+def _attempt_file(run: RunDir, name: str) -> Path:
+    return run.path / "stages" / f"{name}.attempt"
+
+
+def _settle(run: RunDir, name: str, launch: str, state: str) -> None:
+    """Rank 0: record its decision on stage ``name`` for this launch (see :data:`ATTEMPT_STATES`)."""
+    _attempt_file(run, name).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(_attempt_file(run, name), {"launch": launch, "state": state})
+
+
+def _wait_for_rank0(run: RunDir, name: str, launch: str, states: tuple[str, ...]) -> str:
+    """On ranks > 0: wait until rank 0 has recorded, for this launch, one of ``states`` for stage ``name``
+    (a ``failed`` raises); return it. Tokens of earlier launches (other ``launch``) are not looked at."""
+    log.info("stage %-10s: waiting for rank 0", name)
     while True:
         with contextlib.suppress(Damaged):  # being rewritten by rank 0
-            info = read_state(run.marker(name), {"provenance": {"inputs": str}}) or {}
-            if info.get("provenance", {}).get("inputs") == ctx.inputs:
-                return
-        if failed.exists():
-            raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
+            info = read_state(_attempt_file(run, name), {"launch": str, "state": str}) or {}
+            if info.get("launch") == launch:
+                if info["state"] == "failed":
+                    raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
+                if info["state"] in states:
+                    return info["state"]
         time.sleep(WAIT_POLL_S)
 
 
@@ -378,63 +395,93 @@ def _sharded(cfg: Any, spec: StageSpec) -> bool:
     return spec.shard_section is not None and int(cfg[spec.shard_section].num_shards) > 1
 
 
-def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Callable[[], None] | None = None) -> list[str]:
+def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Callable[[], None] | None = None,
+               launch: str | None = None) -> list[str]:
     """Run ``stages`` in order under the contract (see the module docstring); return those that ran.
 
     ``on_first_run`` is called once, before the first stage that really runs (the entry point writes
     ``config.yaml`` there, so calls that only skip leave it alone).
 
     Under a multi-process launcher only ``train`` runs on every rank; the other stages run on rank 0,
-    while the other ranks wait for stages before ``train`` and skip those after. A sharded job (a
-    ``num_shards`` > 1 job of translate or evaluate) runs only its own stage and what follows it; the
-    stages before must be done.
+    while the other ranks wait for stages before ``train`` and skip those after. Ranks > 0 follow rank 0's
+    decision on each stage up to ``train`` (its ``stages/<stage>.attempt`` token of this ``launch``: the
+    identity of rank 0's lock, :attr:`xlt.lock.RunLock.owner`; default :func:`xlt.lock.launch_id`), read
+    only after rank 0 has cleared old markers. A sharded job (a ``num_shards`` > 1 job of translate or
+    evaluate) runs only its own stage and what follows it; the stages before must be done.
     """
     markers = run.path / "stages"
     if markers.exists() and not markers.is_dir():
         raise StateError(f"{markers} is a file where a folder belongs: remove it, then rerun (its stages are redone)")
     distributed = world_size() > 1
+    if launch is None:
+        from xlt.lock import launch_id
+
+        launch = launch_id()
+    follower = distributed and not is_main_process()
     train_at = list(stages).index("train") if "train" in stages else len(stages)
     sharded_at = next((i for i, s in enumerate(stages) if _sharded(cfg, STAGES[s])), None)
     ran: list[str] = []
     for i, name in enumerate(stages):
-        if STAGES[name].guard is not None:
-            STAGES[name].guard(cfg, run)
-        ctx = context(cfg, run, name)
-        reason = stale_reason(run, ctx, cfg)
-        if reason is None:
-            log.info("stage %-10s up to date (%s); skipping. Use force=true to redo it.", name, run.marker(name))
+        if follower and i < train_at:  # rank 0 runs it; its markers are read once rank 0 has settled them
+            _wait_for_rank0(run, name, launch, ("skipped", "done"))
             continue
-        if sharded_at is not None and i < sharded_at:
-            shard = stages[sharded_at]
-            raise ConfigError(f"stage {name} must be done before the sharded {shard} jobs start ({reason}); "
-                              f"run it once without {STAGES[shard].shard_section}.num_shards/shard_index")
-        if distributed and name != "train" and not is_main_process():
-            if i < train_at:
-                _wait_for_rank0(run, name, ctx)
-            else:
-                log.info("stage %-10s runs on rank 0 only", name)
+        if follower and i > train_at:
+            log.info("stage %-10s runs on rank 0 only", name)
             continue
-        if on_first_run is not None and not ran:
-            on_first_run()
-        failed = run.path / "stages" / f"{name}.failed"
-        failed.unlink(missing_ok=True)
-        if is_main_process() and not _sharded(cfg, STAGES[name]):
-            run.clear(name)  # a crash from here on leaves no done-marker that looks current
-        log.info("stage %-10s running: %s", name, reason)
-        started = time.time()
+        if follower and i == train_at and _wait_for_rank0(run, name, launch, ("skipped", "running")) == "skipped":
+            continue
+        tell = distributed and not follower and i <= train_at  # ranks > 0 wait for rank 0's decision
+
+        def cleared(name: str = name, tell: bool = tell) -> None:
+            if tell:  # the old markers are gone: ranks > 0 may read them (train: and start training)
+                _settle(run, name, launch, "running")
+
         try:
-            summary = _stage_function(name)(cfg, run, ctx)
+            _run_one(cfg, run, stages, i, follower, sharded_at, on_first_run if not ran else None, ran, cleared)
         except BaseException:
-            if distributed and is_main_process():
-                atomic_write_text(failed, "failed\n")
+            if tell:  # ranks > 0 waiting for it stop too
+                atomic_write_text(run.path / "stages" / f"{name}.failed", "failed\n")
+                _settle(run, name, launch, "failed")
             raise
-        ran.append(name)
-        if summary is not None and is_main_process():
-            finished = time.time()
-            prov = {**ctx.record(), "detail": ctx.detail, "host": socket.gethostname(), "pid": os.getpid(),
-                    "started": started, "finished": finished,
-                    "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()]),
-                    "outputs": {rel: sealed_fingerprint(run.path / rel) for rel in STAGES[name].sealed}}
-            run.mark_done(name, {**summary, "provenance": prov})
-        log.info("stage %-10s finished", name)
+        if tell and name not in ran:
+            _settle(run, name, launch, "skipped")
+        elif tell and i < train_at:
+            _settle(run, name, launch, "done" if run.marker(name).exists() else "failed")
     return ran
+
+
+def _run_one(cfg: Any, run: RunDir, stages: Sequence[str], i: int, follower: bool, sharded_at: int | None,
+             on_first_run: Callable[[], None] | None, ran: list[str], cleared: Callable[[], None]) -> None:
+    """Stage ``stages[i]`` of :func:`run_stages`: skip it, or run it and write its done-marker (appended
+    to ``ran`` when it ran); ``cleared`` is called once its old markers are removed (rank 0)."""
+    name = stages[i]
+    if STAGES[name].guard is not None:
+        STAGES[name].guard(cfg, run)
+    ctx = context(cfg, run, name)
+    reason = "rank 0 runs it" if follower else stale_reason(run, ctx, cfg)
+    if reason is None:
+        log.info("stage %-10s up to date (%s); skipping. Use force=true to redo it.", name, run.marker(name))
+        return
+    if sharded_at is not None and i < sharded_at:
+        shard = stages[sharded_at]
+        raise ConfigError(f"stage {name} must be done before the sharded {shard} jobs start ({reason}); "
+                          f"run it once without {STAGES[shard].shard_section}.num_shards/shard_index")
+    if on_first_run is not None:
+        on_first_run()
+    if not follower:
+        (run.path / "stages" / f"{name}.failed").unlink(missing_ok=True)
+        if not _sharded(cfg, STAGES[name]):
+            run.clear(name)  # a crash from here on leaves no done-marker that looks current
+        cleared()
+    log.info("stage %-10s running: %s", name, reason)
+    started = time.time()
+    summary = _stage_function(name)(cfg, run, ctx)
+    ran.append(name)
+    if summary is not None and not follower:
+        finished = time.time()
+        prov = {**ctx.record(), "detail": ctx.detail, "host": socket.gethostname(), "pid": os.getpid(),
+                "started": started, "finished": finished,
+                "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()]),
+                "outputs": {rel: sealed_fingerprint(run.path / rel) for rel in STAGES[name].sealed}}
+        run.mark_done(name, {**summary, "provenance": prov})
+    log.info("stage %-10s finished", name)

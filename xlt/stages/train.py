@@ -24,6 +24,7 @@ import logging
 import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from xlt import tracking
@@ -33,10 +34,11 @@ from xlt.contract import StageContext, record_inputs, recorded_inputs, sealed_pr
 from xlt.fingerprint import path_fingerprint
 from xlt.modeling.load import load_model, load_tokenizer, load_trained
 from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
+from xlt.state import StateError
 from xlt.training.args import build_training_arguments, resolve_precision
 from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
 from xlt.training.card import render_card
-from xlt.training.checkpoints import completeness_callback, newest_complete, settle
+from xlt.training.checkpoints import best_problem, completeness_callback, newest_complete, settle
 from xlt.training.data import load_training_set, rows_by_language, tokenized_splits
 from xlt.training.launch import quiet_deepspeed_deprecations, report_launch
 from xlt.training.lora import BASE_SUBDIR, merge_and_save, point_adapter_at_base, wrap_lora
@@ -120,7 +122,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
     collapse = CollapseDetector(margin=t.collapse_margin, patience=t.collapse_patience, stop=t.stop_on_collapse)
     # A scheduler's warning signal (SLURM USR1) -> full checkpoint at the end of the step, then stop.
     # The completeness record first: it must be written before the signal callback stops the run in on_save.
-    callbacks: list[Any] = [completeness_callback(), collapse, checkpoint_callback()]
+    callbacks: list[Any] = [completeness_callback(t.save_total_limit), collapse, checkpoint_callback()]
     if t.early_stopping_patience:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
     trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks))
@@ -163,13 +165,27 @@ def train(s: Session) -> dict[str, Any]:
     resume = newest_complete(run.checkpoints) if t.resume and ok else None
     if resume:
         log.info("resuming from %s", resume)
+        import json
+
+        problem = best_problem(run.checkpoints, json.loads((Path(resume) / "trainer_state.json").read_text())
+                               .get("best_model_checkpoint"))
+        if problem:
+            log.warning("the best checkpoint so far cannot be loaded (%s): unless a later evaluation beats it, "
+                        "training ends without a model (retrain with force=true)", problem)
     train_out = s.trainer.train(resume_from_checkpoint=resume)
+    state = s.trainer.state
+    problem = best_problem(run.checkpoints, state.best_model_checkpoint)
+    if problem:  # load_best_model_at_end only warns: the model saved would not be the one measured
+        cleanup(s)
+        raise StateError(
+            f"the best checkpoint (dev accuracy {state.best_metric}) cannot be loaded ({problem}), so the model "
+            "that best_dev_accuracy describes cannot be saved; train_metrics.json and the model are not written.\n"
+            "  Retrain: add force=true 'stages=[train,evaluate,report]' to the command.")
     # Dev accuracy of the model that is saved (the best checkpoint, reloaded by load_best_model_at_end).
     # Through the evaluation loop, not trainer.evaluate(): that would log the best step's accuracy again
     # at the final step, in the history and in W&B.
     dev = s.trainer.evaluation_loop(s.trainer.get_eval_dataloader(), description="best checkpoint").metrics
 
-    state = s.trainer.state
     history = metrics_history(state.log_history)
     summary: dict[str, Any] = {
         # No evaluation during training (max_steps < eval_steps): the final model is the one kept.
