@@ -40,6 +40,7 @@ from xlt.config.keys import stage_values
 from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, XltError
 from xlt.fingerprint import digest, path_fingerprint, resource_fingerprint
+from xlt.lock import launch_id
 from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, remove_path, world_size
 from xlt.state import (
     BUILD_REPORT,
@@ -414,8 +415,6 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
         raise StateError(f"{markers} is a file where a folder belongs: remove it, then rerun (its stages are redone)")
     distributed = world_size() > 1
     if launch is None:
-        from xlt.lock import launch_id
-
         launch = launch_id()
     follower = distributed and not is_main_process()
     train_at = list(stages).index("train") if "train" in stages else len(stages)
