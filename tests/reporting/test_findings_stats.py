@@ -16,10 +16,10 @@ import pytest
 
 from tests.reporting.fake_runs import MODELS, TTA, correct_vector, write_run
 from xlt import languages as langtab
+from xlt.metrics import paired_bootstrap
 from xlt.reporting.compare import RunInfo
 from xlt.reporting.comparison import compare_runs
 from xlt.reporting.findings import ALPHA, FAILS, HOLDS, UNTESTABLE, check_findings
-from xlt.metrics import paired_bootstrap
 
 LANGS = ["deu_Latn", "fra_Latn"]
 
