@@ -38,7 +38,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from xlt import __version__
-from xlt.config.keys import stage_values
+from xlt.config.keys import stage_values, translator_values
 from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, XltError
 from xlt.fingerprint import path_fingerprint, resource_fingerprint
@@ -74,7 +74,10 @@ def _build_data_files(cfg: Any, run: RunDir) -> dict[str, Any]:
 
 def _translate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     t = cfg.translate
-    return {"translate.import_dir": _local(t.import_dir), "translate.model": _local(t.model_name_or_path)}
+    files: dict[str, Any] = {"translate.import_dir": _local(t.import_dir), "translate.model": _local(t.model_name_or_path)}
+    if not t.import_dir and t.languages:  # what the translator resolves to (engine, dtype, cached commit)
+        files["translator"] = translator_inputs(cfg)
+    return files
 
 
 def _train_files(cfg: Any, run: RunDir) -> dict[str, Any]:
@@ -93,15 +96,25 @@ def scored_model(cfg: Any, run: RunDir) -> str | None:
     return path_fingerprint(run.model) if e.model == "run" else resource_fingerprint(e.model)
 
 
+def translator_inputs(cfg: Any) -> dict[str, Any]:
+    """What the ``translate`` group's translator computes from: its settings (the schema's ``translator``
+    keys, :func:`xlt.config.keys.translator_values`), its checkpoint (a local folder's fingerprint, or the
+    commit the Hub cache resolves its revision to) and what it resolves to on this machine (engine, dtype
+    or compute type: :func:`xlt.translation.backends.resolved_settings`)."""
+    from xlt.translation.backends import resolved_settings
+
+    t = cfg.translate
+    hf = t.kind == "hf"
+    return {"settings": translator_values(cfg),
+            "model": resource_fingerprint(t.model_name_or_path, t.revision) if hf else None,
+            "resolved": resolved_settings(t)}
+
+
 def translate_test_values(cfg: Any) -> dict[str, Any] | None:
-    """Translate-test translates with the ``translate`` group's model: its settings are evaluation inputs."""
+    """Translate-test translates with the ``translate`` group's model: its inputs are evaluation inputs."""
     if not any(b.enabled and b.translate_test for b in cfg.eval.benchmarks.values()):
         return None
-    t = cfg.translate
-    return {"kind": t.kind, "model": t.model_name_or_path, "revision": t.revision, "files": _local(t.model_name_or_path),
-            "max_input_tokens": t.max_input_tokens, "max_new_tokens": t.max_new_tokens, "num_beams": t.num_beams,
-            "precision": t.precision, "engine": t.engine, "compute_type": t.compute_type,
-            "length_penalty": t.length_penalty}
+    return translator_inputs(cfg)
 
 
 def _evaluate_files(cfg: Any, run: RunDir) -> dict[str, Any]:

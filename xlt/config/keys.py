@@ -35,6 +35,10 @@ class KeyInfo:
     names_run: bool  # an override of it goes into the run directory's name
     split: bool  # only says how work is divided between jobs
     is_section: bool = False  # a dataclass node (a config group), not a leaf
+    translator: bool = False  # a setting of the translator: translate-test results depend on it too
+    when: tuple[str, str] | None = None  # (key, value): it changes a result only while key == value
+    per_job: bool = True  # False: selects which evaluate jobs exist, changes none of them
+    why: str | None = None  # why it is absent from a hash it would otherwise enter (neutral keys: always set)
 
 
 def _root() -> type:
@@ -51,7 +55,12 @@ def _field_info(f: dataclasses.Field, key: str, parent: KeyInfo | None, is_secti
     names = meta.get("names_run")
     if names is None:
         names = parent.names_run if parent and parent.affects == affects else affects in TRAINING_STAGES
-    return KeyInfo(key, affects, bool(names), bool(meta.get("split", False)), is_section)
+    inherited = parent if parent is not None else KeyInfo("", None, False, False)
+    return KeyInfo(key, affects, bool(names), bool(meta.get("split", False)), is_section,
+                   translator=bool(meta.get("translator", inherited.translator)),
+                   when=tuple(meta["when"]) if "when" in meta else inherited.when,
+                   per_job=bool(meta.get("per_job", True)) and inherited.per_job,
+                   why=meta.get("why", inherited.why))
 
 
 def key_info(key: str) -> KeyInfo | None:
@@ -128,6 +137,35 @@ def leaves(cfg: DictConfig | dict[str, Any]) -> dict[str, tuple[KeyInfo, Any]]:
 def stage_values(cfg: DictConfig | dict[str, Any], stage: str) -> dict[str, Any]:
     """The leaves whose value changes ``stage``'s output directly (split keys excluded)."""
     return {k: v for k, (info, v) in leaves(cfg).items() if info.affects == stage and not info.split}
+
+
+def _applies(cfg: Any, info: KeyInfo) -> bool:
+    """Whether ``info``'s ``when`` condition holds in ``cfg`` (no condition: always)."""
+    if info.when is None:
+        return True
+    key, value = info.when
+    return OmegaConf.select(cfg, key) == value if isinstance(cfg, DictConfig) else _get(cfg, key) == value
+
+
+def _get(values: Any, key: str) -> Any:
+    for part in key.split("."):
+        values = values.get(part) if isinstance(values, dict) else None
+    return values
+
+
+def translator_values(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
+    """The settings of the translator (``translator`` keys): what translate-test results depend on."""
+    return {k: v for k, (info, v) in leaves(cfg).items() if info.translator and not info.split}
+
+
+def job_values(cfg: DictConfig | dict[str, Any], benchmark: str) -> dict[str, Any]:
+    """The evaluate keys one result of ``benchmark`` depends on: every evaluate key that applies (its
+    ``when`` holds) and is not a split or selection key, with ``eval.benchmarks`` cut to this entry."""
+    others = "eval.benchmarks."
+    mine = f"eval.benchmarks.{benchmark}."
+    return {k: v for k, (info, v) in leaves(cfg).items()
+            if info.affects == "evaluate" and not info.split and info.per_job and _applies(cfg, info)
+            and (not k.startswith(others) or k.startswith(mine))}
 
 
 def result_values(cfg: DictConfig | dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -48,6 +48,6 @@ class ModelConfig:
     trust_remote_code: bool = False
     # Load weights from safetensors only (no pickle). Set false only for a trusted checkpoint that has
     # nothing but pytorch_model.bin; prefetch then fetches the .bin files.
-    use_safetensors: bool = neutral(True)
+    use_safetensors: bool = neutral(True, why="only which file format may be read; the weights loaded are fingerprinted (file model.name_or_path / the resolved revision)")
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)

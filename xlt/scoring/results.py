@@ -126,11 +126,14 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
 def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     """What one (benchmark, language) result depends on, with its hash under ``job``.
 
-    The job's own settings (:func:`job_settings`), the evaluation values that apply to every job
-    (batch size, bootstrap), the fingerprint of the scored model, of this language's files in a local
-    copy, translate-test settings, and the upstream train stage's output id (a retrain, even to the same
-    weights, recomputes every result).
+    The code versions of the benchmark definition and the scorer, every evaluate key of the schema that
+    applies to this job (:func:`xlt.config.keys.job_values`: this benchmark's entry, the scorer and its
+    options, batch size, bootstrap; not the split and selection keys), the fingerprint of the scored model,
+    of this language's files in a local copy, the translator's inputs
+    for a translate-test entry (:func:`xlt.contract.translator_inputs`), and the upstream train stage's
+    output id (a retrain, even to the same weights, recomputes every result).
     """
+    from xlt.config.keys import job_values
     from xlt.contract import digest
     from xlt.fingerprint import language_fingerprint
 
@@ -138,8 +141,8 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     files = ctx.detail["files"]
     data = language_fingerprint(b.path, job.language) if b.path else f"hub:{b.hub_id}@{b.revision or 'main'}"
     inputs = {
-        "settings": job_settings(cfg, job),
-        "eval": {k: cfg.eval[k] for k in ("batch_size", "bootstrap_samples", "bootstrap_seed")},
+        "versions": job_settings(cfg, job)["versions"],
+        "config": job_values(cfg, job.benchmark),
         "model": files.get("model"),
         "data": data,
         "translate_test": files.get("translate_test") if b.translate_test else None,

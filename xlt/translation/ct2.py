@@ -249,6 +249,8 @@ class CT2Translator(LanguageTokens):
             "compute_type": self.compute_type,
             "ctranslate2": ctranslate2.__version__,
         }
+        if self.user_code_map:  # the language tokens used: identities without a map stay as they were
+            settings["lang_code_map"] = dict(sorted(self.user_code_map.items()))
         self.identity = "ct2/" + json.dumps(settings, sort_keys=True)
 
     def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
