@@ -25,6 +25,8 @@ own. The top-level sections default to the stage that consumes them (``_SECTION_
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -94,6 +96,12 @@ def check_value(key: str, value: Any, meta: dict[str, Any]) -> str | None:
     return None
 
 
+@functools.cache
+def type_hints(schema: type) -> dict[str, Any]:
+    """``typing.get_type_hints`` of a schema dataclass, computed once (every stage hash walks the schema)."""
+    return typing.get_type_hints(schema)
+
+
 def dataclass_of(tp: Any) -> type | None:
     """The dataclass a field type holds directly (``X``) or as dict values (``dict[str, X]``)."""
     if dataclasses.is_dataclass(tp):
@@ -110,10 +118,8 @@ def is_dict_field(tp: Any) -> bool:
 
 def check_values(schema: type, values: Any, prefix: str = "") -> list[str]:
     """Every rule violation in ``values`` (a DictConfig/dict shaped like ``schema``), as messages."""
-    import typing
-
     errors: list[str] = []
-    hints = typing.get_type_hints(schema)
+    hints = type_hints(schema)
     for f in dataclasses.fields(schema):
         key = f"{prefix}{f.name}"
         try:

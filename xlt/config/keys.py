@@ -16,13 +16,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-import typing
 from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from xlt.config.fields import INHERIT, dataclass_of, is_dict_field
+from xlt.config.fields import INHERIT, dataclass_of, is_dict_field, type_hints
 
 # Stages whose outputs make up "what was trained": an override of one of their keys is another run.
 TRAINING_STAGES = ("build_data", "translate", "train")
@@ -75,7 +74,7 @@ def key_info(key: str) -> KeyInfo | None:
     while i < len(parts):
         if cls is None:
             return parent  # below a plain dict/list leaf: the leaf's info
-        hints = typing.get_type_hints(cls)
+        hints = type_hints(cls)
         fields = {f.name: f for f in dataclasses.fields(cls)}
         if parts[i] not in fields:
             return None
@@ -103,7 +102,7 @@ def is_split_key(key: str) -> bool:
 
 
 def _walk(cls: type, values: Any, prefix: str, parent: KeyInfo | None, out: dict[str, tuple[KeyInfo, Any]]) -> None:
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     for f in dataclasses.fields(cls):
         if f.name not in values:
             continue
@@ -130,6 +129,11 @@ def _walk(cls: type, values: Any, prefix: str, parent: KeyInfo | None, out: dict
 def leaves(cfg: DictConfig | dict[str, Any]) -> dict[str, tuple[KeyInfo, Any]]:
     """Every leaf of ``cfg`` (dotted key -> (its info, its value)), in schema order."""
     out: dict[str, tuple[KeyInfo, Any]] = {}
+    if isinstance(cfg, DictConfig):  # plain containers walk ~10x faster (every stage hash walks them)
+        try:
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+        except Exception:  # an interpolation that cannot resolve: walk the config (it marks that leaf)
+            pass
     _walk(_root(), cfg, "", None, out)
     return out
 
