@@ -126,13 +126,11 @@ def _cache_root() -> Path:
 def _local_checkpoint(model_name_or_path: str, revision: str | None) -> str:
     if Path(model_name_or_path).exists():
         return model_name_or_path
-    from huggingface_hub import snapshot_download
-
     from xlt.hub import hub_resource
+    from xlt.weights import snapshot
 
     with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
-        return snapshot_download(model_name_or_path, revision=revision,
-                                 allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"])
+        return snapshot(model_name_or_path, revision)
 
 
 def converted_model(model_name_or_path: str, revision: str | None, quantization: str) -> Path:

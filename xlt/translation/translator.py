@@ -24,6 +24,7 @@ from typing import Any
 from xlt import languages as langtab
 from xlt.batching import AdaptiveBatcher
 from xlt.errors import ConfigError
+from xlt.weights import from_pretrained_kwargs, log_weights
 
 log = logging.getLogger(__name__)
 
@@ -236,8 +237,10 @@ class HFSeq2SeqTranslator(LanguageTokens):
         if model is None:
             with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
                 model = AutoModelForSeq2SeqLM.from_pretrained(
-                    model_name_or_path, revision=revision, dtype=self.dtype, use_safetensors=True
+                    model_name_or_path, revision=revision, dtype=self.dtype,
+                    **from_pretrained_kwargs(model_name_or_path, revision)
                 )
+            log_weights("translate model", model_name_or_path, revision)
         self.tokenizer = tokenizer
         self.model = model.to(device=self.device, dtype=self.dtype).eval()
         self.batch_size = batch_size
