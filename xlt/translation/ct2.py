@@ -34,6 +34,7 @@ from typing import Any
 
 from xlt.errors import ConfigError
 from xlt.translation.translator import LanguageTokens, engine_settings
+from xlt.weights import log_weights
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +219,7 @@ class CT2Translator(LanguageTokens):
         self.device, self.device_index = parse_device(device)
         self.compute_type = resolve_compute_type(compute_type, precision, self.device, self.device_index[0])
         path = converted_model(model_name_or_path, revision, self.compute_type)
+        log_weights("translate model (ctranslate2)", model_name_or_path, revision)
         if intra_threads is None:
             import torch
 
