@@ -20,7 +20,7 @@ from omegaconf import OmegaConf
 from tests.fixtures.benchmarks import write_belebele
 from xlt import config as xcfg
 from xlt.config.fields import choices_of, dataclass_of
-from xlt.config.keys import key_info, leaves
+from xlt.config.keys import declared_exceptions, key_info, leaves, schema_keys
 from xlt.contract import STAGES, call_stage, context
 from xlt.run import RunDir
 from xlt.scoring.results import Job, job_provenance
@@ -113,19 +113,7 @@ def test_every_schema_field_changes_its_hash_or_says_why_not(tmp_path):
     run = RunDir(tmp_path / "run")
     base = _base(tmp_path)
     keys = list(leaves(base))
-    # Every field of every schema dataclass is walked (dict entries through their one example entry).
-    def schema_leaves(cls: Any, prefix: str) -> set[str]:
-        out: set[str] = set()
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            sub = dataclass_of(hints[f.name])
-            name = f"{prefix}{f.name}"
-            if sub is None:
-                out.add(name)
-            else:
-                out |= schema_leaves(sub, f"{name}.*." if typing.get_origin(hints[f.name]) is dict else f"{name}.")
-        return out
-
+    # Every field of every schema dataclass is walked (dict entries through their example entries).
     def generic(key: str) -> str:
         parts = key.split(".")
         for section in ("sources", "benchmarks"):
@@ -133,7 +121,7 @@ def test_every_schema_field_changes_its_hash_or_says_why_not(tmp_path):
                 parts[parts.index(section) + 1] = "*"
         return ".".join(parts)
 
-    assert schema_leaves(xcfg.XltConfig, "") == {generic(k) for k in keys}
+    assert set(schema_keys()) == {generic(k) for k in keys}
 
     neutral: dict[str, str] = {}
     before: dict[Any, dict[str, str]] = {}  # the unchanged config's hashes, per condition set
@@ -170,7 +158,15 @@ def test_every_schema_field_changes_its_hash_or_says_why_not(tmp_path):
             assert not changed & {f"job {PLAIN}", f"job {TT}"}, f"{key}: changes {changed} directly"
     # The declared neutral fields, with their reasons (the list in docs/weights-and-hashes.md).
     print(json.dumps(neutral, indent=1))
+    assert neutral == declared_exceptions()["neutral"]
     assert {"translate.batch_size", "translate.device", "eval.num_shards", "logger.kind"} <= set(neutral)
+
+
+def test_the_docs_list_every_declared_exception_with_its_reason():
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "weights-and-hashes.md").read_text()
+    for kind, keys in declared_exceptions().items():
+        for key, why in keys.items():
+            assert f"| `{key}` | {kind} | {why} |" in doc, f"docs/weights-and-hashes.md lacks {key} ({kind})"
 
 
 @pytest.mark.parametrize(("key", "value"), [("translate.max_new_tokens_ratio", 3.0),

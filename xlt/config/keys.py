@@ -203,3 +203,33 @@ def run_name(overrides: list[str]) -> str:
         digest = hashlib.sha1(tail.encode()).hexdigest()[:10]
         tail = f"{tail[: _MAX_NAME - 11]}-{digest}"
     return f"{recipe}/{tail}"
+
+
+def schema_keys(cls: type | None = None, prefix: str = "", parent: KeyInfo | None = None) -> dict[str, KeyInfo]:
+    """Every leaf key of the schema with its info; the entries of a dict section are named ``*``."""
+    out: dict[str, KeyInfo] = {}
+    cls = cls or _root()
+    hints = type_hints(cls)
+    for f in dataclasses.fields(cls):
+        sub = dataclass_of(hints[f.name])
+        info = _field_info(f, f"{prefix}{f.name}", parent, sub is not None)
+        if sub is None:
+            out[info.key] = info
+        else:
+            out.update(schema_keys(sub, f"{info.key}.*." if is_dict_field(hints[f.name]) else f"{info.key}.", info))
+    return out
+
+
+def declared_exceptions() -> dict[str, dict[str, str]]:
+    """The keys absent from a hash they could be expected in, with the schema's reason (``why``), by kind:
+    ``neutral`` (change no result), ``not translate-test`` (translate keys translate-test does not read),
+    ``selection`` (evaluate keys that choose which results exist). docs/weights-and-hashes.md lists them."""
+    out: dict[str, dict[str, str]] = {"neutral": {}, "not translate-test": {}, "selection": {}}
+    for key, info in schema_keys().items():
+        if info.affects is None:
+            out["neutral"][key] = str(info.why)
+        elif key.startswith("translate.") and not info.translator:
+            out["not translate-test"][key] = str(info.why)
+        elif not info.per_job:
+            out["selection"][key] = str(info.why)
+    return out

@@ -49,6 +49,6 @@ class ModelConfig:
     # Read safetensors weights when the checkpoint has them; a checkpoint that publishes only
     # pytorch_model*.bin is read with torch's weights_only=True loader (xlt.weights). false: read the
     # pickle even when safetensors exist.
-    use_safetensors: bool = neutral(True, why="only which file format may be read; the weights loaded are fingerprinted (file model.name_or_path / the resolved revision)")
+    use_safetensors: bool = neutral(True, why="which file is read when a checkpoint publishes both formats of its weights; the checkpoint is fingerprinted (its files or its cached commit)")
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)
