@@ -39,6 +39,7 @@ from omegaconf import OmegaConf
 
 from xlt import __version__
 from xlt.config.keys import stage_values, translator_values
+from xlt.config.model import TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, XltError
 from xlt.fingerprint import path_fingerprint, resource_fingerprint
@@ -82,7 +83,9 @@ def _translate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
 
 def _train_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     m = cfg.model
-    return {"model.name_or_path": _local(m.name_or_path), "model.tokenizer": _local(m.tokenizer),
+    built = m.name_or_path == TINY_MODEL_ID  # built offline from model.tiny (config keys)
+    return {"model.name_or_path": None if built else resource_fingerprint(m.name_or_path, m.revision),
+            "model.tokenizer": resource_fingerprint(m.tokenizer, m.revision),
             "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}
 
 
@@ -90,7 +93,9 @@ def scored_model(cfg: Any, run: RunDir) -> str | None:
     """Fingerprint of the model the evaluate stage scores (weights, tokenizer, config; not the card)."""
     e = cfg.eval
     if e.scorer == "llm":
-        return resource_fingerprint(e.llm.model, e.llm.revision)
+        model = resource_fingerprint(e.llm.model, e.llm.revision)
+        tokenizer = resource_fingerprint(e.llm.tokenizer, e.llm.revision)
+        return f"{model}+tokenizer:{tokenizer}" if tokenizer else model
     if e.scorer != "mc":
         return None
     return path_fingerprint(run.model) if e.model == "run" else resource_fingerprint(e.model)

@@ -207,17 +207,23 @@ class Benchmark(ABC):
         """Every item of one language in the evaluation schema, and where it was read (for errors)."""
 
     def load_checked(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
-        """The scorable items of one language (at most ``max_questions``) and their data checks."""
+        """The scorable items of one language and their data checks.
+
+        ``max_questions`` is lm-evaluation-harness's ``--limit``: the first n documents of the file, the
+        unscorable ones among them dropped (and counted in the checks), so a capped run scores the same
+        questions, and draws the same first-n few-shot rows, as the harness with that limit."""
         ds, where = self.load_all(bcfg, language, split)
         check_items(ds, where)
+        items = f"{len(ds)} items"
+        if bcfg.max_questions is not None and int(bcfg.max_questions) < len(ds):
+            ds = ds.select(range(int(bcfg.max_questions)))
+            items = f"first {len(ds)} items (max_questions={len(ds)})"
         checks, keep = data_checks(ds, self.has_passage)
         if not keep:
-            raise DataError(f"{where}: none of the {len(ds)} items can be scored (every item has fewer than two "
+            raise DataError(f"{where}: none of the {items} can be scored (every item has fewer than two "
                             "distinct non-empty options, or no question); check the file")
         if len(keep) < len(ds):
             ds = ds.select(keep)
-        if bcfg.max_questions is not None:
-            ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
         return ds, checks
 
     def load(self, bcfg: Any, language: str, split: str = "test") -> Dataset:
