@@ -166,6 +166,24 @@ def sealed_problems(run: RunDir, stage: str) -> list[str]:
             if sealed_fingerprint(run.path / rel) != fp]
 
 
+def checked_train_set(run: RunDir) -> Any:
+    """``run.train_set`` as the build_data stage wrote it (its Arrow data checked against the fingerprints
+    in its marker); a missing, damaged or changed set is a :class:`~xlt.errors.DataError` naming the fix."""
+    from xlt.errors import DataError
+    from xlt.state import load_dataset_dir
+
+    fix = "run the build_data stage (python -m xlt.build_data with the same recipe and overrides: it rebuilds it)"
+    if not (run.train_set / "dataset_dict.json").is_file():
+        raise DataError(f"no training set at {run.train_set}: {fix}")
+    try:
+        changed = sealed_problems(run, "build_data")
+        if changed:
+            raise Damaged(run.train_set, changed[0])
+        return load_dataset_dir(run.train_set)
+    except Damaged as err:
+        raise DataError(f"{err}; {fix}") from None
+
+
 def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     from xlt.state import BUILD_REPORT, load_dataset_dir
 

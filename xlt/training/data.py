@@ -24,22 +24,9 @@ def load_training_set(cfg: Any, run: RunDir) -> DatasetDict:
 
         ds = build_train_all(cfg, run)
     else:
-        if not (run.train_set / "dataset_dict.json").exists():
-            raise DataError(
-                f"no training set at {run.train_set}: run the build_data stage first "
-                "(python -m xlt.build_data with the same recipe and overrides)"
-            )
-        from xlt.contract import sealed_problems
-        from xlt.state import Damaged, load_dataset_dir
+        from xlt.contract import checked_train_set
 
-        try:
-            changed = sealed_problems(run, "build_data")
-            if changed:
-                raise Damaged(run.train_set, changed[0])
-            ds = load_dataset_dir(run.train_set)
-        except Damaged as err:
-            raise DataError(f"{err}; rerun the build_data stage (python -m xlt.build_data with the same recipe "
-                            "and overrides: it rebuilds the damaged set)") from None
+        ds = checked_train_set(run)
     for split in ("train", "dev"):
         if split not in ds:
             raise DataError(f"{run.train_set}: split '{split}' is missing (found {sorted(ds)})")
