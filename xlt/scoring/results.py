@@ -250,6 +250,21 @@ def read_result(run: RunDir, job: Job) -> dict[str, Any]:
     return result
 
 
+def first_result(run_path: str | Path, benchmark: str) -> tuple[str, dict[str, Any]] | None:
+    """``(language, result)`` of the first sound result of ``benchmark`` in a run folder (checked by
+    :func:`verified_result`; damaged ones are skipped), for reports that show one language's provenance."""
+    run = RunDir(run_path)
+    folder = bench_dir(run, benchmark)
+    for lang in sorted(f.stem for f in folder.glob("*.json") if f.name != "plan.json"):
+        try:
+            result = verified_result(run, Job(benchmark, lang))
+        except Damaged:
+            continue
+        if result is not None:
+            return lang, result
+    return None
+
+
 def read_predictions(run: RunDir, job: Job) -> list[dict[str, Any]]:
     path = predictions_path(run, job)
     try:
