@@ -118,6 +118,8 @@ def read_state(path: str | os.PathLike[str], schema: Schema | None = None) -> An
         value = json.loads(text)
     except ValueError as err:
         raise Damaged(path, f"not valid JSON ({err.msg} at line {err.lineno})") from None
+    except RecursionError:
+        raise Damaged(path, "JSON nested too deeply to be what xlt writes") from None
     if schema is not None:
         problem = check_schema(value, schema)
         if problem:
@@ -141,6 +143,8 @@ def read_jsonl_state(path: str | os.PathLike[str], schema: Schema | None = None)
             row = json.loads(line)
         except ValueError as err:
             raise Damaged(path, f"line {lineno}: not valid JSON ({err.msg})") from None
+        except RecursionError:
+            raise Damaged(path, f"line {lineno}: JSON nested too deeply to be what xlt writes") from None
         if schema is not None:
             problem = check_schema(row, schema)
             if problem:

@@ -31,7 +31,7 @@ from xlt.cluster import checkpoint_callback
 from xlt.config.model import TINY_MODEL_ID
 from xlt.contract import StageContext, record_inputs, recorded_inputs
 from xlt.modeling.load import load_model, load_tokenizer
-from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
+from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text, remove_path
 from xlt.training.args import build_training_arguments, resolve_precision
 from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
 from xlt.training.card import render_card
@@ -139,7 +139,7 @@ def usable_checkpoints(run: RunDir, ctx: StageContext, main: bool) -> bool:
     if main and folder.exists() and not ok and any(folder.iterdir()):
         why = "force=true" if ctx.force else ("they were written under other inputs" if stored else "they record no inputs")
         dest = run.path / "stale" / f"checkpoints-{stored or 'unknown'}"
-        shutil.rmtree(run.path / "stale", ignore_errors=True)
+        remove_path(run.path / "stale")  # the previous stale set (or a file found where the folder belongs)
         dest.parent.mkdir(parents=True)
         os.replace(folder, dest)
         log.warning("not resuming from %s (%s): moved to %s; training starts fresh", folder, why, dest)

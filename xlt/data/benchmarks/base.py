@@ -475,9 +475,10 @@ def load_local_file(path: Path) -> Dataset:
     both name the same 1-based line for undecodable bytes, truncated lines and empty files, and both
     accept a leading BOM.
     """
-    if path.suffix != ".parquet":
-        from xlt.data.sources.files import iter_jsonl
+    from xlt.data.sources.files import check_readable, iter_jsonl
 
+    check_readable(path)
+    if path.suffix != ".parquet":
         read = list(iter_jsonl(path))
         rows = [row.data for row in read]
         columns: dict[str, list[Any]] = {}
