@@ -96,3 +96,26 @@ def test_a_file_where_stale_checkpoints_go_is_replaced(tmp_path):
     (tmp_path / "stale").write_text("x")
     settle(folder, tmp_path / "stale")
     assert (tmp_path / "stale").is_dir() and not (folder / "checkpoint-5").exists()
+
+
+def test_compare_refuses_a_config_yaml_edited_or_deleted_after_the_run(tmp_path):
+    from omegaconf import OmegaConf
+
+    from xlt import config as xcfg
+    from xlt.config.keys import stage_values
+    from xlt.reporting.compare import read_config
+
+    cfg = xcfg.validate({"seed": 2})
+    run = RunDir(tmp_path)
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    run.mark_done("train", {"provenance": {"inputs": "x", "output_id": "y",
+                                           "detail": {"config": stage_values(cfg, "train")}}})
+    assert read_config(tmp_path)["seed"] == 2
+    OmegaConf.update(cfg, "seed", 3)
+    (tmp_path / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+    with pytest.raises(DataError, match=r"config.yaml: edited after the run \(seed=3 there, while the train stage ran "
+                                        r"with 2\); restore it, or rerun a stage"):
+        read_config(tmp_path)
+    (tmp_path / "config.yaml").unlink()
+    with pytest.raises(DataError, match=r"config.yaml: deleted after the run .* rerun a stage of it"):
+        read_config(tmp_path)
