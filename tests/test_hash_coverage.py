@@ -188,3 +188,28 @@ def test_translator_setting_recomputes_exactly_the_translate_test_results(tmp_pa
     call_stage("evaluate", cfg, run)
     second = results()
     assert {k for k in first if first[k] != second[k]} == {f"{TT}/fra_Latn", f"{TT}/deu_Latn"}
+
+
+def test_what_the_translator_resolves_to_is_recorded_and_recomputes_on_the_evaluate_stage(tmp_path, monkeypatch):
+    """engine=auto and compute_type=auto resolve on the machine: a result translated by another engine is
+    recomputed by the evaluate stage, while a report elsewhere (same settings) does not call it stale."""
+    from xlt.scoring.results import current_jobs, plan_jobs
+    from xlt.translation import backends
+
+    write_belebele(tmp_path / "bele", ["fra_Latn"], n=4)
+    run = RunDir(tmp_path / "run")
+    cfg = _base(tmp_path)
+    ran = {"engine": "hf", "dtype": "float32"}
+    monkeypatch.setattr(backends, "resolved_settings", lambda tcfg: dict(ran))
+    call_stage("evaluate", cfg, run)
+    tt = run.eval / TT / "fra_Latn.json"
+    first = json.loads(tt.read_text())["provenance"]
+    assert first["translator"] == ran
+    jobs = plan_jobs(cfg)
+    before = current_jobs(cfg, run, jobs)
+    ran.update(engine="ctranslate2", dtype="int8")  # ctranslate2 installed since
+    assert current_jobs(cfg, run, jobs) == before  # the report's check: not stale
+    plain = (run.eval / PLAIN / "fra_Latn.json").stat().st_mtime_ns
+    call_stage("evaluate", cfg, run)
+    assert json.loads(tt.read_text())["provenance"]["translator"] == {"engine": "ctranslate2", "dtype": "int8"}
+    assert (run.eval / PLAIN / "fra_Latn.json").stat().st_mtime_ns == plain  # the plain result is kept

@@ -110,9 +110,13 @@ def translator_inputs(cfg: Any) -> dict[str, Any]:
 
     t = cfg.translate
     hf = t.kind == "hf"
+    try:
+        resolved = resolved_settings(t)
+    except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so
+        resolved = {"unresolved": str(err).splitlines()[0]}
     return {"settings": translator_values(cfg),
             "model": resource_fingerprint(t.model_name_or_path, t.revision) if hf else None,
-            "resolved": resolved_settings(t)}
+            "resolved": resolved}
 
 
 def translate_test_values(cfg: Any) -> dict[str, Any] | None:

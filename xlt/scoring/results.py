@@ -145,10 +145,30 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
         "config": job_values(cfg, job.benchmark),
         "model": files.get("model"),
         "data": data,
-        "translate_test": files.get("translate_test") if b.translate_test else None,
+        "translate_test": _settled(files.get("translate_test")) if b.translate_test else None,
         "upstream": ctx.upstream,
     }
-    return ctx.record(model=inputs["model"], data=data, job=digest(inputs))
+    extra = {"translator": files["translate_test"].get("resolved")} if b.translate_test and files.get("translate_test") else {}
+    return ctx.record(model=inputs["model"], data=data, job=digest(inputs), **extra)
+
+
+def _settled(translator: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The translator inputs without what they resolve to on this machine: that is recorded beside the job
+    hash (``translator``) and compared by the evaluate stage only, so a report on another machine (a login
+    node without the GPU) does not call results stale."""
+    return {k: v for k, v in translator.items() if k != "resolved"} if translator else None
+
+
+def stale_translator(run: RunDir, job: Job, now: dict[str, Any] | None) -> bool:
+    """Whether a sound translate-test result was translated by another engine / dtype / compute type than
+    ``now`` resolves to (an older result without the record counts as the same)."""
+    try:
+        result = verified_result(run, job)
+    except Damaged:
+        return False  # recomputed anyway
+    prov = (result or {}).get("provenance")
+    ran = prov.get("translator") if isinstance(prov, dict) else None
+    return ran is not None and now is not None and ran != now
 
 
 def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any = None) -> dict[str, str]:
