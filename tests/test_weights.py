@@ -128,10 +128,11 @@ OFFLINE_SCRIPT = r"""
 import json, logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stdout)
 from xlt.fingerprint import resource_fingerprint
-from xlt.prefetch import fetch_model
+from xlt.prefetch import Planned, fetch_all, fetch_model
 from xlt.resources import Resource
 from xlt.translation.ct2 import CT2Translator
 from xlt.translation.translator import HFSeq2SeqTranslator
+fetch_all([Planned(["+recipe=x"], None, [Resource("model", "org/tiny-nllb")])], report=print)
 folder = fetch_model(Resource("model", "org/tiny-nllb"), local_only=True)
 print("FETCHED", folder)
 print("FINGERPRINT", resource_fingerprint("org/tiny-nllb"))
@@ -165,6 +166,7 @@ def test_bin_only_checkpoint_translates_offline_from_the_hub_cache(tmp_path, tin
     assert proc.returncode == 0, out
     assert f"FETCHED {snap}" in out and f"FINGERPRINT hub:org/tiny-nllb@{sha}" in out
     assert "weights from pytorch_model.bin (no safetensors published" in out
+    assert "offline runs load pytorch_model.bin (no safetensors published" in out  # prefetch says what it fetched
     hf = json.loads(out.split("HF ", 1)[1].splitlines()[0])
     ct = json.loads(out.split("CT2 ", 1)[1].splitlines()[0])
     assert len(hf) == len(ct) == 1
