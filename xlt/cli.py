@@ -83,9 +83,8 @@ def _record_call(run: RunDir, stages: Sequence[str], ran: Sequence[str]) -> None
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
     except OSError as err:  # the call log is a record, not a result: the run itself is done
-        log.warning("this call is not recorded in %s (%s): %s", path, err.strerror or err,
-                                         "remove what is there (a folder?) so the next call is" if path.is_dir() else
-                                         "check the run directory's permissions")
+        fix = "remove the folder there so the next call is" if path.is_dir() else "check the run directory's permissions"
+        log.warning("this call is not recorded in %s (%s): %s", path, err.strerror or err, fix)
 
 
 def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:

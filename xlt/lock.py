@@ -143,8 +143,6 @@ class RunLock:
                                  f"(chmod u+rwx '{self.dir}') or give this run another run_root") from None
 
     def _take(self) -> RunLock:
-        if self.rank > 0:
-            return self._join()
         me = {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid()),
               "launch": launch_id(), "started": time.time(), "command": " ".join(sys.argv[1:])[:500]}
         for _ in range(2):  # a second try after removing a stale lock of our own name
