@@ -56,14 +56,23 @@ def _recorded(path: Path) -> dict[str, dict[str, Any]]:
 
 def _edited_key(cfg: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> str | None:
     """A key whose value in ``config.yaml`` is not the one a stage ran with (None: they agree)."""
+    from omegaconf import OmegaConf
+
+    from xlt.config import register
     from xlt.config.keys import stage_values
     from xlt.secrets import REDACTED
 
+    register()  # config.yaml keeps interpolations (${xlt_assets:}/...): compare what they resolve to
+    try:
+        cfg = OmegaConf.to_container(OmegaConf.create(cfg), resolve=True)
+    except Exception:  # noqa: BLE001 - one that cannot resolve here (e.g. ${hydra:...}) is not compared
+        pass
     for stage, values in recorded.items():
         now = json.loads(json.dumps(stage_values(cfg, stage), default=str))
         for key, value in values.items():
-            if now.get(key, value) != value and now.get(key) != REDACTED:
-                return f"{key}={now.get(key)!r} there, while the {stage} stage ran with {value!r}"
+            mine = now.get(key, value)
+            if mine != value and mine != REDACTED and not (isinstance(mine, str) and "${" in mine):
+                return f"{key}={mine!r} there, while the {stage} stage ran with {value!r}"
     return None
 
 
