@@ -77,8 +77,13 @@ def _record_call(run: RunDir, stages: Sequence[str], ran: Sequence[str]) -> None
     """Append this call to ``calls.jsonl`` (time, command-line overrides, stages run and skipped)."""
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "overrides": redact_overrides(sys.argv[1:]),
             "stages": list(stages), "ran": list(ran)}
-    with open(run.path / "calls.jsonl", "a", encoding="utf-8") as f:
-        f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    path = run.path / "calls.jsonl"
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    except OSError as err:  # the call log is a record, not a result: the run itself is done
+        fix = "remove the folder there so the next call is" if path.is_dir() else "check the run directory's permissions"
+        log.warning("this call is not recorded in %s (%s): %s", path, err.strerror or err, fix)
 
 
 def _leave_process_group() -> None:

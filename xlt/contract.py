@@ -36,7 +36,8 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from xlt import __version__
-from xlt.config.keys import stage_values
+from xlt.config.keys import stage_values, translator_values
+from xlt.config.model import TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, XltError
 from xlt.fingerprint import digest, path_fingerprint, resource_fingerprint
@@ -79,12 +80,17 @@ def _build_data_files(cfg: Any, run: RunDir) -> dict[str, Any]:
 
 def _translate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     t = cfg.translate
-    return {"translate.import_dir": _local(t.import_dir), "translate.model": _local(t.model_name_or_path)}
+    files: dict[str, Any] = {"translate.import_dir": _local(t.import_dir), "translate.model": _local(t.model_name_or_path)}
+    if not t.import_dir and t.languages:  # what the translator resolves to (engine, dtype, cached commit)
+        files["translator"] = translator_inputs(cfg)
+    return files
 
 
 def _train_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     m = cfg.model
-    return {"model.name_or_path": _local(m.name_or_path), "model.tokenizer": _local(m.tokenizer),
+    built = m.name_or_path == TINY_MODEL_ID  # built offline from model.tiny (config keys)
+    return {"model.name_or_path": None if built else resource_fingerprint(m.name_or_path, m.revision),
+            "model.tokenizer": resource_fingerprint(m.tokenizer, m.revision),
             "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}
 
 
@@ -92,21 +98,37 @@ def scored_model(cfg: Any, run: RunDir) -> str | None:
     """Fingerprint of the model the evaluate stage scores (weights, tokenizer, config; not the card)."""
     e = cfg.eval
     if e.scorer == "llm":
-        return resource_fingerprint(e.llm.model, e.llm.revision)
+        model = resource_fingerprint(e.llm.model, e.llm.revision)
+        tokenizer = resource_fingerprint(e.llm.tokenizer, e.llm.revision)
+        return f"{model}+tokenizer:{tokenizer}" if tokenizer else model
     if e.scorer != "mc":
         return None
     return path_fingerprint(run.model) if e.model == "run" else resource_fingerprint(e.model)
 
 
+def translator_inputs(cfg: Any) -> dict[str, Any]:
+    """What the ``translate`` group's translator computes from: its settings (the schema's ``translator``
+    keys, :func:`xlt.config.keys.translator_values`), its checkpoint (a local folder's fingerprint, or the
+    commit the Hub cache resolves its revision to) and what it resolves to on this machine (engine, dtype
+    or compute type: :func:`xlt.translation.backends.resolved_settings`)."""
+    from xlt.translation.backends import resolved_settings
+
+    t = cfg.translate
+    hf = t.kind == "hf"
+    try:
+        resolved = resolved_settings(t)
+    except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so
+        resolved = {"unresolved": str(err).splitlines()[0]}
+    return {"settings": translator_values(cfg),
+            "model": resource_fingerprint(t.model_name_or_path, t.revision) if hf else None,
+            "resolved": resolved}
+
+
 def translate_test_values(cfg: Any) -> dict[str, Any] | None:
-    """Translate-test translates with the ``translate`` group's model: its settings are evaluation inputs."""
+    """Translate-test translates with the ``translate`` group's model: its inputs are evaluation inputs."""
     if not any(b.enabled and b.translate_test for b in cfg.eval.benchmarks.values()):
         return None
-    t = cfg.translate
-    return {"kind": t.kind, "model": t.model_name_or_path, "revision": t.revision, "files": _local(t.model_name_or_path),
-            "max_input_tokens": t.max_input_tokens, "max_new_tokens": t.max_new_tokens, "num_beams": t.num_beams,
-            "precision": t.precision, "engine": t.engine, "compute_type": t.compute_type,
-            "length_penalty": t.length_penalty}
+    return translator_inputs(cfg)
 
 
 def _evaluate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
@@ -151,6 +173,24 @@ def sealed_problems(run: RunDir, stage: str) -> list[str]:
         return []
     return [f"{rel} changed or damaged since {stage} wrote it" for rel, fp in recorded.items()
             if sealed_fingerprint(run.path / rel) != fp]
+
+
+def checked_train_set(run: RunDir) -> Any:
+    """``run.train_set`` as the build_data stage wrote it (its Arrow data checked against the fingerprints
+    in its marker); a missing, damaged or changed set is a :class:`~xlt.errors.DataError` naming the fix."""
+    from xlt.errors import DataError
+    from xlt.state import load_dataset_dir
+
+    fix = "run the build_data stage (python -m xlt.build_data with the same recipe and overrides: it rebuilds it)"
+    if not (run.train_set / "dataset_dict.json").is_file():
+        raise DataError(f"no training set at {run.train_set}: {fix}")
+    try:
+        changed = sealed_problems(run, "build_data")
+        if changed:
+            raise Damaged(run.train_set, changed[0])
+        return load_dataset_dir(run.train_set)
+    except Damaged as err:
+        raise DataError(f"{err}; {fix}") from None
 
 
 def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:

@@ -55,7 +55,7 @@ def _alive(info: dict[str, Any]) -> bool | None:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # a PID beyond the system's range: no such process
         return False
     except PermissionError:
         pass
@@ -137,9 +137,19 @@ class RunLock:
         )
 
     def acquire(self) -> RunLock:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        if self.rank > 0:
-            return self._join()
+        if self.dir.exists() and not self.dir.is_dir():
+            raise RunLockedError(f"{self.dir} is a file where xlt keeps its lock folder: remove it "
+                                 f"(rm '{self.dir}') and rerun")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if self.rank > 0:
+                return self._join()
+            return self._take()
+        except PermissionError as err:
+            raise RunLockedError(f"cannot write the lock folder {self.dir} ({err.strerror}): make it writable "
+                                 f"(chmod u+rwx '{self.dir}') or give this run another run_root") from None
+
+    def _take(self) -> RunLock:
         me = {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid()),
               "launch": launch_id(), "started": time.time(), "command": " ".join(sys.argv[1:])[:500]}
         for _ in range(2):  # a second try after removing a stale lock of our own name

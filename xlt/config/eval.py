@@ -21,7 +21,8 @@ class BenchmarkConfig:
     # Local copy in the Hub's layout and schema; takes precedence over hub_id.
     path: str | None = None
     # Language codes to evaluate; None or empty means every language the benchmark has.
-    languages: list[str] | None = None
+    languages: list[str] | None = opt(None, per_job=False,
+                                        why="selects which languages are scored; each language's result does not depend on the others")
     split: str = "test"
     # Evaluate at most this many questions per language (debugging); None evaluates all.
     max_questions: int | None = opt(None, ge=1)
@@ -45,7 +46,7 @@ class EvalConfig:
     # Scorer registry entry (xlt/registry.py): "mc" (encoder MC head), "gold", "fixed", "llm".
     scorer: str = opt("mc", choices=SCORERS.names, names_run=True)
     # Option index (0-based) the "fixed" scorer always picks; an item with fewer options gets no prediction.
-    fixed_option: int = opt(0, ge=0, names_run=True)
+    fixed_option: int = opt(0, ge=0, names_run=True, when=("eval.scorer", "fixed"))
     batch_size: int = opt(64, ge=1)
     bootstrap_samples: int = opt(1000, ge=1)
     # Seed of the bootstrap resampling (independent of the training seed, so seeds compare fairly).
@@ -53,7 +54,7 @@ class EvalConfig:
     # TSV of `code<TAB>group` lines grouping languages by resource level; null: the language table's tiers.
     resource_groups: str | None = opt(None, affects="report")
     # Shard the (benchmark, language) jobs: this process evaluates shard `shard_index` of `num_shards`.
-    shard_index: int = neutral(0, ge=0, split=True)
-    num_shards: int = neutral(1, ge=1, split=True)
+    shard_index: int = neutral(0, ge=0, split=True, why="which share of the jobs this process runs")
+    num_shards: int = neutral(1, ge=1, split=True, why="how the jobs are split between processes")
     # Causal-LLM options, used when scorer == "llm" (schema owned by xlt/config/llm.py).
-    llm: LLMConfig = opt(default_factory=LLMConfig, names_run=True)
+    llm: LLMConfig = opt(default_factory=LLMConfig, names_run=True, when=("eval.scorer", "llm"))

@@ -41,9 +41,53 @@ def run_label(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
+def _recorded(path: Path) -> dict[str, dict[str, Any]]:
+    """Per stage that ran, the config values its done-marker recorded (what the stage really ran with)."""
+    from xlt.contract import STAGES
+    from xlt.state import Damaged
+
+    run, out = RunDir(path), {}
+    for stage in STAGES:
+        try:
+            detail = run.done_info(stage).get("provenance", {}).get("detail")
+        except Damaged:
+            continue
+        if isinstance(detail, dict) and isinstance(detail.get("config"), dict):
+            out[stage] = detail["config"]
+    return out
+
+
+def _edited_key(cfg: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> str | None:
+    """A key whose value in ``config.yaml`` is not the one a stage ran with (None: they agree)."""
+    from omegaconf import OmegaConf
+
+    from xlt.config import register
+    from xlt.config.keys import stage_values
+    from xlt.secrets import REDACTED
+
+    register()  # config.yaml keeps interpolations (${xlt_assets:}/...): compare what they resolve to
+    try:
+        cfg = OmegaConf.to_container(OmegaConf.create(cfg), resolve=True)
+    except Exception:  # noqa: BLE001 - one that cannot resolve here (e.g. ${hydra:...}) is not compared
+        pass
+    for stage, values in recorded.items():
+        now = json.loads(json.dumps(stage_values(cfg, stage), default=str))
+        for key, value in values.items():
+            mine = now.get(key, value)
+            if mine != value and mine != REDACTED and not (isinstance(mine, str) and "${" in mine):
+                return f"{key}={mine!r} there, while the {stage} stage ran with {value!r}"
+    return None
+
+
 def read_config(path: Path) -> dict[str, Any]:
+    """The run's ``config.yaml``, checked against what its stages recorded in their done-markers: an edited or
+    deleted config is an error naming the file and the fix, never a run grouped or labelled by edited values."""
     cfg_file = path / "config.yaml"
     if not cfg_file.is_file():
+        if _recorded(path):
+            raise DataError(f"{cfg_file}: deleted after the run (its stages are done); rerun a stage of it to "
+                            "rewrite config.yaml (force=true stages=[report] with its recipe and overrides), "
+                            "or leave it out of --compare")
         raise DataError(f"{cfg_file}: missing; is {path} an xlt run directory?")
 
     try:
@@ -56,6 +100,11 @@ def read_config(path: Path) -> dict[str, Any]:
     if not isinstance(cfg, dict):
         raise DataError(f"{cfg_file}: damaged, not a mapping of config keys; this run cannot be compared "
                         "(rerun a stage of it to rewrite config.yaml, or leave it out of --compare)")
+    edited = _edited_key(cfg, _recorded(path))
+    if edited:
+        raise DataError(f"{cfg_file}: edited after the run ({edited}); restore it, or rerun a stage of the run "
+                        "to rewrite it (force=true stages=[report] with its recipe and overrides), or leave it out "
+                        "of --compare")
     return cfg
 
 

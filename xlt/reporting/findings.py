@@ -177,9 +177,10 @@ def is_translate_test(run: Any, benchmark: str) -> bool:
     """From the run's config entry (or, failing that, its results' recorded settings)."""
     flag = _get(run.config, f"eval.benchmarks.{benchmark}.translate_test")
     if flag is None and benchmark in run.results:
-        first = sorted((run.path / "eval" / benchmark).glob("*.json"))
-        first = [f for f in first if f.name != "plan.json"]
-        return bool(first) and bool(json.loads(first[0].read_text()).get("translate_test", False))
+        from xlt.scoring.results import first_result
+
+        first = first_result(run.path, benchmark)
+        return first is not None and bool(first[1].get("translate_test", False))
     return bool(flag)
 
 

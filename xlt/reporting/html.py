@@ -29,6 +29,7 @@ from xlt import __version__
 from xlt import languages as langtab
 from xlt.files import json_text, strict_json
 from xlt.run import atomic_write_text
+from xlt.scoring.results import first_result
 
 WEB = Path(__file__).resolve().parent / "web"
 
@@ -168,15 +169,13 @@ def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[
     """Per benchmark, the scored model's fingerprint and the data source recorded in its first result."""
     rows: list[list[str]] = []
     for bench in benchmarks if run_path is not None else []:
-        files = sorted(f for f in (Path(run_path) / "eval" / bench).glob("*.json") if f.name != "plan.json")
-        try:
-            prov = json.loads(files[0].read_text(encoding="utf-8")).get("provenance") or {} if files else {}
-        except (OSError, ValueError):
-            prov = {}
+        first = first_result(run_path, bench)
+        lang, result = first if first is not None else ("", {})
+        prov = result.get("provenance") if isinstance(result.get("provenance"), dict) else {}
         if prov.get("model") is not None:
             rows.append([f"{bench}: scored model fingerprint", json.dumps(prov["model"], sort_keys=True, default=str)])
         if prov.get("data") is not None:
-            rows.append([f"{bench}: data ({files[0].stem}; every language in eval/{bench}/<lang>.json)",
+            rows.append([f"{bench}: data ({lang}; every language in eval/{bench}/<lang>.json)",
                          json.dumps(prov["data"], sort_keys=True, default=str) if not isinstance(prov["data"], str) else prov["data"]])
     return rows
 
@@ -212,17 +211,18 @@ def _num(v: Any) -> str:
 
 def run_provenance(path: Path) -> dict[str, Any] | None:
     """A run's provenance: its report's, else the first evaluation result's."""
-    report = path / "report.json"
+    from xlt.state import REPORT, Damaged, read_state
+
     try:
-        if report.is_file():
-            prov = json.loads(report.read_text(encoding="utf-8")).get("provenance")
-            if prov:
-                return prov
-        for f in sorted((path / "eval").glob("*/*.json")):
-            if f.name != "plan.json":
-                return json.loads(f.read_text(encoding="utf-8")).get("provenance")
-    except (OSError, ValueError):
-        return None
+        report = read_state(path / "report.json", REPORT)
+    except Damaged:
+        report = None
+    if report and report.get("provenance"):
+        return report["provenance"]
+    for bench in sorted(p.name for p in (path / "eval").glob("*") if p.is_dir()):
+        first = first_result(path, bench)
+        if first is not None:
+            return first[1].get("provenance")
     return None
 
 

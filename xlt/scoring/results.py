@@ -22,6 +22,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from xlt.config.keys import job_values
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
 from xlt.fingerprint import digest, language_fingerprint
@@ -127,23 +128,45 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
 def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     """What one (benchmark, language) result depends on, with its hash under ``job``.
 
-    The job's own settings (:func:`job_settings`), the evaluation values that apply to every job
-    (batch size, bootstrap), the fingerprint of the scored model, of this language's files in a local
-    copy, translate-test settings, and the upstream train stage's output id (a retrain, even to the same
-    weights, recomputes every result).
+    The code versions of the benchmark definition and the scorer, every evaluate key of the schema that
+    applies to this job (:func:`xlt.config.keys.job_values`: this benchmark's entry, the scorer and its
+    options, batch size, bootstrap; not the split and selection keys), the fingerprint of the scored model,
+    of this language's files in a local copy, the translator's inputs
+    for a translate-test entry (:func:`xlt.contract.translator_inputs`), and the upstream train stage's
+    output id (a retrain, even to the same weights, recomputes every result).
     """
     b = cfg.eval.benchmarks[job.benchmark]
     files = ctx.detail["files"]
     data = language_fingerprint(b.path, job.language) if b.path else f"hub:{b.hub_id}@{b.revision or 'main'}"
     inputs = {
-        "settings": job_settings(cfg, job),
-        "eval": {k: cfg.eval[k] for k in ("batch_size", "bootstrap_samples", "bootstrap_seed")},
+        "versions": job_settings(cfg, job)["versions"],
+        "config": job_values(cfg, job.benchmark),
         "model": files.get("model"),
         "data": data,
-        "translate_test": files.get("translate_test") if b.translate_test else None,
+        "translate_test": _settled(files.get("translate_test")) if b.translate_test else None,
         "upstream": ctx.upstream,
     }
-    return ctx.record(model=inputs["model"], data=data, job=digest(inputs))
+    extra = {"translator": files["translate_test"].get("resolved")} if b.translate_test and files.get("translate_test") else {}
+    return ctx.record(model=inputs["model"], data=data, job=digest(inputs), **extra)
+
+
+def _settled(translator: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The translator inputs without what they resolve to on this machine: that is recorded beside the job
+    hash (``translator``) and compared by the evaluate stage only, so a report on another machine (a login
+    node without the GPU) does not call results stale."""
+    return {k: v for k, v in translator.items() if k != "resolved"} if translator else None
+
+
+def stale_translator(run: RunDir, job: Job, now: dict[str, Any] | None) -> bool:
+    """Whether a sound translate-test result was translated by another engine / dtype / compute type than
+    ``now`` resolves to (an older result without the record counts as the same)."""
+    try:
+        result = verified_result(run, job)
+    except Damaged:
+        return False  # recomputed anyway
+    prov = (result or {}).get("provenance")
+    ran = prov.get("translator") if isinstance(prov, dict) else None
+    return ran is not None and now is not None and ran != now
 
 
 def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any) -> dict[str, str]:
@@ -239,6 +262,21 @@ def read_result(run: RunDir, job: Job) -> dict[str, Any]:
     if result is None:
         raise DataError(f"{result_path(run, job)}: missing; rerun the evaluate stage")
     return result
+
+
+def first_result(run_path: str | Path, benchmark: str) -> tuple[str, dict[str, Any]] | None:
+    """``(language, result)`` of the first sound result of ``benchmark`` in a run folder (checked by
+    :func:`verified_result`; damaged ones are skipped), for reports that show one language's provenance."""
+    run = RunDir(run_path)
+    folder = bench_dir(run, benchmark)
+    for lang in sorted(f.stem for f in folder.glob("*.json") if f.name != "plan.json"):
+        try:
+            result = verified_result(run, Job(benchmark, lang))
+        except Damaged:
+            continue
+        if result is not None:
+            return lang, result
+    return None
 
 
 def read_predictions(run: RunDir, job: Job) -> list[dict[str, Any]]:

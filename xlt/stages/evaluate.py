@@ -37,6 +37,7 @@ from xlt.scoring.results import (
     read_result,
     result_path,
     shard_jobs,
+    stale_translator,
 )
 from xlt.scoring.scorers import build_scorer, check_scores
 from xlt.translation.translate_test import TranslateTestRunner
@@ -129,6 +130,9 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     current = {k: p["job"] for k, p in prov.items()}
     mine = shard_jobs(jobs, int(cfg.eval.shard_index), int(cfg.eval.num_shards))
     todo = mine if ctx.force else missing_jobs(run, mine, current, log_damage=True)
+    # Translate-test results translated by what the translator no longer resolves to (ctranslate2 installed
+    # since, another device's compute type) are recomputed here, not called stale by a report elsewhere.
+    todo += [j for j in mine if j not in todo and stale_translator(run, j, prov[f"{j.benchmark}/{j.language}"].get("translator"))]
     stale = [j for j in todo if result_path(run, j).is_file()]
     log.info("evaluate: %d job(s) in total, %d in shard %d/%d, %d to do (%d recomputed: %s)", len(jobs), len(mine),
              cfg.eval.shard_index, cfg.eval.num_shards, len(todo), len(stale),

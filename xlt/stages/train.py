@@ -30,10 +30,10 @@ from typing import Any
 from xlt import tracking
 from xlt.cluster import checkpoint_callback
 from xlt.config.model import TINY_MODEL_ID
-from xlt.contract import StageContext, record_inputs, recorded_inputs, sealed_problems
+from xlt.contract import StageContext, checked_train_set, record_inputs, recorded_inputs
 from xlt.fingerprint import path_fingerprint
 from xlt.modeling.load import load_model, load_tokenizer, load_trained
-from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
+from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text, remove_path
 from xlt.state import StateError
 from xlt.training.args import build_training_arguments, resolve_precision
 from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
@@ -99,7 +99,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
 
     tokenizer = load_tokenizer(cfg.model)
     with args.main_process_first(desc="training data"):
-        raw = load_training_set(cfg, run, lambda: sealed_problems(run, "build_data"))
+        raw = load_training_set(cfg, run, lambda: checked_train_set(run))
         feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
         usable_checkpoints(run, ctx, main)
         if main and t.resume:  # incomplete or damaged checkpoints (a kill during a save) go to stale/
@@ -142,7 +142,7 @@ def usable_checkpoints(run: RunDir, ctx: StageContext, main: bool) -> bool:
     if main and folder.exists() and not ok and any(folder.iterdir()):
         why = "force=true" if ctx.force else ("they were written under other inputs" if stored else "they record no inputs")
         dest = run.path / "stale" / f"checkpoints-{stored or 'unknown'}"
-        shutil.rmtree(run.path / "stale", ignore_errors=True)
+        remove_path(run.path / "stale")  # the previous stale set (or a file found where the folder belongs)
         dest.parent.mkdir(parents=True)
         os.replace(folder, dest)
         log.warning("not resuming from %s (%s): moved to %s; training starts fresh", folder, why, dest)

@@ -169,6 +169,9 @@ def settle(folder: Path, stale_root: Path) -> str | None:
         if problem is None:
             best = best or str(p)
             continue
+        if stale_root.exists() and not stale_root.is_dir():  # xlt's own area: a file there is removed
+            log.warning("%s is a file where xlt keeps stale checkpoints: removed", stale_root)
+            stale_root.unlink()
         stale_root.mkdir(parents=True, exist_ok=True)
         dest = stale_root / f"{p.name}-incomplete-{int(time.time() * 1000)}"
         os.replace(p, dest)

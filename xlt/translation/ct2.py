@@ -37,6 +37,7 @@ from xlt.errors import ConfigError
 from xlt.fingerprint import resource_fingerprint
 from xlt.hub import hub_resource
 from xlt.translation.translator import LanguageTokens, engine_settings
+from xlt.weights import log_weights, snapshot
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +119,8 @@ def _cache_root() -> Path:
 def _local_checkpoint(model_name_or_path: str, revision: str | None) -> str:
     if Path(model_name_or_path).exists():
         return model_name_or_path
-    from huggingface_hub import snapshot_download
-
     with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
-        return snapshot_download(model_name_or_path, revision=revision,
-                                 allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"])
+        return snapshot(model_name_or_path, revision)
 
 
 def converted_model(model_name_or_path: str, revision: str | None, quantization: str) -> Path:
@@ -206,6 +204,7 @@ class CT2Translator(LanguageTokens):
         self.device, self.device_index = parse_device(device)
         self.compute_type = resolve_compute_type(compute_type, precision, self.device, self.device_index[0])
         path = converted_model(model_name_or_path, revision, self.compute_type)
+        log_weights("translate model (ctranslate2)", model_name_or_path, revision)
         if intra_threads is None:
             import torch
 
@@ -235,6 +234,8 @@ class CT2Translator(LanguageTokens):
             "compute_type": self.compute_type,
             "ctranslate2": ctranslate2.__version__,
         }
+        if self.user_code_map:  # the language tokens used: identities without a map stay as they were
+            settings["lang_code_map"] = dict(sorted(self.user_code_map.items()))
         self.identity = "ct2/" + json.dumps(settings, sort_keys=True)
 
     def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:

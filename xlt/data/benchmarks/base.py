@@ -35,7 +35,7 @@ from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 from xlt import languages as langtab
 from xlt.data.anomalies import PLACEHOLDERS
 from xlt.data.schema import LETTERS, MAX_OPTIONS, option_counts
-from xlt.data.sources.files import iter_jsonl
+from xlt.data.sources.files import check_readable, iter_jsonl
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource, offline
 from xlt.metrics import summarize
@@ -210,17 +210,23 @@ class Benchmark(ABC):
         """Every item of one language in the evaluation schema, and where it was read (for errors)."""
 
     def load_checked(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
-        """The scorable items of one language (at most ``max_questions``) and their data checks."""
+        """The scorable items of one language and their data checks.
+
+        ``max_questions`` is lm-evaluation-harness's ``--limit``: the first n documents of the file, the
+        unscorable ones among them dropped (and counted in the checks), so a capped run scores the same
+        questions, and draws the same first-n few-shot rows, as the harness with that limit."""
         ds, where = self.load_all(bcfg, language, split)
         check_items(ds, where)
+        items = f"{len(ds)} items"
+        if bcfg.max_questions is not None and int(bcfg.max_questions) < len(ds):
+            ds = ds.select(range(int(bcfg.max_questions)))
+            items = f"first {len(ds)} items (max_questions={len(ds)})"
         checks, keep = data_checks(ds, self.has_passage)
         if not keep:
-            raise DataError(f"{where}: none of the {len(ds)} items can be scored (every item has fewer than two "
+            raise DataError(f"{where}: none of the {items} can be scored (every item has fewer than two "
                             "distinct non-empty options, or no question); check the file")
         if len(keep) < len(ds):
             ds = ds.select(keep)
-        if bcfg.max_questions is not None:
-            ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
         return ds, checks
 
     def load(self, bcfg: Any, language: str, split: str = "test") -> Dataset:
@@ -475,6 +481,7 @@ def load_local_file(path: Path) -> Dataset:
     both name the same 1-based line for undecodable bytes, truncated lines and empty files, and both
     accept a leading BOM.
     """
+    check_readable(path)
     if path.suffix != ".parquet":
         read = list(iter_jsonl(path))
         rows = [row.data for row in read]
