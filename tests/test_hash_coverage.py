@@ -206,9 +206,9 @@ def test_what_the_translator_resolves_to_is_recorded_and_recomputes_on_the_evalu
     first = json.loads(tt.read_text())["provenance"]
     assert first["translator"] == ran
     jobs = plan_jobs(cfg)
-    before = current_jobs(cfg, run, jobs)
+    before = current_jobs(cfg, run, jobs, context(cfg, run, "evaluate"))
     ran.update(engine="ctranslate2", dtype="int8")  # ctranslate2 installed since
-    assert current_jobs(cfg, run, jobs) == before  # the report's check: not stale
+    assert current_jobs(cfg, run, jobs, context(cfg, run, "evaluate")) == before  # the report's check: not stale
     plain = (run.eval / PLAIN / "fra_Latn.json").stat().st_mtime_ns
     call_stage("evaluate", cfg, run)
     assert json.loads(tt.read_text())["provenance"]["translator"] == {"engine": "ctranslate2", "dtype": "int8"}

@@ -39,7 +39,7 @@ from xlt import __version__
 from xlt.config.keys import stage_values, translator_values
 from xlt.config.model import TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
-from xlt.errors import ConfigError, XltError
+from xlt.errors import ConfigError, DataError, XltError
 from xlt.fingerprint import digest, path_fingerprint, resource_fingerprint
 from xlt.lock import launch_id
 from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, remove_path, world_size
@@ -55,6 +55,7 @@ from xlt.state import (
     read_or_redo,
     read_state,
 )
+from xlt.translation import backends
 
 log = logging.getLogger("xlt")
 
@@ -111,12 +112,10 @@ def translator_inputs(cfg: Any) -> dict[str, Any]:
     keys, :func:`xlt.config.keys.translator_values`), its checkpoint (a local folder's fingerprint, or the
     commit the Hub cache resolves its revision to) and what it resolves to on this machine (engine, dtype
     or compute type: :func:`xlt.translation.backends.resolved_settings`)."""
-    from xlt.translation.backends import resolved_settings
-
     t = cfg.translate
     hf = t.kind == "hf"
     try:
-        resolved = resolved_settings(t)
+        resolved = backends.resolved_settings(t)
     except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so
         resolved = {"unresolved": str(err).splitlines()[0]}
     return {"settings": translator_values(cfg),
@@ -178,9 +177,6 @@ def sealed_problems(run: RunDir, stage: str) -> list[str]:
 def checked_train_set(run: RunDir) -> Any:
     """``run.train_set`` as the build_data stage wrote it (its Arrow data checked against the fingerprints
     in its marker); a missing, damaged or changed set is a :class:`~xlt.errors.DataError` naming the fix."""
-    from xlt.errors import DataError
-    from xlt.state import load_dataset_dir
-
     fix = "run the build_data stage (python -m xlt.build_data with the same recipe and overrides: it rebuilds it)"
     if not (run.train_set / "dataset_dict.json").is_file():
         raise DataError(f"no training set at {run.train_set}: {fix}")

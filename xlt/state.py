@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import XltError
+from xlt.files import atomic_write_json
+from xlt.fingerprint import path_fingerprint
 
 log = logging.getLogger("xlt.state")
 
@@ -189,8 +191,6 @@ def data_fingerprint(folder: str | os.PathLike[str], record: str | None = None) 
     """Fingerprint of a folder's data as xlt wrote it: every file but the ``record`` that seals it, dot files
     and ``datasets`` map caches (``cache-*``, ``tmp*``). Arrow files cannot be checked by their structure
     alone (a truncated stream reads short), so folders of them are sealed with this fingerprint."""
-    from xlt.fingerprint import path_fingerprint
-
     root = Path(folder)
     if not root.is_dir():
         return path_fingerprint(root)
@@ -201,8 +201,6 @@ def data_fingerprint(folder: str | os.PathLike[str], record: str | None = None) 
 
 def seal(folder: str | os.PathLike[str], record: str, value: dict[str, Any]) -> None:
     """Write ``value`` with the fingerprint of the folder's data as its ``record`` file (last, atomically)."""
-    from xlt.files import atomic_write_json
-
     atomic_write_json(Path(folder) / record, {**value, "fingerprint": data_fingerprint(folder, record)})
 
 

@@ -19,6 +19,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from xlt.errors import XltError
+
 log = logging.getLogger("xlt")
 
 SAFETENSORS = ("model.safetensors", "model.safetensors.index.json")
@@ -72,9 +74,7 @@ def log_weights(what: str, name_or_path: str, revision: str | None = None) -> st
 def snapshot(repo_id: str, revision: str | None = None, local_only: bool = False) -> str:
     """Download (or find in the cache) what loading ``repo_id`` reads: configs and tokenizer files, and its
     safetensors weights, or its ``pytorch_model*.bin`` when it publishes no safetensors. Return the folder."""
-    from huggingface_hub import snapshot_download
-
-    from xlt.errors import XltError
+    from huggingface_hub import snapshot_download  # lazy: start-up time
 
     folder = snapshot_download(repo_id, revision=revision, allow_patterns=BASE_PATTERNS + SAFETENSORS_PATTERNS,
                                local_files_only=local_only)

@@ -24,14 +24,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import yaml
+from omegaconf import OmegaConf
 
-from xlt.config.keys import result_values
+from xlt.config import STAGES, register
+from xlt.config.keys import result_values, stage_values
 from xlt.errors import DataError
 from xlt.metrics import paired_bootstrap
 from xlt.registry import include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run import RunDir
 from xlt.scoring.results import Job, read_predictions
+from xlt.secrets import REDACTED
 from xlt.state import Damaged, read_text
 
 
@@ -43,9 +46,6 @@ def run_label(path: Path) -> str:
 
 def _recorded(path: Path) -> dict[str, dict[str, Any]]:
     """Per stage that ran, the config values its done-marker recorded (what the stage really ran with)."""
-    from xlt.contract import STAGES
-    from xlt.state import Damaged
-
     run, out = RunDir(path), {}
     for stage in STAGES:
         try:
@@ -59,12 +59,6 @@ def _recorded(path: Path) -> dict[str, dict[str, Any]]:
 
 def _edited_key(cfg: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> str | None:
     """A key whose value in ``config.yaml`` is not the one a stage ran with (None: they agree)."""
-    from omegaconf import OmegaConf
-
-    from xlt.config import register
-    from xlt.config.keys import stage_values
-    from xlt.secrets import REDACTED
-
     register()  # config.yaml keeps interpolations (${xlt_assets:}/...): compare what they resolve to
     try:
         cfg = OmegaConf.to_container(OmegaConf.create(cfg), resolve=True)

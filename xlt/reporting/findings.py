@@ -69,7 +69,7 @@ from xlt.reporting import rank_changes as rc
 from xlt.reporting.compare import group_label, seed_groups
 from xlt.reporting.render import markdown_table
 from xlt.run import RunDir
-from xlt.scoring.results import Job, read_predictions
+from xlt.scoring.results import Job, first_result, read_predictions
 
 HOLDS, FAILS, UNTESTABLE = "holds", "does not hold", "cannot be tested"
 # The model families xlt tells apart from a run's config.
@@ -177,8 +177,6 @@ def is_translate_test(run: Any, benchmark: str) -> bool:
     """From the run's config entry (or, failing that, its results' recorded settings)."""
     flag = _get(run.config, f"eval.benchmarks.{benchmark}.translate_test")
     if flag is None and benchmark in run.results:
-        from xlt.scoring.results import first_result
-
         first = first_result(run.path, benchmark)
         return first is not None and bool(first[1].get("translate_test", False))
     return bool(flag)

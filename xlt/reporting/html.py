@@ -30,6 +30,7 @@ from xlt import languages as langtab
 from xlt.files import json_text, strict_json
 from xlt.run import atomic_write_text
 from xlt.scoring.results import first_result
+from xlt.state import REPORT, Damaged, read_state
 
 WEB = Path(__file__).resolve().parent / "web"
 
@@ -211,8 +212,6 @@ def _num(v: Any) -> str:
 
 def run_provenance(path: Path) -> dict[str, Any] | None:
     """A run's provenance: its report's, else the first evaluation result's."""
-    from xlt.state import REPORT, Damaged, read_state
-
     try:
         report = read_state(path / "report.json", REPORT)
     except Damaged:

@@ -30,7 +30,7 @@ from xlt.contract import StageContext, checked_train_set, record_inputs, recorde
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError, XltError
 from xlt.run import RunDir, atomic_dir, remove_path, shard
-from xlt.state import Damaged, read_sealed, redo, seal
+from xlt.state import Damaged, StateError, read_sealed, redo, seal
 from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engine import QualityRules, translate_dataset
@@ -92,8 +92,6 @@ def read_part(run: RunDir, unit: Unit) -> tuple[Any, Any] | None:
     """``(quality counts, rows)`` of a finished part, checked against its seal (:func:`xlt.state.read_sealed`);
     None if it is not finished, or damaged (logged and removed: the unit is translated again, from the
     segment cache)."""
-    from xlt.state import Damaged, read_sealed, redo
-
     try:
         return read_sealed(part_dir(run, unit), STATS_FILE)
     except Damaged as err:
@@ -198,8 +196,6 @@ def read_merged(run: RunDir, language: str) -> DatasetDict:
     """The merged translation of ``language``, checked against its seal (a :class:`~xlt.state.StateError`
     naming the fix if it was damaged since: it is read right after its check, so only a concurrent writer
     gets here)."""
-    from xlt.state import Damaged, StateError, read_sealed
-
     try:
         sealed = read_sealed(language_dir(run, language), MERGED_FILE)
     except Damaged as err:
