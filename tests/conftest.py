@@ -29,6 +29,8 @@ def pytest_unconfigure(config):
     shutil.rmtree(_CACHE, ignore_errors=True)
 
 
+# tryfirst: before xdist's own hook, which reads the xdist_group marks to group the tests.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``gpu`` are skipped, saying so, where no CUDA device is visible. Tests that use a fixture
     scoped to their module (or class) go to one xdist worker together (``xdist_group``; the README's
