@@ -183,8 +183,9 @@ def resources_for(cfg: DictConfig | Any) -> list[Resource]:
     return merge(out)
 
 
-def compose(recipe: str | None, overrides: Sequence[str] = ()) -> DictConfig:
-    """The validated config of ``+recipe=<recipe> overrides...``, composed as the entry points do."""
+def compose(recipe: str | None, overrides: Sequence[str] = (), stages: Sequence[str] | None = None) -> DictConfig:
+    """The validated config of ``+recipe=<recipe> overrides...``, composed as the entry points do (validated
+    for ``stages``; None: the stages it lists)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
@@ -196,7 +197,8 @@ def compose(recipe: str | None, overrides: Sequence[str] = ()) -> DictConfig:
     if recipe:
         args.insert(0, f"+recipe={recipe}")
     args = entry_overrides(args)
-    xcfg.register(new_entries(args))
+    entries = new_entries(args)
+    xcfg.register(entries)
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     try:
@@ -204,4 +206,7 @@ def compose(recipe: str | None, overrides: Sequence[str] = ()) -> DictConfig:
             cfg = hydra_compose(config_name="config", overrides=args)
     except HydraException as err:
         raise ConfigError(f"cannot compose {' '.join(args) or '(no overrides)'}: {err}") from None
-    return xcfg.validate(cfg)
+    finally:
+        if entries:  # the entries belong to this composition only: the next one starts from the plain schema
+            xcfg.register()
+    return xcfg.validate(cfg, stages)
