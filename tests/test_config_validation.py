@@ -126,3 +126,15 @@ def test_the_config_layer_asks_the_registries(monkeypatch):
     # Registering a benchmark is all it takes for a config to select it.
     monkeypatch.setitem(benchmarks.BENCHMARKS, "my_bench", benchmarks.BENCHMARKS["belebele"])
     assert compose("demo", ["eval.benchmarks.belebele.kind=my_bench"]).eval.benchmarks.belebele.kind == "my_bench"
+
+
+def test_transformers_names_read_from_source_equal_the_enums():
+    """training.optim / lr_scheduler_type choices come from transformers' source without importing it (which
+    imports torch: seconds before any config error); they are exactly the installed enums' values."""
+    from transformers.trainer_utils import SchedulerType
+    from transformers.training_args import OptimizerNames
+
+    from xlt.config.training import lr_schedulers, optimizers
+
+    assert optimizers() == tuple(o.value for o in OptimizerNames) and "adamw_torch" in optimizers()
+    assert lr_schedulers() == tuple(s.value for s in SchedulerType) and "linear" in lr_schedulers()

@@ -5,6 +5,8 @@ Values map onto ``transformers.TrainingArguments`` in :mod:`xlt.training.args`.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,18 +19,28 @@ DEEPSPEED_DIR = Path(CONF_DIR) / "deepspeed"
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 
 
+def transformers_enum(module: str, name: str) -> tuple[str, ...]:
+    """The values of the string enum ``name`` in ``transformers/<module>.py`` of the installed transformers,
+    read from its source: importing that module imports torch (seconds at every command line, before a
+    config error could be shown). tests/test_config_validation.py checks them against the enum itself."""
+    spec = importlib.util.find_spec("transformers")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("transformers is not installed: pip install 'transformers>=5.24'")
+    source = Path(next(iter(spec.submodule_search_locations))) / f"{module}.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    enum = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    return tuple(stmt.value.value for stmt in enum.body if isinstance(stmt, ast.Assign)
+                 and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str))
+
+
 def lr_schedulers() -> tuple[str, ...]:
     """The scheduler names the installed transformers accepts (``trainer_utils.SchedulerType``)."""
-    from transformers.trainer_utils import SchedulerType
-
-    return tuple(s.value for s in SchedulerType)
+    return transformers_enum("trainer_utils", "SchedulerType")
 
 
 def optimizers() -> tuple[str, ...]:
     """The optimizer names the installed transformers accepts (``training_args.OptimizerNames``)."""
-    from transformers.training_args import OptimizerNames
-
-    return tuple(o.value for o in OptimizerNames)
+    return transformers_enum("training_args", "OptimizerNames")
 
 
 @dataclass
