@@ -2,11 +2,15 @@
 # defines xlt_exec, which runs a command so that a job survives its time limit or preemption:
 #
 #   #SBATCH --signal=B:USR1@300   SLURM signals the batch shell 300 s before the limit;
-#   trap                          the shell forwards USR1 to python (xlt checkpoints and exits), waits
-#                                 up to XLT_GRACE seconds for it, then `scontrol requeue`s the job.
+#   trap                          the shell sends TERM to the command it runs (python, srun or
+#                                 accelerate launch: srun forwards it to its tasks, torch-elastic's agent
+#                                 to every worker; the agent handles TERM but not USR1), waits up to
+#                                 XLT_GRACE seconds for it, then `scontrol requeue`s the job.
 #
-# The requeued job runs the same command; finished stages are skipped and training resumes from its
-# last checkpoint. SIGTERM (scancel, preemption) is forwarded too, without requeueing.
+# xlt treats TERM like USR1: every rank saves one checkpoint at the same step, then exits with status 75,
+# which is requeued too (a signal delivered to the processes directly). The requeued job runs the same
+# command; finished stages are skipped and training resumes from its last checkpoint. A TERM to the
+# batch shell itself (scancel, preemption) is forwarded, without requeueing. See docs/preemption.md.
 #
 # Knobs (environment variables): XLT_PYTHON (python executable), XLT_SETUP (a file sourced first:
 # module load / conda activate), XLT_GRACE (seconds to wait after USR1, default 240), XLT_DRY_RUN=1
@@ -24,19 +28,24 @@ export TRANSFORMERS_OFFLINE="${TRANSFORMERS_OFFLINE:-$HF_HUB_OFFLINE}"
 export TOKENIZERS_PARALLELISM="${TOKENIZERS_PARALLELISM:-false}"
 XLT_PYTHON="${XLT_PYTHON:-python}"
 XLT_GRACE="${XLT_GRACE:-240}"
+# torch-elastic's agent gives its workers this long after forwarding TERM before it SIGKILLs them (default 30).
+export TORCH_ELASTIC_SHUTDOWN_TIMEOUT="${TORCH_ELASTIC_SHUTDOWN_TIMEOUT:-$XLT_GRACE}"
+XLT_REQUEUE_EXIT=75
 XLT_CHILD=""
 XLT_REQUEUE=0
+XLT_TERMINATED=0
 
 xlt_log() { echo "[xlt $(date '+%F %T')] $*" >&2; }
 
 xlt_on_usr1() {
-    xlt_log "USR1: time limit near; asking pid ${XLT_CHILD} to checkpoint and stop, then requeueing"
+    xlt_log "USR1: time limit near; sending TERM to pid ${XLT_CHILD} (checkpoint and stop), then requeueing"
     XLT_REQUEUE=1
-    [[ -n "$XLT_CHILD" ]] && kill -USR1 "$XLT_CHILD" 2>/dev/null
+    [[ -n "$XLT_CHILD" ]] && kill -TERM "$XLT_CHILD" 2>/dev/null
 }
 
 xlt_on_term() {
     xlt_log "TERM: forwarding to pid ${XLT_CHILD}"
+    XLT_TERMINATED=1
     [[ -n "$XLT_CHILD" ]] && kill -TERM "$XLT_CHILD" 2>/dev/null
 }
 
@@ -68,6 +77,9 @@ xlt_exec() {
         wait "$XLT_CHILD" 2>/dev/null; rc=$?
     fi
     trap - USR1 TERM
+    if [[ "$rc" == "$XLT_REQUEUE_EXIT" && "$XLT_TERMINATED" == 0 ]]; then
+        XLT_REQUEUE=1  # preempted by a signal delivered to the processes themselves: checkpoint written
+    fi
     if [[ "$XLT_REQUEUE" == 1 && -n "${SLURM_JOB_ID:-}" ]]; then
         xlt_log "requeueing job ${SLURM_JOB_ID} (exit status of the command: $rc)"
         scontrol requeue "$SLURM_JOB_ID"

@@ -55,3 +55,21 @@ def pytest_collection_modifyitems(config, items):
             heavy.add(item.nodeid.split("::")[0])
     first = [i for i in items if i.nodeid.split("::")[0] in heavy]
     items[:] = first + [i for i in items if i.nodeid.split("::")[0] not in heavy]
+
+
+@pytest.fixture(autouse=True)
+def _registrations_stay_in_their_test():
+    """Definitions a test registers (``eval.include_path`` folders, ``BENCHMARKS[...] = ...``) are gone after
+    it, as they would be in the next process: no kind leaks into another test of the same worker."""
+    from xlt import registry
+
+    saved = [(reg, dict(reg._added), dict(reg._origin)) for reg in registry.REGISTRIES]
+    included = dict(registry._included)
+    yield
+    for reg, added, origin in saved:
+        reg._added.clear()
+        reg._added.update(added)
+        reg._origin.clear()
+        reg._origin.update(origin)
+    registry._included.clear()
+    registry._included.update(included)

@@ -111,14 +111,16 @@ def test_stage_values_split_the_config_by_stage():
 def test_the_config_layer_asks_the_registries(monkeypatch):
     """What a config may select is what the registries hold: no hand copy to keep in step."""
     from xlt.config.data import source_names
-    from xlt.config.eval import benchmark_kinds, scorer_names
     from xlt.data import benchmarks
-    from xlt.data.sources import SOURCES
-    from xlt.scoring.scorers import SCORERS as SCORER_REGISTRY
+    from xlt.data.sources import SOURCES, Source
+    from xlt.registry import BENCHMARKS, SCORERS
 
-    assert list(source_names()) == list(SOURCES)
-    assert sorted(benchmark_kinds()) == sorted(benchmarks.BENCHMARKS)
-    assert sorted(scorer_names()) == sorted(SCORER_REGISTRY)
+    assert benchmarks.BENCHMARKS is BENCHMARKS  # one registry, below the config layer
+    assert list(source_names()) == ["race", "sciq", "multirc", "mctest", "mcscript", "reclor"]  # the build order
+    # Each name loads (on first use) a definition that carries that name.
+    assert {k: BENCHMARKS[k].kind for k in BENCHMARKS} == {k: k for k in BENCHMARKS}
+    assert all(issubclass(SOURCES[n], Source) and SOURCES[n].name == n for n in SOURCES)
+    assert all(callable(SCORERS[n]) for n in SCORERS)
     with pytest.raises(ConfigError, match="kind='my_bench' is not allowed"):
         compose("demo", ["eval.benchmarks.belebele.kind=my_bench"])  # composing validates
     # Registering a benchmark is all it takes for a config to select it.
@@ -126,58 +128,13 @@ def test_the_config_layer_asks_the_registries(monkeypatch):
     assert compose("demo", ["eval.benchmarks.belebele.kind=my_bench"]).eval.benchmarks.belebele.kind == "my_bench"
 
 
-def _import_graph() -> dict[str, set[str]]:
-    """Module -> the xlt modules it imports (even lazily, inside a function), from the source."""
-    import ast
-    from pathlib import Path
+def test_transformers_names_read_from_source_equal_the_enums():
+    """training.optim / lr_scheduler_type choices come from transformers' source without importing it (which
+    imports torch: seconds before any config error); they are exactly the installed enums' values."""
+    from transformers.trainer_utils import SchedulerType
+    from transformers.training_args import OptimizerNames
 
-    root = Path(__file__).resolve().parent.parent / "xlt"
-    mods = {}
-    for p in root.rglob("*.py"):
-        parts = p.relative_to(root.parent).with_suffix("").parts
-        mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
-    graph: dict[str, set[str]] = {m: set() for m in mods}
-    for m, p in mods.items():
-        for node in ast.walk(ast.parse(p.read_text())):
-            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xlt"):
-                graph[m] |= {t for t in [node.module, *(f"{node.module}.{a.name}" for a in node.names)] if t in mods}
-            elif isinstance(node, ast.Import):
-                graph[m] |= {a.name for a in node.names if a.name in mods}
-    return graph
+    from xlt.config.training import lr_schedulers, optimizers
 
-
-def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
-    seen, todo = set(), [start]
-    while todo:
-        for n in graph[todo.pop()] - seen:
-            seen.add(n)
-            todo.append(n)
-    return seen
-
-
-def _within(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + ".")
-
-
-def test_no_import_cycles():
-    """No module of xlt imports (even lazily, inside a function) a module that imports it back."""
-    graph = _import_graph()
-    # A package and its own submodules import each other by design (xlt.config -> xlt.config.data and
-    # xlt.config.keys -> xlt.config): those edges are not cycles between modules.
-    for m in graph:
-        graph[m] = {d for d in graph[m] if not (d.startswith(m + ".") or m.startswith(d + "."))}
-    assert sorted(m for m in graph if m in _reaches(graph, m)) == []
-
-
-def test_layers_never_import_a_stage_and_the_data_layer_not_the_run_directory():
-    """Stages call layers, never the reverse: only xlt.stages itself imports a stage module (the contract
-    names them as strings). The data layer is records in, DatasetDict out: nothing under xlt.data reaches,
-    even indirectly, the run directory, the contract, the run-state reader or a stage."""
-    graph = _import_graph()
-    assert "xlt.stages.train" in graph and "xlt.data.assemble" in graph  # the graph sees the packages
-    importers = {m for m, deps in graph.items() if any(_within(d, "xlt.stages") for d in deps)}
-    assert sorted(m for m in importers if not _within(m, "xlt.stages")) == []
-    forbidden = ("xlt.run", "xlt.contract", "xlt.state", "xlt.stages")
-    leaks = {m: sorted(d for d in _reaches(graph, m) if any(_within(d, f) for f in forbidden))
-             for m in graph if _within(m, "xlt.data")}
-    assert {m: d for m, d in leaks.items() if d} == {}
+    assert optimizers() == tuple(o.value for o in OptimizerNames) and "adamw_torch" in optimizers()
+    assert lr_schedulers() == tuple(s.value for s in SchedulerType) and "linear" in lr_schedulers()

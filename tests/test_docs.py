@@ -17,7 +17,7 @@ entry point would check it, without running a stage:
   ``+recipe=``, composed and validated.
 
 Placeholders are substituted: ``<folder>`` by a temporary folder, any other ``<name>`` by a path in it,
-``$VAR`` by ``0``. A YAML block with a comment line ``# <folder>/<group>/<name>.yaml`` is that file (a
+``$VAR`` by ``0``. A YAML (or Python) block with a comment line ``# <folder>/<path>.yaml`` (``.py``) is that file (a
 user's recipe), written there before the commands run. A command whose comment says ``rejected`` must
 fail the check with xlt's own error (``xlt: error:``). Inline spans that describe a form rather than a
 command (``+recipe=<name>``, ``...``) are left out. A failure names the file and line of the command.
@@ -46,7 +46,7 @@ COMMANDS = (*HYDRA_STAGES, "prefetch")
 _START = re.compile(r"(?:^|\s)(?:python -m xlt\.(\w+)|-m xlt\.(\w+)|xlt (\w+)|(slurm)/\w+\.(?:sh|sbatch))(?=\s|$)")
 _FENCE = re.compile(r"^\s*```(\S*)")
 _INLINE = re.compile(r"`([^`\n]+)`")
-_FILE_COMMENT = re.compile(r"^#\s*(<folder>/\S+\.yaml)")
+_FILE_COMMENT = re.compile(r"^#\s*(<folder>/\S+\.(?:yaml|py))")
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def _is_command(text: str) -> bool:
 
 
 def extract(text: str, page: str) -> tuple[list[Command], dict[str, str]]:
-    """The commands of a Markdown page and the user files its YAML blocks define (path -> text)."""
+    """The commands of a Markdown page and the user files its YAML and Python blocks define (path -> text)."""
     commands: list[Command] = []
     files: dict[str, str] = {}
     lines = text.splitlines()
@@ -118,7 +118,7 @@ def extract(text: str, page: str) -> tuple[list[Command], dict[str, str]]:
             body.append(lines[i])
             i += 1
         i += 1
-        if lang == "yaml":
+        if lang in ("yaml", "python"):
             named = [m.group(1) for m in map(_FILE_COMMENT.match, body) if m]
             if named:
                 files[named[0]] = "\n".join(body) + "\n"
@@ -158,18 +158,12 @@ def substitute(text: str, folder: Path) -> str:
 
 @functools.cache
 def check_run(overrides: tuple[str, ...], stages: tuple[str, ...] | None) -> None:
-    """Compose ``overrides`` with Hydra's compose API and validate the config for ``stages`` (None: the
-    stages it lists), as the entry points do; cached, as several commands name the same run."""
-    from hydra import compose, initialize_config_dir
-    from hydra.core.global_hydra import GlobalHydra
+    """Compose ``overrides`` as the entry points do (:func:`xlt.resources.compose`: Hydra's compose API, new
+    dict entries, validation) for ``stages`` (None: the stages it lists); cached, as several commands name
+    the same run."""
+    from xlt.resources import compose
 
-    from xlt import config as xcfg
-
-    xcfg.register()
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(Path(xcfg.CONF_DIR).resolve()), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=list(overrides))
-    xcfg.validate(cfg, list(cfg.stages) if stages is None else list(stages))
+    compose(None, list(overrides), None if stages is None else list(stages))
 
 
 def _hydra_jobs(args: list[str]) -> list[list[str]]:

@@ -3,6 +3,7 @@ SLURM tools on PATH), and the USR1 -> forward -> requeue handler with real signa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
@@ -193,10 +194,11 @@ def test_multinode_template_launches_accelerate_on_every_node(tmp_path):
 STUB_PY = """
 import signal, sys, time, pathlib
 out = pathlib.Path(sys.argv[1])
-def on_usr1(signum, frame):
-    out.joinpath("got_usr1").write_text("1")
-    sys.exit(130)
-signal.signal(signal.SIGUSR1, on_usr1)
+def on_signal(signum, frame):
+    out.joinpath("got_" + signal.Signals(signum).name).write_text("1")
+    sys.exit(75)
+signal.signal(signal.SIGUSR1, on_signal)
+signal.signal(signal.SIGTERM, on_signal)
 out.joinpath("ready").write_text("1")
 time.sleep(60)
 """
@@ -217,18 +219,19 @@ def _wait_for(path: Path, timeout: float = 30) -> None:
         time.sleep(0.05)
 
 
-def test_usr1_is_forwarded_and_the_job_requeued(tmp_path):
+def test_usr1_is_forwarded_as_term_and_the_job_requeued(tmp_path):
+    """The launcher's agent forwards TERM, not USR1: the trap turns SLURM's USR1 into a TERM."""
     proc = _start(tmp_path, STUB_PY)
     _wait_for(tmp_path / "ready")
     proc.send_signal(signal.SIGUSR1)
     out, err = proc.communicate(timeout=60)
-    assert (tmp_path / "got_usr1").exists(), err
+    assert (tmp_path / "got_SIGTERM").exists() and not (tmp_path / "got_SIGUSR1").exists(), err
     assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text()
     assert "rc=0" in out
 
 
 def test_a_child_that_ignores_usr1_is_requeued_after_the_grace_period(tmp_path):
-    child = STUB_PY.replace("signal.signal(signal.SIGUSR1, on_usr1)", "signal.signal(signal.SIGUSR1, signal.SIG_IGN)")
+    child = STUB_PY.replace("signal.signal(signal.SIGTERM, on_signal)", "signal.signal(signal.SIGTERM, signal.SIG_IGN)")
     proc = _start(tmp_path, child, XLT_GRACE="1")
     _wait_for(tmp_path / "ready")
     t0 = time.time()
@@ -237,6 +240,22 @@ def test_a_child_that_ignores_usr1_is_requeued_after_the_grace_period(tmp_path):
     assert time.time() - t0 < 30
     assert "still running after 1s" in err
     assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text()
+
+
+def test_the_requeue_status_of_a_run_preempted_directly_requeues(tmp_path):
+    """A signal delivered to the processes themselves (not through the batch shell): xlt exits 75."""
+    proc = _start(tmp_path, "import sys; sys.exit(75)")
+    out, _ = proc.communicate(timeout=60)
+    assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text() and "rc=0" in out
+
+
+def test_a_term_to_the_batch_shell_is_forwarded_without_requeue(tmp_path):
+    proc = _start(tmp_path, STUB_PY)
+    _wait_for(tmp_path / "ready")
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert (tmp_path / "got_SIGTERM").exists(), err
+    assert not (tmp_path / "calls.log").exists() and "rc=75" in out
 
 
 def test_without_a_signal_the_exit_status_passes_through(tmp_path):
@@ -251,3 +270,101 @@ def test_every_script_the_scripts_mention_exists():
     named = {m for path in SLURM.iterdir() if path.is_file()
              for m in re.findall(r"slurm/([\w.-]+\.(?:sbatch|sh))", path.read_text())}
     assert named and not [n for n in sorted(named) if not (SLURM / n).exists()]
+
+
+# --- the real sbatch scripts, preempted the way SLURM does it ----------------------------------------------
+# `sbatch` is emulated here: the script runs under bash with a job id, and its own `#SBATCH --signal=B:SIG@N`
+# directive says which signal the batch shell gets (B: the shell only); a `scontrol requeue` (stub, logged)
+# runs the script again with SLURM_RESTART_COUNT=1. `srun` (stub) runs its command on "node 0" and forwards
+# TERM to it, as srun forwards signals to its tasks. XLT_PYTHON is a stub that passes `-m xlt.cluster` to
+# python and otherwise stands for a training command: it waits to be signalled, then exits 75 (what xlt
+# does once its checkpoint is written); requeued, it finishes at once.
+FAKE_PYTHON = """#!{python}
+import os, pathlib, signal, sys, time
+args = sys.argv[1:]
+if args[:2] == ["-m", "xlt.cluster"]:
+    os.execv({python!r}, [{python!r}, *args])
+out = pathlib.Path(os.environ["STUB_DIR"])
+with open(out / "commands", "a") as f:
+    f.write(os.environ.get("SLURM_RESTART_COUNT", "0") + " " + " ".join(args) + "\\n")
+if os.environ.get("SLURM_RESTART_COUNT", "0") != "0" or any(a.startswith("stages=[") for a in args):
+    sys.exit(0)
+def on_signal(signum, frame):
+    (out / ("got_" + signal.Signals(signum).name)).write_text(str(os.getpid()))
+    sys.exit(75)
+signal.signal(signal.SIGTERM, on_signal)
+signal.signal(signal.SIGUSR1, on_signal)
+(out / "ready").write_text(str(os.getpid()))
+time.sleep(600)
+sys.exit(3)
+"""
+FAKE_SRUN = """#!/bin/bash
+while [[ "$1" == --* ]]; do shift; done
+export SLURM_NODEID=0
+"$@" & child=$!
+trap 'kill -TERM "$child"' TERM
+wait "$child"; rc=$?
+while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
+exit "$rc"
+"""
+
+
+def _sbatch_signal(script: Path) -> signal.Signals:
+    m = re.fullmatch(r"B:(\w+)@\d+", directives(script)["signal"])
+    assert m, "the scripts ask for the signal to the batch shell (B:)"
+    return signal.Signals["SIG" + m.group(1)]
+
+
+def _submit(script: str, args: list[str], tmp_path: Path, restart: int, **env: str) -> subprocess.Popen:
+    bin_dir = stub_bin(tmp_path)
+    (bin_dir / "srun").write_text(FAKE_SRUN)
+    (bin_dir / "python-stub").write_text(FAKE_PYTHON.format(python=sys.executable))
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    full_env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "XLT_HOME": str(REPO), "STUB_DIR": str(tmp_path),
+                "XLT_PYTHON": str(bin_dir / "python-stub"), "SLURM_JOB_ID": "777", "SLURM_RESTART_COUNT": str(restart),
+                "XLT_GRACE": "30", **env}
+    return subprocess.Popen(["bash", str(SLURM / script), *args], cwd=REPO, env=full_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+@pytest.mark.parametrize(("script", "args", "env"), [
+    ("train_array.sbatch", ["sweeps/paper.txt", "run_root=/scratch/runs"], {"SLURM_ARRAY_TASK_ID": "2"}),
+    ("train_multinode.sbatch", ["+recipe=xlmr_zeroshot", "training.deepspeed=zero2"],
+     {"SLURM_NNODES": "2", "SLURM_GPUS_ON_NODE": "4", "SLURM_JOB_NODELIST": "node-[a-b]"}),
+    ("stage.sbatch", ["finetune", "+recipe=demo"], {}),
+], ids=["train_array", "train_multinode", "stage"])
+def test_the_sbatch_scripts_checkpoint_and_requeue_on_their_signal(tmp_path, script, args, env):
+    """The signal of the script's own directive to the batch shell -> TERM to the training command (through
+    srun for the multi-node script) -> exit 75 -> `scontrol requeue`; the requeued job runs to the end."""
+    sig = _sbatch_signal(SLURM / script)
+    job = _submit(script, args, tmp_path, 0, **env)
+    try:
+        # Generous: the multi-node script composes the recipe first (`xlt.cluster stages`, ~20 s on a loaded machine).
+        _wait_for(tmp_path / "ready", 300)
+        job.send_signal(sig)
+        out, err = job.communicate(timeout=300)
+        assert job.returncode == 0, err
+        assert (tmp_path / "got_SIGTERM").exists(), err  # TERM, which torch-elastic's agent forwards to workers
+        assert "scontrol requeue 777" in (tmp_path / "calls.log").read_text()
+        first = (tmp_path / "commands").read_text().splitlines()
+        if script == "train_multinode.sbatch":  # preempted in the srun step: evaluation is left to the requeued job
+            assert "accelerate.commands.launch" in first[-1] and "--machine_rank 0" in first[-1], first
+        requeued = _submit(script, args, tmp_path, 1, **env)
+        out, err = requeued.communicate(timeout=300)
+        assert requeued.returncode == 0, err
+        again = [c for c in (tmp_path / "commands").read_text().splitlines() if c.startswith("1 ")]
+        assert again, "the requeued job ran nothing"
+        if script == "train_multinode.sbatch":  # data prep, distributed training, then evaluation + report
+            assert "accelerate.commands.launch" in again[1] and again[2].endswith("training.deepspeed=zero2")
+            assert "-m xlt.train" in again[2] and "stages=" not in again[2]
+    finally:  # a failed case leaves no stub behind (they sleep until signalled): the job's own process group
+        if job.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.pid, signal.SIGKILL)
+
+
+def test_the_scripts_requeue_on_the_status_xlt_exits_with_when_preempted():
+    from xlt.cluster import REQUEUE_EXIT
+
+    assert f"XLT_REQUEUE_EXIT={REQUEUE_EXIT}\n" in (SLURM / "common.sh").read_text()

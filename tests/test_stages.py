@@ -3,6 +3,7 @@ stages, force, ranks under a launcher."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -96,10 +97,17 @@ def test_other_ranks_wait_for_rank0_before_train_and_skip_after(tmp_path, calls,
     run = RunDir(tmp_path)
     cfg = xcfg.validate({})
     inputs = contract.context(cfg, run, "build_data").inputs
-    timer = threading.Timer(0.3, lambda: run.mark_done("build_data", {"provenance": {"inputs": inputs}}))
+    contract._settle(run, "build_data", "an earlier launch", "failed")  # not this launch's: not looked at
+
+    def rank0():  # what rank 0 records: build_data done, train started
+        run.mark_done("build_data", {"provenance": {"inputs": inputs, "output_id": "x"}})
+        contract._settle(run, "build_data", "L", "done")
+        contract._settle(run, "train", "L", "running")
+
+    timer = threading.Timer(0.3, rank0)
     timer.start()
     monkeypatch.setattr(contract, "WAIT_POLL_S", 0.05)
-    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])
+    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"], launch="L")
     assert calls == ["train"]  # build_data came from rank 0; evaluate and report are rank 0's
 
 
@@ -107,10 +115,9 @@ def test_other_ranks_stop_when_rank0_fails(tmp_path, calls, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "2")
     monkeypatch.setenv("RANK", "1")
     run = RunDir(tmp_path)
-    (tmp_path / "stages").mkdir()
-    (tmp_path / "stages" / "build_data.failed").write_text("failed\n")
+    contract._settle(run, "build_data", "L", "failed")
     with pytest.raises(XltError, match="failed on rank 0"):
-        contract.run_stages(xcfg.validate({}), run, ["build_data", "train"])
+        contract.run_stages(xcfg.validate({}), run, ["build_data", "train"], launch="L")
     assert calls == []
 
 
@@ -124,5 +131,6 @@ def test_rank0_marks_a_failed_stage_for_the_others(tmp_path, monkeypatch):
     monkeypatch.setattr(contract, "_stage_function", lambda name: boom)
     run = RunDir(tmp_path)
     with pytest.raises(RuntimeError):
-        contract.run_stages(xcfg.validate({}), run, ["build_data"])
+        contract.run_stages(xcfg.validate({}), run, ["build_data"], launch="L")
     assert (tmp_path / "stages" / "build_data.failed").is_file()
+    assert json.loads((tmp_path / "stages" / "build_data.attempt").read_text()) == {"launch": "L", "state": "failed"}

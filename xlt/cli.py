@@ -19,13 +19,14 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from xlt import config as xcfg
-from xlt.cluster import SIGNALS, install_signal_handlers
+from xlt.cluster import REQUEUE_EXIT, SIGNALS, Preempted, die_with_launcher, install_signal_handlers
 from xlt.config import CONF_DIR
-from xlt.config.overrides import check_overrides
+from xlt.config.overrides import check_overrides, entry_overrides, new_entries
 from xlt.contract import run_stages
 from xlt.errors import XltError
 from xlt.lock import RunLock, lock_name
 from xlt.run import RunDir, atomic_write_text, is_main_process, world_size
+from xlt.secrets import redact_config, redact_overrides
 
 log = logging.getLogger("xlt")
 
@@ -74,12 +75,23 @@ def resolve_run(cfg: DictConfig, stages: Sequence[str] | None = None) -> tuple[D
 
 def _record_call(run: RunDir, stages: Sequence[str], ran: Sequence[str]) -> None:
     """Append this call to ``calls.jsonl`` (time, command-line overrides, stages run and skipped)."""
-    from xlt.secrets import redact_overrides
-
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "overrides": redact_overrides(sys.argv[1:]),
             "stages": list(stages), "ran": list(ran)}
-    with open(run.path / "calls.jsonl", "a", encoding="utf-8") as f:
-        f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    path = run.path / "calls.jsonl"
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line, ensure_ascii=False) + "\n")
+    except OSError as err:  # the call log is a record, not a result: the run itself is done
+        fix = "remove the folder there so the next call is" if path.is_dir() else "check the run directory's permissions"
+        log.warning("this call is not recorded in %s (%s): %s", path, err.strerror or err, fix)
+
+
+def _leave_process_group() -> None:
+    """Destroy a live process group before exiting (gloo aborts the process at exit otherwise)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
@@ -91,6 +103,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
         # SLURM warns with USR1 before the time limit: checkpoint, stop, and let the requeued job resume.
         # Under submitit, TERM is left to submitit's own handler.
         install_signal_handlers(("SIGUSR1",) if os.environ.get("SUBMITIT_EXECUTOR") else SIGNALS)
+        if world_size() > 1:
+            die_with_launcher()
         try:
             validated, run = resolve_run(cfg, default_stages)
             stages = list(default_stages) if default_stages is not None else list(validated.stages)
@@ -98,18 +112,21 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
 
             def write_config() -> None:
                 if is_main_process():
-                    from xlt.secrets import redact_config
-
                     atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
 
             rank = int(os.environ.get("RANK", "0"))
-            with RunLock(run.path, lock_name(validated), rank=rank):
-                ran = run_stages(validated, run, stages, on_first_run=write_config)
+            with RunLock(run.path, lock_name(validated), rank=rank) as lock:
+                ran = run_stages(validated, run, stages, on_first_run=write_config, launch=lock.owner)
                 if is_main_process():
                     _record_call(run, stages, ran)
         except XltError as err:
             if not _multirun_continues(cfg, err):
                 _fail(err)
+        except Preempted as err:
+            _leave_process_group()
+            print(f"\nxlt: preempted ({err}); rerun the same command to resume (exit status {REQUEUE_EXIT}: "
+                  "slurm/common.sh requeues the job).", file=sys.stderr)
+            sys.exit(REQUEUE_EXIT)
         except KeyboardInterrupt:
             print("\nxlt: interrupted; rerun the same command to resume.", file=sys.stderr)
             sys.exit(130)
@@ -117,10 +134,13 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
     def _main() -> None:
         # Overrides are checked before Hydra composes them, so a misspelled key or a secret on the
         # command line gets a clear message (and a secret never reaches the run directory's name).
+        overrides = [a for a in sys.argv[1:] if "=" in a and not a.startswith("-")]
         try:
-            check_overrides([a for a in sys.argv[1:] if "=" in a and not a.startswith("-")])
+            check_overrides(overrides)
         except XltError as err:
             _fail(err)
+        xcfg.register(new_entries(overrides))  # a benchmark entry added on the command line
+        sys.argv[1:] = entry_overrides(sys.argv[1:])
         _hydra_main()
         if _FAILED_JOBS:
             lines = "\n".join(f"  {job}: {why}" for job, why in _FAILED_JOBS)

@@ -6,18 +6,26 @@ N-th run (1-based), one argument per line, for sbatch array scripts; ``count FIL
 of runs; ``recipes FILE`` the distinct recipes; ``rundirs FILE [overrides]`` the run directories; ``stages +recipe=NAME [overrides]`` the stages a run
 has (one per line).
 
-Preemption: SLURM sends ``USR1`` (``#SBATCH --signal=B:USR1@300``, forwarded to python by the sbatch
-script's trap) before the time limit. :func:`install_signal_handlers` turns it into a request that
-:func:`checkpoint_callback` (a ``TrainerCallback``) honours at the end of the current optimizer step:
-save a full checkpoint, then stop with :class:`Preempted`. Outside training (no callback active) the
-signal raises :class:`Preempted` at once; every stage writes atomically and resumes, so nothing is lost
-but the unfinished item. :class:`Preempted` is a ``KeyboardInterrupt``, which the entry points already
-turn into "interrupted; rerun the same command to resume" (exit status 130).
+Preemption (docs/preemption.md): SLURM sends ``USR1`` to the batch shell (``#SBATCH --signal=B:USR1@300``)
+before the time limit; the sbatch script's trap (slurm/common.sh) sends ``TERM`` to the command it runs:
+python itself, or ``accelerate launch`` / ``srun``, whose torch-elastic agent forwards ``TERM`` (only
+TERM/INT/HUP/QUIT are handled there) to every worker. :func:`install_signal_handlers` treats ``USR1`` and
+``TERM`` alike: a request that :func:`checkpoint_callback` (a ``TrainerCallback``) honours at the end of
+the current optimizer step. Under several ranks the request is reduced across them at every step end
+(``all_reduce`` MAX of the local flag), so every rank saves at the same step, even when the signal reached
+only some of them or at different steps; one full checkpoint is written with its completeness record, then
+every rank stops with :class:`Preempted`, and the entry points exit with :data:`REQUEUE_EXIT` (the status
+slurm/common.sh requeues on). Outside training (no callback active) the signal raises :class:`Preempted`
+at once; every stage writes atomically and resumes, so nothing is lost but the unfinished item. Workers of
+a launcher die with it (:func:`die_with_launcher`: ``PR_SET_PDEATHSIG`` = TERM, so a launcher killed by
+any signal still gets its workers' checkpoint, and none outlives it holding the run's lock).
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
+import os
 import shlex
 import signal
 import sys
@@ -25,10 +33,14 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import ConfigError
+from xlt.resources import compose
+from xlt.run import run_name
 
 log = logging.getLogger("xlt.cluster")
 
 SIGNALS = ("SIGUSR1", "SIGTERM")
+# The exit status of a preempted run: EX_TEMPFAIL ("try again later"); slurm/common.sh requeues on it.
+REQUEUE_EXIT = 75
 
 
 class Preempted(KeyboardInterrupt):
@@ -87,8 +99,6 @@ def sweep_line(path: str | Path, index: int) -> list[str]:
 
 def run_dir(args: list[str]) -> str:
     """The run directory a run's arguments resolve to (``run_root`` from the arguments, else "runs")."""
-    from xlt.run import run_name
-
     root = next((a.partition("=")[2] for a in args if a.lstrip("+").startswith("run_root=")), "runs")
     return f"{root}/{run_name(args)}"
 
@@ -123,6 +133,32 @@ def install_signal_handlers(signals: tuple[str, ...] = SIGNALS) -> None:
         signal.signal(getattr(signal, name), _handler)
 
 
+def die_with_launcher() -> None:
+    """Under a launcher (torch-elastic / accelerate, ``srun``): get ``TERM`` when the launching process dies
+    (Linux ``PR_SET_PDEATHSIG``), i.e. checkpoint and stop instead of training on as an orphan."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    PR_SET_PDEATHSIG = 1
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0:
+        log.warning("could not ask to be signalled when the launcher dies (errno %d)", ctypes.get_errno())
+    elif parent == 1 or os.getppid() != parent:  # the launcher died before the request was in place
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def agreed(flag: bool, device: Any = None) -> bool:
+    """``flag`` of any rank (``all_reduce`` MAX over the process group; the flag itself when not distributed)."""
+    import torch
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return flag
+    t = torch.tensor([int(flag)], device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return bool(t.item())
+
+
 def checkpoint_callback() -> Any:
     """A ``TrainerCallback``: after a warning signal, save a checkpoint at the step's end, then raise
     :class:`Preempted`. (Built on demand so that this module imports without transformers.)"""
@@ -139,7 +175,11 @@ def checkpoint_callback() -> Any:
             return control
 
         def on_step_end(self, args, state, control, **kwargs):
-            if preemption_requested():
+            # Every rank, every step: the ranks save at the same step or none does (a collective).
+            if agreed(preemption_requested() is not None, args.device):
+                if not preemption_requested():
+                    _requested["signal"] = "a signal to another rank"
+                    log.warning("another rank was asked to stop: saving a checkpoint at step %d", state.global_step)
                 control.should_save = True
             return control
 
@@ -170,8 +210,6 @@ def main(argv: list[str] | None = None) -> int:
             extra = argv[2:]
             print("\n".join(dict.fromkeys(run_dir([*r, *extra]) for r in read_sweep(argv[1]))))
         elif len(argv) >= 2 and argv[0] == "stages":
-            from xlt.resources import compose
-
             print("\n".join(compose(None, argv[1:]).stages))
         else:
             print(usage, file=sys.stderr)

@@ -23,9 +23,7 @@ evaluation languages, translation parts) only when its recorded inputs still mat
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib
-import json
 import logging
 import os
 import socket
@@ -38,21 +36,30 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from xlt import __version__
-from xlt.config.keys import stage_values
+from xlt.config.keys import stage_values, translator_values
+from xlt.config.model import TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
-from xlt.errors import ConfigError, XltError
-from xlt.fingerprint import path_fingerprint, resource_fingerprint
+from xlt.errors import ConfigError, DataError, XltError
+from xlt.fingerprint import digest, path_fingerprint, resource_fingerprint
+from xlt.lock import launch_id
 from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, remove_path, world_size
-from xlt.state import Damaged, StateError, read_state
+from xlt.state import (
+    BUILD_REPORT,
+    INPUTS,
+    MODEL_PROVENANCE,
+    REPORT,
+    TRAIN_METRICS,
+    Damaged,
+    StateError,
+    load_dataset_dir,
+    read_or_redo,
+    read_state,
+)
+from xlt.translation import backends
 
 log = logging.getLogger("xlt")
 
 WAIT_POLL_S = 2.0
-
-
-def digest(obj: Any) -> str:
-    """A short, stable hash of a JSON-able value (input hashes, output ids)."""
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _local(path: Any) -> str | None:
@@ -74,12 +81,17 @@ def _build_data_files(cfg: Any, run: RunDir) -> dict[str, Any]:
 
 def _translate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     t = cfg.translate
-    return {"translate.import_dir": _local(t.import_dir), "translate.model": _local(t.model_name_or_path)}
+    files: dict[str, Any] = {"translate.import_dir": _local(t.import_dir), "translate.model": _local(t.model_name_or_path)}
+    if not t.import_dir and t.languages:  # what the translator resolves to (engine, dtype, cached commit)
+        files["translator"] = translator_inputs(cfg)
+    return files
 
 
 def _train_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     m = cfg.model
-    return {"model.name_or_path": _local(m.name_or_path), "model.tokenizer": _local(m.tokenizer),
+    built = m.name_or_path == TINY_MODEL_ID  # built offline from model.tiny (config keys)
+    return {"model.name_or_path": None if built else resource_fingerprint(m.name_or_path, m.revision),
+            "model.tokenizer": resource_fingerprint(m.tokenizer, m.revision),
             "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}
 
 
@@ -87,21 +99,35 @@ def scored_model(cfg: Any, run: RunDir) -> str | None:
     """Fingerprint of the model the evaluate stage scores (weights, tokenizer, config; not the card)."""
     e = cfg.eval
     if e.scorer == "llm":
-        return resource_fingerprint(e.llm.model, e.llm.revision)
+        model = resource_fingerprint(e.llm.model, e.llm.revision)
+        tokenizer = resource_fingerprint(e.llm.tokenizer, e.llm.revision)
+        return f"{model}+tokenizer:{tokenizer}" if tokenizer else model
     if e.scorer != "mc":
         return None
     return path_fingerprint(run.model) if e.model == "run" else resource_fingerprint(e.model)
 
 
+def translator_inputs(cfg: Any) -> dict[str, Any]:
+    """What the ``translate`` group's translator computes from: its settings (the schema's ``translator``
+    keys, :func:`xlt.config.keys.translator_values`), its checkpoint (a local folder's fingerprint, or the
+    commit the Hub cache resolves its revision to) and what it resolves to on this machine (engine, dtype
+    or compute type: :func:`xlt.translation.backends.resolved_settings`)."""
+    t = cfg.translate
+    hf = t.kind == "hf"
+    try:
+        resolved = backends.resolved_settings(t)
+    except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so
+        resolved = {"unresolved": str(err).splitlines()[0]}
+    return {"settings": translator_values(cfg),
+            "model": resource_fingerprint(t.model_name_or_path, t.revision) if hf else None,
+            "resolved": resolved}
+
+
 def translate_test_values(cfg: Any) -> dict[str, Any] | None:
-    """Translate-test translates with the ``translate`` group's model: its settings are evaluation inputs."""
+    """Translate-test translates with the ``translate`` group's model: its inputs are evaluation inputs."""
     if not any(b.enabled and b.translate_test for b in cfg.eval.benchmarks.values()):
         return None
-    t = cfg.translate
-    return {"kind": t.kind, "model": t.model_name_or_path, "revision": t.revision, "files": _local(t.model_name_or_path),
-            "max_input_tokens": t.max_input_tokens, "max_new_tokens": t.max_new_tokens, "num_beams": t.num_beams,
-            "precision": t.precision, "engine": t.engine, "compute_type": t.compute_type,
-            "length_penalty": t.length_penalty}
+    return translator_inputs(cfg)
 
 
 def _evaluate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
@@ -148,9 +174,22 @@ def sealed_problems(run: RunDir, stage: str) -> list[str]:
             if sealed_fingerprint(run.path / rel) != fp]
 
 
-def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    from xlt.state import BUILD_REPORT, load_dataset_dir
+def checked_train_set(run: RunDir) -> Any:
+    """``run.train_set`` as the build_data stage wrote it (its Arrow data checked against the fingerprints
+    in its marker); a missing, damaged or changed set is a :class:`~xlt.errors.DataError` naming the fix."""
+    fix = "run the build_data stage (python -m xlt.build_data with the same recipe and overrides: it rebuilds it)"
+    if not (run.train_set / "dataset_dict.json").is_file():
+        raise DataError(f"no training set at {run.train_set}: {fix}")
+    try:
+        changed = sealed_problems(run, "build_data")
+        if changed:
+            raise Damaged(run.train_set, changed[0])
+        return load_dataset_dir(run.train_set)
+    except Damaged as err:
+        raise DataError(f"{err}; {fix}") from None
 
+
+def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     out = _json_problems(run, {"data/build_report.json": BUILD_REPORT})
     try:
         load_dataset_dir(run.train_set)
@@ -166,8 +205,6 @@ def _check_translate(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
 def model_problem(run: RunDir) -> str | None:
     """Why ``run.model`` is not the model the train stage saved (None: its files match the fingerprint
     recorded in ``model/xlt_provenance.json``)."""
-    from xlt.state import MODEL_PROVENANCE
-
     if not run.model.exists():
         return None  # no model yet: scoring says so (train first)
     prov_file = run.model / "xlt_provenance.json"
@@ -194,15 +231,11 @@ def check_model(run: RunDir) -> None:
 
 
 def _check_train(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    from xlt.state import TRAIN_METRICS
-
     check_model(run)
     return _json_problems(run, {"train_metrics.json": TRAIN_METRICS})
 
 
 def _check_report(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    from xlt.state import REPORT
-
     return _json_problems(run, {"report.json": REPORT})
 
 
@@ -285,8 +318,6 @@ INPUTS_FILE = "xlt_inputs.json"
 def recorded_inputs(folder: Path) -> str | None:
     """The input hash recorded in ``folder`` (None: nothing recorded, or a damaged record: logged, and the
     partial work is then treated as made under unknown inputs)."""
-    from xlt.state import INPUTS, read_or_redo
-
     value = read_or_redo(folder / INPUTS_FILE, INPUTS, what="ignored: the partial work in its folder is not resumed")
     return value["inputs"] if value else None
 
@@ -366,17 +397,34 @@ def call_stage(name: str, cfg: Any, run: RunDir, force: bool | None = None, **ex
     return _stage_function(name)(cfg, run, context(cfg, run, name, force=force), **extra)
 
 
-def _wait_for_rank0(run: RunDir, name: str, ctx: StageContext) -> None:
-    """On ranks > 0: wait until rank 0 has finished (or failed) stage ``name`` with these inputs."""
-    log.info("stage %-10s runs on rank 0; waiting for it", name)
-    failed = run.path / "stages" / f"{name}.failed"
+# Rank 0's decision on each stage, per launch (``stages/<stage>.attempt``): ranks > 0 read markers only
+# after rank 0 has settled them (cleared a ``.failed`` or, with force=true or damaged outputs, the previous
+# marker), so every rank follows the decision one process would take.
+ATTEMPT_STATES = ("skipped", "running", "done", "failed")
+
+
+def _attempt_file(run: RunDir, name: str) -> Path:
+    return run.path / "stages" / f"{name}.attempt"
+
+
+def _settle(run: RunDir, name: str, launch: str, state: str) -> None:
+    """Rank 0: record its decision on stage ``name`` for this launch (see :data:`ATTEMPT_STATES`)."""
+    _attempt_file(run, name).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(_attempt_file(run, name), {"launch": launch, "state": state})
+
+
+def _wait_for_rank0(run: RunDir, name: str, launch: str, states: tuple[str, ...]) -> str:
+    """On ranks > 0: wait until rank 0 has recorded, for this launch, one of ``states`` for stage ``name``
+    (a ``failed`` raises); return it. Tokens of earlier launches (other ``launch``) are not looked at."""
+    log.info("stage %-10s: waiting for rank 0", name)
     while True:
         with contextlib.suppress(Damaged):  # being rewritten by rank 0
-            info = read_state(run.marker(name), {"provenance": {"inputs": str}}) or {}
-            if info.get("provenance", {}).get("inputs") == ctx.inputs:
-                return
-        if failed.exists():
-            raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
+            info = read_state(_attempt_file(run, name), {"launch": str, "state": str}) or {}
+            if info.get("launch") == launch:
+                if info["state"] == "failed":
+                    raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
+                if info["state"] in states:
+                    return info["state"]
         time.sleep(WAIT_POLL_S)
 
 
@@ -384,63 +432,91 @@ def _sharded(cfg: Any, spec: StageSpec) -> bool:
     return spec.shard_section is not None and int(cfg[spec.shard_section].num_shards) > 1
 
 
-def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Callable[[], None] | None = None) -> list[str]:
+def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Callable[[], None] | None = None,
+               launch: str | None = None) -> list[str]:
     """Run ``stages`` in order under the contract (see the module docstring); return those that ran.
 
     ``on_first_run`` is called once, before the first stage that really runs (the entry point writes
     ``config.yaml`` there, so calls that only skip leave it alone).
 
     Under a multi-process launcher only ``train`` runs on every rank; the other stages run on rank 0,
-    while the other ranks wait for stages before ``train`` and skip those after. A sharded job (a
-    ``num_shards`` > 1 job of translate or evaluate) runs only its own stage and what follows it; the
-    stages before must be done.
+    while the other ranks wait for stages before ``train`` and skip those after. Ranks > 0 follow rank 0's
+    decision on each stage up to ``train`` (its ``stages/<stage>.attempt`` token of this ``launch``: the
+    identity of rank 0's lock, :attr:`xlt.lock.RunLock.owner`; default :func:`xlt.lock.launch_id`), read
+    only after rank 0 has cleared old markers. A sharded job (a ``num_shards`` > 1 job of translate or
+    evaluate) runs only its own stage and what follows it; the stages before must be done.
     """
     markers = run.path / "stages"
     if markers.exists() and not markers.is_dir():
         raise StateError(f"{markers} is a file where a folder belongs: remove it, then rerun (its stages are redone)")
     distributed = world_size() > 1
+    if launch is None:
+        launch = launch_id()
+    follower = distributed and not is_main_process()
     train_at = list(stages).index("train") if "train" in stages else len(stages)
     sharded_at = next((i for i, s in enumerate(stages) if _sharded(cfg, STAGES[s])), None)
     ran: list[str] = []
     for i, name in enumerate(stages):
-        if STAGES[name].guard is not None:
-            STAGES[name].guard(cfg, run)
-        ctx = context(cfg, run, name)
-        reason = stale_reason(run, ctx, cfg)
-        if reason is None:
-            log.info("stage %-10s up to date (%s); skipping. Use force=true to redo it.", name, run.marker(name))
+        if follower and i < train_at:  # rank 0 runs it; its markers are read once rank 0 has settled them
+            _wait_for_rank0(run, name, launch, ("skipped", "done"))
             continue
-        if sharded_at is not None and i < sharded_at:
-            shard = stages[sharded_at]
-            raise ConfigError(f"stage {name} must be done before the sharded {shard} jobs start ({reason}); "
-                              f"run it once without {STAGES[shard].shard_section}.num_shards/shard_index")
-        if distributed and name != "train" and not is_main_process():
-            if i < train_at:
-                _wait_for_rank0(run, name, ctx)
-            else:
-                log.info("stage %-10s runs on rank 0 only", name)
+        if follower and i > train_at:
+            log.info("stage %-10s runs on rank 0 only", name)
             continue
-        if on_first_run is not None and not ran:
-            on_first_run()
-        failed = run.path / "stages" / f"{name}.failed"
-        failed.unlink(missing_ok=True)
-        if is_main_process() and not _sharded(cfg, STAGES[name]):
-            run.clear(name)  # a crash from here on leaves no done-marker that looks current
-        log.info("stage %-10s running: %s", name, reason)
-        started = time.time()
+        if follower and i == train_at and _wait_for_rank0(run, name, launch, ("skipped", "running")) == "skipped":
+            continue
+        tell = distributed and not follower and i <= train_at  # ranks > 0 wait for rank 0's decision
+
+        def cleared(name: str = name, tell: bool = tell) -> None:
+            if tell:  # the old markers are gone: ranks > 0 may read them (train: and start training)
+                _settle(run, name, launch, "running")
+
         try:
-            summary = _stage_function(name)(cfg, run, ctx)
+            _run_one(cfg, run, stages, i, follower, sharded_at, on_first_run if not ran else None, ran, cleared)
         except BaseException:
-            if distributed and is_main_process():
-                atomic_write_text(failed, "failed\n")
+            if tell:  # ranks > 0 waiting for it stop too
+                atomic_write_text(run.path / "stages" / f"{name}.failed", "failed\n")
+                _settle(run, name, launch, "failed")
             raise
-        ran.append(name)
-        if summary is not None and is_main_process():
-            finished = time.time()
-            prov = {**ctx.record(), "detail": ctx.detail, "host": socket.gethostname(), "pid": os.getpid(),
-                    "started": started, "finished": finished,
-                    "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()]),
-                    "outputs": {rel: sealed_fingerprint(run.path / rel) for rel in STAGES[name].sealed}}
-            run.mark_done(name, {**summary, "provenance": prov})
-        log.info("stage %-10s finished", name)
+        if tell and name not in ran:
+            _settle(run, name, launch, "skipped")
+        elif tell and i < train_at:
+            _settle(run, name, launch, "done" if run.marker(name).exists() else "failed")
     return ran
+
+
+def _run_one(cfg: Any, run: RunDir, stages: Sequence[str], i: int, follower: bool, sharded_at: int | None,
+             on_first_run: Callable[[], None] | None, ran: list[str], cleared: Callable[[], None]) -> None:
+    """Stage ``stages[i]`` of :func:`run_stages`: skip it, or run it and write its done-marker (appended
+    to ``ran`` when it ran); ``cleared`` is called once its old markers are removed (rank 0)."""
+    name = stages[i]
+    if STAGES[name].guard is not None:
+        STAGES[name].guard(cfg, run)
+    ctx = context(cfg, run, name)
+    reason = "rank 0 runs it" if follower else stale_reason(run, ctx, cfg)
+    if reason is None:
+        log.info("stage %-10s up to date (%s); skipping. Use force=true to redo it.", name, run.marker(name))
+        return
+    if sharded_at is not None and i < sharded_at:
+        shard = stages[sharded_at]
+        raise ConfigError(f"stage {name} must be done before the sharded {shard} jobs start ({reason}); "
+                          f"run it once without {STAGES[shard].shard_section}.num_shards/shard_index")
+    if on_first_run is not None:
+        on_first_run()
+    if not follower:
+        (run.path / "stages" / f"{name}.failed").unlink(missing_ok=True)
+        if not _sharded(cfg, STAGES[name]):
+            run.clear(name)  # a crash from here on leaves no done-marker that looks current
+        cleared()
+    log.info("stage %-10s running: %s", name, reason)
+    started = time.time()
+    summary = _stage_function(name)(cfg, run, ctx)
+    ran.append(name)
+    if summary is not None and not follower:
+        finished = time.time()
+        prov = {**ctx.record(), "detail": ctx.detail, "host": socket.gethostname(), "pid": os.getpid(),
+                "started": started, "finished": finished,
+                "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()]),
+                "outputs": {rel: sealed_fingerprint(run.path / rel) for rel in STAGES[name].sealed}}
+        run.mark_done(name, {**summary, "provenance": prov})
+    log.info("stage %-10s finished", name)

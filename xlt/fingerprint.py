@@ -15,6 +15,7 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from filelock import FileLock
 
@@ -22,6 +23,11 @@ _MEMO: dict[str, str] = {}
 _CHUNK = 1 << 20
 # Files that describe a folder but do not change what it computes.
 _IGNORED = {"README.md", "xlt_provenance.json", ".DS_Store"}
+
+
+def digest(obj: Any) -> str:
+    """A short, stable hash of a JSON-able value (input hashes, output ids)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _cache_file() -> Path:
@@ -124,11 +130,25 @@ def language_fingerprint(path: str | os.PathLike[str], language: str) -> str:
     return path_fingerprint(root, mine) if mine else path_fingerprint(root)
 
 
+def cached_commit(repo_id: str, revision: str | None = None) -> str | None:
+    """The commit the local Hugging Face cache resolves ``revision`` (default ``main``) of ``repo_id`` to:
+    the snapshot a run offline loads (None: nothing of it cached). Read from the cache only, never the
+    network."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        hit = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    except Exception:  # a malformed id or an unreadable cache: no commit known
+        return None
+    return Path(hit).parent.name if isinstance(hit, str) else None
+
+
 def resource_fingerprint(name_or_path: str | None, revision: str | None = None) -> str | None:
-    """A local path's content fingerprint, or a Hub id's identity (``hub:<id>@<revision>``)."""
+    """A local path's content fingerprint, or a Hub id's identity: ``hub:<id>@<commit>`` with the commit the
+    cache resolves the revision to (``xlt.prefetch`` fills it), else ``hub:<id>@<revision or main>``."""
     if not name_or_path:
         return None
     local = Path(str(name_or_path)).expanduser()
     if local.exists():
         return path_fingerprint(local)
-    return f"hub:{name_or_path}@{revision or 'main'}"
+    return f"hub:{name_or_path}@{cached_commit(str(name_or_path), revision) or revision or 'main'}"

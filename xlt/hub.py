@@ -6,6 +6,7 @@ import contextlib
 import os
 from collections.abc import Iterator
 
+from xlt.config.keys import is_split_key
 from xlt.errors import ConfigError, HubUnavailableError
 
 GENERIC_PREFETCH = "python -m xlt.prefetch +recipe=<name>"
@@ -27,7 +28,6 @@ def prefetch_hint() -> str:
         task = []
     if not any(o.lstrip("+").startswith("recipe=") for o in task):
         return GENERIC_PREFETCH
-    from xlt.config.keys import is_split_key
 
     def keep(ov: str) -> bool:
         key = ov.lstrip("+~").split("=")[0]

@@ -55,7 +55,7 @@ def _alive(info: dict[str, Any]) -> bool | None:
         return False
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
+    except (ProcessLookupError, OverflowError):  # a PID beyond the system's range: no such process
         return False
     except PermissionError:
         pass
@@ -66,8 +66,14 @@ def _alive(info: dict[str, Any]) -> bool | None:
 def launch_id() -> str:
     """Identifies one (possibly multi-process) launch: shared by its ranks, different for the next one."""
     if "TORCHELASTIC_RUN_ID" in os.environ or "MASTER_PORT" in os.environ:
-        return ":".join(os.environ.get(k, "") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT"))
+        return ":".join(os.environ.get(k, "") for k in ("TORCHELASTIC_RUN_ID", "MASTER_ADDR", "MASTER_PORT",
+                                                          "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID",
+                                                          "SLURM_RESTART_COUNT"))
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _owner(info: dict[str, Any]) -> str:
+    return f"{info.get('host')}:{info.get('pid')}:{info.get('started')}"
 
 
 def describe(info: dict[str, Any]) -> str:
@@ -84,6 +90,7 @@ class RunLock:
         self.rank = rank
         self.path = self.dir / f"{name}.json"
         self.held = False
+        self.owner: str | None = None  # rank 0's lock identity (host:pid:start), shared by the launch's ranks
 
     def _read(self, path: Path) -> dict[str, Any] | None:
         """The lock's holder; None when there is no lock. A lock that is not what xlt writes (empty,
@@ -130,9 +137,19 @@ class RunLock:
         )
 
     def acquire(self) -> RunLock:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        if self.rank > 0:
-            return self._join()
+        if self.dir.exists() and not self.dir.is_dir():
+            raise RunLockedError(f"{self.dir} is a file where xlt keeps its lock folder: remove it "
+                                 f"(rm '{self.dir}') and rerun")
+        try:
+            self.dir.mkdir(parents=True, exist_ok=True)
+            if self.rank > 0:
+                return self._join()
+            return self._take()
+        except PermissionError as err:
+            raise RunLockedError(f"cannot write the lock folder {self.dir} ({err.strerror}): make it writable "
+                                 f"(chmod u+rwx '{self.dir}') or give this run another run_root") from None
+
+    def _take(self) -> RunLock:
         me = {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid()),
               "launch": launch_id(), "started": time.time(), "command": " ".join(sys.argv[1:])[:500]}
         for _ in range(2):  # a second try after removing a stale lock of our own name
@@ -149,6 +166,7 @@ class RunLock:
                 raise self._refuse(self.path, info) from None
             with os.fdopen(fd, "w") as f:
                 json.dump(me, f)
+            self.owner = _owner(me)
             break
         else:  # pragma: no cover - only when another process keeps recreating the lock
             raise self._refuse(self.path, self._read(self.path) or {})  # noqa: RET503
@@ -167,7 +185,8 @@ class RunLock:
                 info = read_state(self.path, LOCK)
             except Damaged:
                 info = None  # being written by rank 0
-            if info and info.get("launch") == launch_id():
+            if info and info.get("launch") == launch_id() and _alive(info) is not False:
+                self.owner = _owner(info)  # not a dead earlier launch's lock with the same rendezvous
                 return self
             if info and _alive(info) is not False and info.get("launch") != launch_id():
                 raise self._refuse(self.path, info)

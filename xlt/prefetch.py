@@ -10,7 +10,9 @@ Run it on a machine with network access (a login node); the jobs then run on off
     ... --check       offline: report what is NOT in the cache yet (sets HF_HUB_OFFLINE=1)
 
 Models and tokenizers are fetched with ``huggingface_hub.snapshot_download`` (config, tokenizer and
-safetensors weights; ``*.bin`` only when a repository has no safetensors). Datasets are fetched through
+safetensors weights; ``pytorch_model*.bin`` only when a repository has no safetensors, read offline with
+torch's ``weights_only=True`` loader: :mod:`xlt.weights`); each model's line names the weights file the
+offline run loads. Datasets are fetched through
 xlt's own loaders (the same ``load_dataset`` calls the stages make), which fill the Hub cache and the
 ``datasets`` Arrow cache that offline runs read; URLs go through ``datasets``' ``cached_path``.
 """
@@ -23,16 +25,17 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from xlt.cluster import read_sweep
 from xlt.errors import XltError
 from xlt.hub import prefetch_hint  # noqa: F401  (re-exported: the hint is part of prefetch's interface)
 from xlt.resources import Resource, compose, merge, resources_for
+from xlt.weights import BASE_PATTERNS, SAFETENSORS_PATTERNS, describe, snapshot, weights_file
 
-# Files of a model repository that loading a model and its tokenizer needs.
-MODEL_PATTERNS = ["*.json", "*.safetensors", "*.model", "*.txt", "tokenizer*", "*.tiktoken", "*.py.lock"]
-BIN_PATTERNS = ["pytorch_model*.bin", "pytorch_model.bin.index.json"]
+# Files of a model repository that loading a model and its tokenizer needs (xlt.weights: the weights the
+# loaders read, safetensors or else the pickle).
+MODEL_PATTERNS = BASE_PATTERNS + SAFETENSORS_PATTERNS
 
 
 @dataclass
@@ -60,8 +63,6 @@ def plan(runs: Sequence[Sequence[str]]) -> list[Planned]:
 def runs_from_args(ns: argparse.Namespace) -> list[list[str]]:
     """The runs named on the command line. Plain overrides apply to every ``--recipes``/``--sweep`` run;
     a ``+recipe=`` among them is a run of its own."""
-    from xlt.cluster import read_sweep
-
     common = [o for o in ns.overrides if not o.startswith("+recipe=")]
     runs: list[list[str]] = []
     if any(o.startswith("+recipe=") for o in ns.overrides) or not (ns.recipes or ns.sweep):
@@ -78,21 +79,18 @@ def runs_from_args(ns: argparse.Namespace) -> list[list[str]]:
 
 
 def fetch_model(res: Resource, local_only: bool = False) -> str:
-    """Snapshot a model/tokenizer repository into the HF cache; return its local folder."""
+    """Snapshot a model/tokenizer repository into the HF cache; return its local folder. A model's weights
+    are the ones the offline run will load (:func:`xlt.weights.snapshot`)."""
+    if res.kind == "model":
+        return snapshot(res.repo_id, res.revision, local_only=local_only)
     from huggingface_hub import snapshot_download
 
-    patterns = MODEL_PATTERNS if res.kind == "model" else [p for p in MODEL_PATTERNS if "safetensors" not in p]
-    folder = snapshot_download(res.repo_id, revision=res.revision, allow_patterns=patterns, local_files_only=local_only)
-    if res.kind == "model" and not any(Path(folder).rglob("*.safetensors")):
-        folder = snapshot_download(res.repo_id, revision=res.revision, allow_patterns=patterns + BIN_PATTERNS,
-                                   local_files_only=local_only)
-        if not any(Path(folder).rglob("*.bin")):
-            raise XltError(f"{res.repo_id}: no safetensors or pytorch_model*.bin weights in the snapshot at {folder}")
-    return folder
+    return snapshot_download(res.repo_id, revision=res.revision, allow_patterns=BASE_PATTERNS,
+                             local_files_only=local_only)
 
 
 def _source_for(cfg: Any, key: str) -> Any:
-    from xlt.data.sources import SOURCES
+    from xlt.data.sources import SOURCES  # lazy: start-up time
 
     name = key.split(".")[-1]
     return SOURCES[name](cfg.data.sources[name])
@@ -110,7 +108,7 @@ def fetch_dataset(cfg: Any, res: Resource, key: str, done: set[tuple[Any, ...]],
             done.add(tag)
             report(f"  fetched {key} [{split}]")
         return
-    from xlt.data.benchmarks import get_benchmark
+    from xlt.data.benchmarks import get_benchmark  # lazy: start-up time
 
     name = key.split(".")[-1]
     bcfg = cfg.eval.benchmarks[name]
@@ -143,7 +141,8 @@ def fetch_all(planned: list[Planned], report: Callable[[str], None] = print) -> 
                 if tag not in done:
                     folder = fetch_model(res)
                     done.add(tag)
-                    report(f"  fetched {res.describe()} -> {folder}")
+                    weights = f" (offline runs load {describe(weights_file(folder))})" if res.kind == "model" else ""
+                    report(f"  fetched {res.describe()} -> {folder}{weights}")
             elif res.kind == "url":
                 tag = ("url", res.repo_id)
                 if tag not in done:
@@ -193,7 +192,7 @@ def _try_offline(p: Planned, res: Resource) -> str | None:
             for key in res.used_by:
                 if key.startswith("eval.benchmarks."):
                     # Also the language listing the evaluate stage does when no languages are set.
-                    from xlt.data.benchmarks import get_benchmark
+                    from xlt.data.benchmarks import get_benchmark  # lazy: start-up time
 
                     bcfg = p.cfg.eval.benchmarks[key.split(".")[-1]]
                     get_benchmark(bcfg.kind).select_languages(bcfg)

@@ -27,7 +27,7 @@ def compare_main(argv: list[str]) -> int:
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap")
     args = parser.parse_args(argv)
-    from xlt.reporting.comparison import compare_runs
+    from xlt.reporting.comparison import compare_runs  # lazy: start-up time
 
     try:
         compare_runs(args.compare, args.out, samples=args.bootstrap_samples, seed=args.seed)

@@ -17,7 +17,10 @@ from typing import Any
 
 from omegaconf import DictConfig
 
+from xlt import config as xcfg
+from xlt.config import CONF_DIR
 from xlt.config.model import TINY_MODEL_ID
+from xlt.config.overrides import entry_overrides, new_entries
 from xlt.errors import ConfigError
 from xlt.hub import is_local
 
@@ -90,7 +93,7 @@ def model_resources(model: Any) -> list[Resource]:
 
 def source_resources(cfg: Any) -> list[Resource]:
     """Training sources of the build_data stage that are read from the Hub or a URL."""
-    from xlt.data.sources import SOURCES
+    from xlt.data.sources import SOURCES  # lazy: start-up time
 
     out: list[Resource] = []
     for name, src in cfg.data.sources.items():
@@ -126,7 +129,7 @@ def benchmark_languages(kind: str, bcfg: Any) -> tuple[str, ...]:
     "All" is what the benchmark's definition knows (``known_languages``); empty for a benchmark whose
     list grows upstream, meaning "every config on the Hub".
     """
-    from xlt.data.benchmarks import get_benchmark
+    from xlt.data.benchmarks import get_benchmark  # lazy: start-up time
 
     bench = get_benchmark(kind)
     if bcfg.languages:
@@ -136,7 +139,7 @@ def benchmark_languages(kind: str, bcfg: Any) -> tuple[str, ...]:
 
 def eval_resources(cfg: Any) -> list[Resource]:
     """Benchmarks (configs and splits) and any model the evaluate stage loads from the Hub."""
-    from xlt.data.benchmarks import get_benchmark
+    from xlt.data.benchmarks import get_benchmark  # lazy: start-up time
 
     e = cfg.eval
     out: list[Resource] = []
@@ -180,22 +183,22 @@ def resources_for(cfg: DictConfig | Any) -> list[Resource]:
     return merge(out)
 
 
-def compose(recipe: str | None, overrides: Sequence[str] = ()) -> DictConfig:
-    """The validated config of ``+recipe=<recipe> overrides...``, composed as the entry points do."""
+def compose(recipe: str | None, overrides: Sequence[str] = (), stages: Sequence[str] | None = None) -> DictConfig:
+    """The validated config of ``+recipe=<recipe> overrides...``, composed as the entry points do (validated
+    for ``stages``; None: the stages it lists)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
     from hydra.errors import HydraException
-
-    from xlt import config as xcfg
-    from xlt.config import CONF_DIR
 
     args = [o for o in overrides if not o.lstrip("+").startswith("recipe=")]
     if recipe is None:
         recipe = next((o.partition("=")[2] for o in overrides if o.lstrip("+").startswith("recipe=")), None)
     if recipe:
         args.insert(0, f"+recipe={recipe}")
-    xcfg.register()
+    args = entry_overrides(args)
+    entries = new_entries(args)
+    xcfg.register(entries)
     if GlobalHydra.instance().is_initialized():
         GlobalHydra.instance().clear()
     try:
@@ -203,4 +206,7 @@ def compose(recipe: str | None, overrides: Sequence[str] = ()) -> DictConfig:
             cfg = hydra_compose(config_name="config", overrides=args)
     except HydraException as err:
         raise ConfigError(f"cannot compose {' '.join(args) or '(no overrides)'}: {err}") from None
-    return xcfg.validate(cfg)
+    finally:
+        if entries:  # the entries belong to this composition only: the next one starts from the plain schema
+            xcfg.register()
+    return xcfg.validate(cfg, stages)

@@ -30,6 +30,7 @@ from xlt.files import (  # noqa: F401  (re-exported: the run directory is writte
     atomic_write_text,
     remove_path,
 )
+from xlt.state import MARKER, read_state
 
 
 def shard(items: list, index: int, num: int) -> list:
@@ -93,8 +94,6 @@ class RunDir:
     def done_info(self, stage: str) -> dict[str, Any]:
         """The stage's done-marker, checked (:func:`xlt.state.read_state`): {} when absent;
         :class:`xlt.state.Damaged` when it is not a marker xlt wrote."""
-        from xlt.state import MARKER, read_state
-
         return read_state(self.marker(stage), MARKER) or {}
 
     def mark_done(self, stage: str, info: dict[str, Any] | None = None) -> None:

@@ -7,6 +7,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from xlt.errors import ConfigError
+
 # A key component that names a secret (``hf_token``, ``api_key``, ``password``), not ``tokenizer`` or
 # ``max_new_tokens``.
 _SECRET_KEY = re.compile(r"(^|[_-])(api[_-]?key|access[_-]?key|token|secret|password|passwd|auth)([_-]|$)", re.IGNORECASE)
@@ -72,8 +74,6 @@ def reject_secret_overrides(overrides: list[str]) -> None:
     """Raise :class:`ConfigError` if an override passes a secret: it would be stored in the run directory's
     name, its config and its call log. Secrets belong in the environment (``HF_TOKEN``,
     ``WANDB_API_KEY``) or the tools' own login (``huggingface-cli login``, ``wandb login``)."""
-    from xlt.errors import ConfigError
-
     for override in overrides:
         key = secret_override(str(override))
         if key is not None:

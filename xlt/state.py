@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import XltError
+from xlt.files import atomic_write_json
+from xlt.fingerprint import path_fingerprint
 
 log = logging.getLogger("xlt.state")
 
@@ -118,6 +120,8 @@ def read_state(path: str | os.PathLike[str], schema: Schema | None = None) -> An
         value = json.loads(text)
     except ValueError as err:
         raise Damaged(path, f"not valid JSON ({err.msg} at line {err.lineno})") from None
+    except RecursionError:
+        raise Damaged(path, "JSON nested too deeply to be what xlt writes") from None
     if schema is not None:
         problem = check_schema(value, schema)
         if problem:
@@ -141,6 +145,8 @@ def read_jsonl_state(path: str | os.PathLike[str], schema: Schema | None = None)
             row = json.loads(line)
         except ValueError as err:
             raise Damaged(path, f"line {lineno}: not valid JSON ({err.msg})") from None
+        except RecursionError:
+            raise Damaged(path, f"line {lineno}: JSON nested too deeply to be what xlt writes") from None
         if schema is not None:
             problem = check_schema(row, schema)
             if problem:
@@ -179,3 +185,34 @@ def load_dataset_dir(path: str | os.PathLike[str]) -> Any:
     except Exception as err:  # noqa: BLE001 - pyarrow/datasets raise many types for a damaged folder
         raise Damaged(path, f"unreadable dataset ({type(err).__name__}: {str(err)[:200]})") from None
     return ds
+
+
+def data_fingerprint(folder: str | os.PathLike[str], record: str | None = None) -> str:
+    """Fingerprint of a folder's data as xlt wrote it: every file but the ``record`` that seals it, dot files
+    and ``datasets`` map caches (``cache-*``, ``tmp*``). Arrow files cannot be checked by their structure
+    alone (a truncated stream reads short), so folders of them are sealed with this fingerprint."""
+    root = Path(folder)
+    if not root.is_dir():
+        return path_fingerprint(root)
+    files = [p for p in root.rglob("*") if p.is_file() and p.name != record
+             and not p.name.startswith(("cache-", "tmp", "."))]
+    return path_fingerprint(root, files)
+
+
+def seal(folder: str | os.PathLike[str], record: str, value: dict[str, Any]) -> None:
+    """Write ``value`` with the fingerprint of the folder's data as its ``record`` file (last, atomically)."""
+    atomic_write_json(Path(folder) / record, {**value, "fingerprint": data_fingerprint(folder, record)})
+
+
+def read_sealed(folder: str | os.PathLike[str], record: str, schema: Schema | None = None) -> tuple[Any, Any] | None:
+    """``(record, dataset)`` of a folder written by :func:`seal`, checked: None when it has no record (not
+    finished); :class:`Damaged` when the record is damaged or the data is no longer what was sealed."""
+    folder = Path(folder)
+    value = read_state(folder / record, {**(schema or {}), "fingerprint": str})
+    if value is None:
+        return None
+    now = data_fingerprint(folder, record)
+    if now != value["fingerprint"]:
+        raise Damaged(folder, f"its data changed since it was written (sealed fingerprint {value['fingerprint']}, "
+                              f"now {now}: a file edited, truncated or replaced)")
+    return value, load_dataset_dir(folder)

@@ -18,6 +18,7 @@ from typing import Any
 
 from xlt.errors import ConfigError
 from xlt.run import RunDir, is_main_process
+from xlt.secrets import redact_config
 
 log = logging.getLogger("xlt.tracking")
 
@@ -47,8 +48,6 @@ def init(cfg: Any, run: RunDir, job_type: str = "train"):
         return None
     import wandb
     from omegaconf import OmegaConf
-
-    from xlt.secrets import redact_config
 
     lg = cfg.logger
     if lg.mode not in MODES:

@@ -14,7 +14,7 @@ from omegaconf import OmegaConf
 from xlt import config as xcfg
 from xlt import languages as langtab
 from xlt.data.benchmarks import get_benchmark
-from xlt.scoring.metrics import accuracy_with_ci
+from xlt.metrics import accuracy_with_ci
 
 MODELS = {
     "XLM-R": {"name": "xlmr_base", "name_or_path": "FacebookAI/xlm-roberta-base"},
@@ -39,8 +39,12 @@ def write_language(run: Path, bench: str, kind: str, lang: str, correct: np.ndar
     d = run / "eval" / bench
     (d / "predictions").mkdir(parents=True, exist_ok=True)
     k = n_options or 4
+    masks = get_benchmark(kind).item_subsets(meta) if meta is not None else {}
+    own = {name: m for name, m in masks.items() if name != "full"}  # each question's subsets, as evaluate writes them
     lines = [json.dumps({"id": f"q{i}", "language": lang, "gold": 0, "prediction": 0 if c else 1, "job": "j",
-                         "scores": [float(j == (0 if c else 1)) for j in range(k)]}) for i, c in enumerate(correct)]
+                         "scores": [float(j == (0 if c else 1)) for j in range(k)],
+                         **({"subsets": [s for s, m in own.items() if m[i]]} if own else {})})
+             for i, c in enumerate(correct)]
     (d / "predictions" / f"{lang}.jsonl").write_text("\n".join(lines) + "\n")
     lt = langtab.lookup(lang)
     result = {"benchmark": bench, "kind": kind, "language": lang, "code": lt.code if lt else lang, "split": "test",
@@ -69,7 +73,8 @@ def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, tr
     """A finished run: ``belebele`` {code: accuracy}, ``gmmlu`` {code: (CS accuracy, CA accuracy)}.
 
     ``llm`` makes it an LLM run (``eval.scorer=llm``); ``belebele_tt`` adds a translate-test benchmark;
-    ``others`` {name: {"kind", "accuracies": {code: accuracy}, "n_options"[, "translate_test"]}} benchmarks of other kinds
+    ``others`` {name: {"kind", "accuracies": {code: accuracy}, "n_options"[, "translate_test", "machine_translated"]}}
+    benchmarks of other kinds or variants
     (e.g. one a test registers; their config entries are added to ``config.yaml`` as recorded, unvalidated).
     """
     benches: dict[str, Any] = {}
@@ -87,7 +92,8 @@ def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, tr
     recorded = OmegaConf.to_container(cfg)
     for name, spec in (others or {}).items():
         tt = bool(spec.get("translate_test"))
-        recorded["eval"]["benchmarks"][name] = {"kind": spec["kind"], "translate_test": tt}
+        recorded["eval"]["benchmarks"][name] = {"kind": spec["kind"], "translate_test": tt,
+                                                **({"machine_translated": True} if spec.get("machine_translated") else {})}
         for lang, acc in spec["accuracies"].items():
             write_language(path, name, spec["kind"], lang, correct_vector(n, acc, offset), n_options=spec["n_options"],
                            translate_test=tt)

@@ -95,6 +95,10 @@ def test_compare_page_with_ten_runs(browser, pages):
     page, problems = open_page(browser, pages["compare"])
     assert page.locator(".finding").count() == 8
     assert page.locator(".finding.holds").count() >= 1
+    # every verdict shows the paper's sentence beside it (quoted, or marked as a paraphrase)
+    quotes = page.locator(".finding .quote").all_inner_texts()
+    assert len(quotes) == 8 and all(q.startswith("The paper: ") for q in quotes)
+    assert any("\u201cWe also observe that larger vocabulary size" in q for q in quotes)
     # the DOM stays small enough for 122 languages x 10 runs
     assert page.evaluate("document.getElementsByTagName('*').length") < 40_000
     sbs = "belebele-sbs"
@@ -141,4 +145,4 @@ def test_run_page_lists_provenance_and_notes(pages):
     assert ["belebele: scored model fingerprint", '{"sha": "m"}'] in rows
     assert any(k.startswith("global_mmlu: data") and v == "hub:fake" for k, v in rows)
     titles = [s["title"] for s in page["sections"]]
-    assert titles == ["provenance", "belebele (belebele)", "global_mmlu (global_mmlu)"]
+    assert titles == ["provenance", "Belebele", "Global-MMLU"]

@@ -73,6 +73,13 @@ def test_fixed_scorer_known_accuracy_and_subsets(data, tmp_path):
     # categories cycle with i%6: i=3 -> Medical, 7 -> Humanities, 11 -> Other
     assert sub["category/Medical"] == {**sub["category/Medical"], "n": 2, "correct": 1, "accuracy": 50.0}
     assert sub["category/STEM"]["accuracy"] == 0.0
+    # each prediction names its item's subsets (what the findings' bootstrap over questions resamples)
+    preds = [json.loads(x) for x in (run.eval / "global_mmlu" / "predictions" / "sw.jsonl").read_text().splitlines()]
+    assert [("CS" in p["subsets"], "CA" in p["subsets"], "MA" in p["subsets"]) for p in preds[:3]] == [
+        (True, False, True), (False, True, True), (False, False, False)]
+    assert sum("CA" in p["subsets"] for p in preds) == 6 and "full" not in preds[0]["subsets"]
+    b = [json.loads(x) for x in (run.eval / "belebele" / "predictions" / "arb_Arab.jsonl").read_text().splitlines()]
+    assert "subsets" not in b[0]  # Belebele has no subsets of its own
     assert sum(gmmlu_cs_label(i) == "CS" and gmmlu_gold(i) == 2 for i in range(12)) == 0
 
 

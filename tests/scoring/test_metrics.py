@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from xlt.data.benchmarks import get_benchmark
-from xlt.scoring.metrics import (
+from xlt.metrics import (
     accuracy,
     accuracy_with_ci,
     bootstrap_ci,
@@ -103,9 +103,27 @@ def test_subsets_and_summary_of_a_definition_with_subsets():
 
 
 def test_chance_level_is_the_mean_of_one_over_each_items_options():
-    from xlt.scoring.metrics import chance_level
+    from xlt.metrics import chance_level
 
     assert chance_level([4] * 9) == 25.0
     assert chance_level([3, 3]) == pytest.approx(100 / 3)
     assert chance_level([2, 3, 5]) == pytest.approx(100 * (1 / 2 + 1 / 3 + 1 / 5) / 3)
     assert chance_level([]) is None
+
+
+def test_holm_adjust_and_the_mean_difference_bootstrap():
+    from xlt.metrics import bootstrap_mean_diff, holm_adjust
+
+    # sorted: 0.005*4=0.02, 0.01*3=0.03, 0.03*2=0.06, 0.04*1=0.04 -> monotone 0.06
+    assert holm_adjust([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    adj = holm_adjust([0.5, float("nan"), 0.9])
+    assert adj[0] == pytest.approx(1.0) and np.isnan(adj[1]) and adj[2] == pytest.approx(1.0)
+    a = np.array([1, 0, 1, 1, 0, 0, 1, 0] * 10, dtype=bool)
+    b = np.roll(a, 1)
+    # 0/1 answers: the same draws as paired_bootstrap
+    assert bootstrap_mean_diff(b.astype(int) - a.astype(int), 300, 4, support=(-1, 0, 1)) == paired_bootstrap(a, b, 300, 4)
+    # seed means (multiples of 1/3): the observed mean, an interval around it; none: NaN
+    d = np.array([1 / 3, 0, 2 / 3, -1 / 3] * 20)
+    t = bootstrap_mean_diff(d, 500, 0)
+    assert t["diff"] == pytest.approx(100 * d.mean()) and t["ci_low"] < t["diff"] < t["ci_high"]
+    assert np.isnan(bootstrap_mean_diff([], 100, 0)["p_value"])

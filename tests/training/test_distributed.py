@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -143,3 +145,112 @@ def test_accelerate_launch_of_the_whole_pipeline(tmp_path, request, deepspeed):
         # ZeRO-3 partitions parameters from construction on; the saved weights are gathered, full-shape.
         emb = weights["roberta.embeddings.word_embeddings.weight"]
         assert emb.shape[1] == 64 and emb.abs().sum() > 0
+
+
+# --- preemption under `accelerate launch --multi_gpu --num_processes 2` ------------------------------------
+# The workers pause at the end of optimizer step PAUSE_AT (before the callbacks run) until their stop
+# request has arrived: a hook loaded at interpreter start (sitecustomize, workers only), so the signal lands
+# mid-run at a known step, not in a race with 6 fast steps. Step 4 is not a save step (eval_steps=3).
+PAUSE_AT = 4
+PAUSE_HOOK = """
+import os, time
+from pathlib import Path
+if os.environ.get("XLT_PAUSE_AT") and "RANK" in os.environ and os.environ["RANK"] in os.environ["XLT_PAUSE_RANKS"].split(","):
+    import transformers.trainer_callback as tc
+
+    _real = tc.CallbackHandler.on_step_end
+
+    def on_step_end(self, args, state, control):
+        if state.global_step == int(os.environ["XLT_PAUSE_AT"]):
+            from xlt import cluster
+
+            Path(os.environ["XLT_PAUSE_DIR"], "paused-" + os.environ["RANK"]).write_text(str(os.getpid()))
+            end = time.time() + 120
+            while cluster.preemption_requested() is None and time.time() < end:
+                time.sleep(0.05)
+        return _real(self, args, state, control)
+
+    tc.CallbackHandler.on_step_end = on_step_end
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _wait(cond, timeout: float, what: str) -> None:
+    end = time.time() + timeout
+    while not cond():
+        assert time.time() < end, what
+        time.sleep(0.1)
+
+
+def _preempted_launch(tmp_path: Path, pause_ranks: str, send) -> tuple[RunDir, subprocess.CompletedProcess, list[int]]:
+    """Launch the ddp_pipeline's command in ``tmp_path``, let ranks ``pause_ranks`` pause at step PAUSE_AT,
+    then ``send(launcher, worker_pids)``; return the run, the launcher's outcome and the worker pids."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(PAUSE_HOOK)
+    args = ["+recipe=demo", f"run_root={tmp_path}", *PIPELINE, "training.per_device_train_batch_size=8"]
+    env = {**ENV, "PYTHONPATH": f"{hook}{os.pathsep}{ROOT}", "XLT_PAUSE_AT": str(PAUSE_AT),
+           "XLT_PAUSE_RANKS": pause_ranks, "XLT_PAUSE_DIR": str(tmp_path)}
+    launcher = subprocess.Popen([*_accelerate(2, "--multi_gpu"), "-m", "xlt.train", *args], cwd=ROOT, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids: list[int] = []
+    try:
+        paused = [tmp_path / f"paused-{r}" for r in pause_ranks.split(",")]
+        _wait(lambda: all(p.exists() for p in paused) or launcher.poll() is not None, 600, "no rank paused")
+        assert launcher.poll() is None, launcher.communicate()[1][-3000:]
+        pids = [int(p.read_text()) for p in paused]
+        send(launcher, pids)
+        out, err = launcher.communicate(timeout=300)
+        return RunDir(tmp_path / run_name(args)), subprocess.CompletedProcess(launcher.args, launcher.returncode, out, err), pids
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+
+
+@pytest.mark.slow
+def test_usr1_to_the_launcher_checkpoints_every_rank_and_the_rerun_matches(tmp_path, ddp_pipeline):
+    """USR1 to `accelerate launch` only (its agent does not handle USR1: the launcher dies at once). Its
+    workers get TERM as it dies (PR_SET_PDEATHSIG), agree on the step, write one complete checkpoint there
+    and exit with the requeue status; none outlives the launcher. The rerun resumes from that checkpoint and
+    ends with the model bytes of the uninterrupted 2-rank run."""
+    from xlt.training.checkpoints import checkpoint_problem
+
+    run, proc, pids = _preempted_launch(tmp_path, "0,1", lambda launcher, pids: launcher.send_signal(signal.SIGUSR1))
+    assert proc.returncode == -signal.SIGUSR1
+    _wait(lambda: not any(_alive(p) for p in pids), 120, "a worker outlived its launcher")
+    saved = sorted(p.name for p in run.checkpoints.glob("checkpoint-*"))
+    assert saved == ["checkpoint-3", f"checkpoint-{PAUSE_AT}"], saved
+    assert checkpoint_problem(run.checkpoints / f"checkpoint-{PAUSE_AT}") is None
+    assert not run.model.exists() and not run.is_done("train")
+
+    rerun = subprocess.run([*_accelerate(2, "--multi_gpu"), "-m", "xlt.train", "+recipe=demo", f"run_root={tmp_path}",
+                            *PIPELINE, "training.per_device_train_batch_size=8"], cwd=ROOT, env=ENV,
+                           capture_output=True, text=True, timeout=900)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    m = _metrics(run)
+    assert m["resumed_from"].endswith(f"checkpoint-{PAUSE_AT}") and m["global_step"] == STEPS
+    assert (run.model / "model.safetensors").read_bytes() == (ddp_pipeline.model / "model.safetensors").read_bytes()
+
+
+@pytest.mark.slow
+def test_term_to_the_launcher_stops_every_rank_at_the_same_step(tmp_path):
+    """TERM to `accelerate launch`, as slurm/common.sh sends it: the agent forwards it to both workers. Rank 1
+    pauses at step PAUSE_AT until it has the signal, while rank 0 already waits in the step-end reduction
+    of the stop flag (its own flag read before the signal came): the reduction makes both save that step,
+    with its completeness record, and exit with the requeue status; no worker outlives the launcher."""
+    from xlt.training.checkpoints import checkpoint_problem
+
+    run, proc, pids = _preempted_launch(tmp_path, "1", lambda launcher, pids: launcher.send_signal(signal.SIGTERM))
+    assert proc.returncode != 0
+    _wait(lambda: not any(_alive(p) for p in pids), 120, "a worker outlived its launcher")
+    saved = sorted(p.name for p in run.checkpoints.glob("checkpoint-*"))
+    assert saved == ["checkpoint-3", f"checkpoint-{PAUSE_AT}"], saved
+    assert checkpoint_problem(run.checkpoints / f"checkpoint-{PAUSE_AT}") is None
+    assert "preempted (SIGTERM received; checkpoint saved at step 4)" in proc.stderr, proc.stderr[-3000:]

@@ -7,11 +7,12 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import make_cfg
-from xlt.contract import call_stage
+from xlt.contract import call_stage, checked_train_set
 from xlt.stages import translate as stage
 
 
-@pytest.mark.parametrize("what", ["record_garbage", "record_other_shape", "record_deleted", "arrow_deleted"])
+@pytest.mark.parametrize("what", ["record_garbage", "record_other_shape", "record_deleted", "arrow_deleted",
+                                  "arrow_truncated"])
 def test_a_damaged_merged_translation_is_redone_identically(run, caplog, what):
     call_stage("translate", make_cfg(), run)
     folder = stage.language_dir(run, "fra_Latn")
@@ -23,6 +24,9 @@ def test_a_damaged_merged_translation_is_redone_identically(run, caplog, what):
         record.write_text('{"units": "all"}')
     elif what == "record_deleted":
         record.unlink()
+    elif what == "arrow_truncated":  # a truncated Arrow stream still reads, short: only the seal shows it
+        arrow = next(folder.glob("train/data-*.arrow"))
+        arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
     else:
         next(folder.glob("train/data-*.arrow")).unlink()
     call_stage("translate", make_cfg(), run)
@@ -31,3 +35,34 @@ def test_a_damaged_merged_translation_is_redone_identically(run, caplog, what):
     assert (folder / stage.MERGED_FILE).is_file()
     if what != "record_deleted":
         assert "fra_Latn" in caplog.text and "translated again" in caplog.text
+
+
+def test_the_union_reads_only_sealed_translations(run):
+    """Training reads each language through its seal: a translation changed after the translate stage is a
+    clear error naming the folder and the fix, not a silently shorter training set."""
+    from xlt.errors import DataError
+    from xlt.translation.union import build_train_all
+
+    cfg = make_cfg()
+    call_stage("translate", cfg, run)
+    assert build_train_all(cfg, run, lambda: checked_train_set(run))["train"].num_rows > 0
+    arrow = next(stage.language_dir(run, "fra_Latn").glob("train/data-*.arrow"))
+    arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
+    with pytest.raises(DataError, match=r"fra_Latn: its data changed since it was written.*rerun the translate stage"):
+        build_train_all(cfg, run, lambda: checked_train_set(run))
+
+
+def test_a_damaged_part_is_translated_again(run, caplog):
+    cfg = make_cfg()
+    source = stage.load_train_set(run)
+    unit = stage.plan_units({s: source[s].num_rows for s in stage.SPLITS}, ["fra_Latn"], 5000)[0]
+    from xlt.translation.backends import build_translator
+    from xlt.translation.cache import TranslationCache
+
+    with TranslationCache(stage.cache_path(cfg, run)) as cache:
+        stage.translate_unit(cfg, run, unit, source, build_translator(cfg.translate), cache)
+    assert stage.is_part_done(run, unit)
+    arrow = next(stage.part_dir(run, unit).glob("data-*.arrow"))
+    arrow.write_bytes(arrow.read_bytes()[:-8])
+    assert not stage.is_part_done(run, unit)
+    assert "translated again" in caplog.text and not stage.part_dir(run, unit).exists()

@@ -9,7 +9,7 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import english_rows, make_cfg
-from xlt.contract import call_stage
+from xlt.contract import call_stage, checked_train_set
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.stages import translate as stage
@@ -23,7 +23,7 @@ def translated(run):
 
 
 def test_union_all_rows(translated):
-    dd = build_train_all(make_cfg(), translated)
+    dd = build_train_all(make_cfg(), translated, lambda: checked_train_set(translated))
     assert dd["train"].features == TRANSLATED_FEATURES
     assert Counter(dd["train"]["language"]) == {"eng_Latn": 14, "fra_Latn": 14, "deu_Latn": 14}
     assert Counter(dd["dev"]["language"]) == {"eng_Latn": 5, "fra_Latn": 5, "deu_Latn": 5}
@@ -36,16 +36,16 @@ def test_union_all_rows(translated):
 
 def test_union_is_deterministic_and_seeded(translated):
     cfg = make_cfg(sampling={"strategy": "cap", "max_rows_per_language": 6})
-    a = build_train_all(cfg, translated)["train"]["question_id"]
-    b = build_train_all(cfg, translated)["train"]["question_id"]
+    a = build_train_all(cfg, translated, lambda: checked_train_set(translated))["train"]["question_id"]
+    b = build_train_all(cfg, translated, lambda: checked_train_set(translated))["train"]["question_id"]
     assert a == b
     cfg.data.seed = 7
-    assert build_train_all(cfg, translated)["train"]["question_id"] != a
+    assert build_train_all(cfg, translated, lambda: checked_train_set(translated))["train"]["question_id"] != a
 
 
 def test_union_cap_and_dev_cap(translated):
     cfg = make_cfg(sampling={"strategy": "cap", "max_rows_per_language": 6, "max_dev_rows_per_language": 2})
-    dd = build_train_all(cfg, translated)
+    dd = build_train_all(cfg, translated, lambda: checked_train_set(translated))
     assert Counter(dd["train"]["language"]) == {"eng_Latn": 6, "fra_Latn": 6, "deu_Latn": 6}
     assert Counter(dd["dev"]["language"]) == {"eng_Latn": 2, "fra_Latn": 2, "deu_Latn": 2}
     per_lang_ids = [r["question_id"] for r in dd["train"] if r["language"] == "fra_Latn"]
@@ -54,7 +54,7 @@ def test_union_cap_and_dev_cap(translated):
 
 def test_union_without_english(translated):
     cfg = make_cfg(sampling={"include_english": False})
-    assert set(build_train_all(cfg, translated)["train"]["language"]) == {"fra_Latn", "deu_Latn"}
+    assert set(build_train_all(cfg, translated, lambda: checked_train_set(translated))["train"]["language"]) == {"fra_Latn", "deu_Latn"}
 
 
 def test_temperature_sampling_sizes():
@@ -77,13 +77,13 @@ def test_sample_indices_upsamples_with_all_rows():
 
 def test_union_temperature_upsamples(translated):
     cfg = make_cfg(sampling={"strategy": "temperature", "temperature": 2.0, "total_rows": 60})
-    dd = build_train_all(cfg, translated)
+    dd = build_train_all(cfg, translated, lambda: checked_train_set(translated))
     assert Counter(dd["train"]["language"]) == {"eng_Latn": 20, "fra_Latn": 20, "deu_Latn": 20}
 
 
 def test_union_needs_translations(run):
     with pytest.raises(ConfigError, match=r"translations into 'fra_Latn' are configured.*run the translate stage"):
-        build_train_all(make_cfg(), run)
+        build_train_all(make_cfg(), run, lambda: checked_train_set(run))
 
 
 # Import of ready translations ------------------------------------------------------------------------
@@ -105,7 +105,7 @@ def test_import_flat_jsonl_and_folder(tmp_path, run):
     report = json.loads((run.data / "translation_report.json").read_text())
     assert report["imported"] is True
     # The union works on imported data exactly as on translated data.
-    assert Counter(build_train_all(make_cfg(), run)["train"]["language"])["deu_Latn"] == 4
+    assert Counter(build_train_all(make_cfg(), run, lambda: checked_train_set(run))["train"]["language"])["deu_Latn"] == 4
 
 
 def test_import_save_to_disk_folder(tmp_path, run):

@@ -9,63 +9,34 @@ bypass the schema.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import DictConfig, OmegaConf
 
-from xlt.config.data import DataConfig
-from xlt.config.eval import EvalConfig
-from xlt.config.fields import check_values, neutral, opt
-from xlt.config.logger import LoggerConfig
-from xlt.config.model import ModelConfig
-from xlt.config.paths import CONF_DIR  # noqa: F401  (re-exported)
-from xlt.config.training import TrainingConfig
-from xlt.config.translate import TranslateConfig
+from xlt.config.fields import check_values
+from xlt.config.keys import run_name
+from xlt.config.overrides import checked_run_root
+from xlt.config.paths import CONF_DIR
+from xlt.config.rules import STAGES, cross_field_errors
+from xlt.config.schema import XltConfig
 from xlt.errors import ConfigError
+from xlt.languages import mt_codes
+from xlt.registry import include
 
-STAGES = ("build_data", "translate", "train", "evaluate", "report")
-
-
-@dataclass
-class XltConfig:
-    """The whole configuration of one xlt run."""
-
-    # The stages `python -m xlt.train` runs, in this order (a subset of STAGES).
-    stages: list[str] = neutral(default_factory=lambda: ["build_data", "train", "evaluate", "report"])
-    seed: int = opt(42, affects="train", ge=0, le=2**32 - 1)  # numpy seeds take 0..2**32-1
-    # Root folder of run directories; each run's folder is derived from the recipe and its overrides.
-    run_root: str = neutral("runs")
-    # Set by the recipe file (its own name); used to name the run directory.
-    recipe_name: str = neutral("none")
-    description: str = neutral("")
-    # Redo the stages that run (and so everything downstream of them): see xlt/contract.py.
-    force: bool = neutral(False)
-    # Hydra multirun (-m): stop the sweep at the first job that fails (default: report it, run the rest).
-    multirun_fail_fast: bool = neutral(False)
-    model: ModelConfig = opt(default_factory=ModelConfig, affects="train")
-    data: DataConfig = opt(default_factory=DataConfig, affects="build_data")
-    translate: TranslateConfig = opt(default_factory=TranslateConfig, affects="translate")
-    training: TrainingConfig = opt(default_factory=TrainingConfig, affects="train")
-    eval: EvalConfig = opt(default_factory=EvalConfig, affects="evaluate")
-    logger: LoggerConfig = neutral(default_factory=LoggerConfig)
+__all__ = ["CONF_DIR", "STAGES", "XltConfig", "register", "validate"]
 
 
 def _mt_languages(model: str, languages: str, exclude: str = "") -> list[str]:
-    from xlt.languages import mt_codes
-
     return mt_codes(model, languages, [exclude] if exclude else [])
 
 
-def register() -> None:
+def register(entries: Sequence[tuple[str, str]] = ()) -> None:
     """Register the root schema (as ``xlt_schema``) so ``conf/config.yaml`` can extend it, and the
     resolvers the config files use (``xlt_assets``, ``xlt_run_root``, ``xlt_run_name``, ``xlt_model_name``,
-    ``xlt_languages``)."""
-    from xlt.config.keys import run_name
-    from xlt.config.overrides import checked_run_root
-
+    ``xlt_languages``). ``entries``: ``(section, name)`` of dict entries the command line adds
+    (:func:`xlt.config.overrides.new_entries`), held in the schema with their defaults."""
     resolvers = {
         "xlt_run_name": lambda overrides: run_name(list(overrides)),
         "xlt_run_root": checked_run_root,
@@ -79,7 +50,12 @@ def register() -> None:
     for name, fn in resolvers.items():
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
-    ConfigStore.instance().store(name="xlt_schema", node=XltConfig)
+    schema = OmegaConf.structured(XltConfig)
+    for section, name in entries:
+        node = OmegaConf.select(schema, section)
+        if name not in node:
+            node[name] = OmegaConf.structured(node._metadata.element_type)
+    ConfigStore.instance().store(name="xlt_schema", node=schema)
 
 
 def validate(cfg: DictConfig | dict[str, Any], stages: Sequence[str] | None = None) -> DictConfig:
@@ -100,8 +76,10 @@ def validate(cfg: DictConfig | dict[str, Any], stages: Sequence[str] | None = No
         key = getattr(err, "full_key", None) or ""
         msg = str(err).splitlines()[0]
         raise ConfigError(f"invalid config key '{key}': {msg}") from None
-    from xlt.config.rules import cross_field_errors
-
+    # Definition files register their kinds before the kinds are checked; the folders are kept absolute, so
+    # the run's config.yaml finds them from anywhere (report --compare reads them there).
+    merged.eval.include_path = [str(Path(str(p)).expanduser().resolve()) for p in merged.eval.include_path]
+    include(merged.eval.include_path)
     errors = check_values(XltConfig, merged) + cross_field_errors(merged, stages)
     if errors:
         raise ConfigError("invalid config:\n  " + "\n  ".join(errors))

@@ -5,16 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from xlt.config.fields import opt
-
-# The sources a data config may name: one entry each of the registry in xlt/data/sources (checked by
-# tests/test_config_validation.py; the config layer imports nothing above it).
+from xlt.registry import SOURCES
 
 
 def source_names() -> tuple[str, ...]:
     """The training sources ``data.sources`` may name: the source registry's (read when a config is checked)."""
-    from xlt.data.sources import SOURCES
-
-    return tuple(SOURCES)
+    return SOURCES.names()
 
 
 @dataclass

@@ -8,7 +8,15 @@ Every schema field is a plain dataclass field; :func:`opt` adds metadata that tw
   changes (``None``: it changes no result, e.g. the logger, run_root, shard settings); ``names_run``
   puts an override of the key into the run directory's name even though it only affects evaluation
   (e.g. ``eval.model``: another model is another run); ``split`` marks keys that only say how work is
-  divided between jobs (dropped from the prefetch command too).
+  divided between jobs (dropped from the prefetch command too);
+* **the hashes of results** (:mod:`xlt.config.keys`, :mod:`xlt.contract`, :mod:`xlt.scoring.results`):
+  ``translator`` marks a setting of the translator, which translate-test results depend on too (the
+  evaluate stage translates with the ``translate`` group's model); ``when=(key, value)`` says a key only
+  changes a result while ``key`` has ``value`` (``eval.llm.*`` only for ``eval.scorer=llm``);
+  ``per_job=False`` marks an evaluate key that selects which results exist without changing any one of
+  them (``eval.benchmarks.*.languages``); ``why`` gives the reason a key is absent from a hash it would
+  otherwise enter: every :func:`neutral` key has one, and so has every ``translate`` key translate-test does
+  not use (``tests/test_hash_coverage.py`` walks every field and holds the schema to this).
 
 A nested dataclass field passes its ``affects``/``names_run`` down to its own fields unless they set their
 own. The top-level sections default to the stage that consumes them (``_SECTION_STAGE`` in keys.py).
@@ -17,6 +25,8 @@ own. The top-level sections default to the stage that consumes them (``_SECTION_
 from __future__ import annotations
 
 import dataclasses
+import functools
+import typing
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -27,9 +37,15 @@ INHERIT = "__inherit__"
 def opt(default: Any = dataclasses.MISSING, *, default_factory: Callable[[], Any] | None = None,
         choices: Sequence[str] | Callable[[], Sequence[str]] | None = None, ge: float | None = None, gt: float | None = None,
         le: float | None = None, affects: str | None = INHERIT, names_run: bool | None = None,
-        split: bool = False) -> Any:
+        split: bool = False, translator: bool | None = None, when: tuple[str, str] | None = None,
+        per_job: bool = True, why: str | None = None, hint: str = "") -> Any:
     """A dataclass field with validation and key-table metadata (see the module docstring)."""
-    meta: dict[str, Any] = {"affects": affects, "split": split}
+    meta: dict[str, Any] = {"affects": affects, "split": split, "per_job": per_job}
+    if hint:  # added to a refusal: how to add a value the choices lack
+        meta["hint"] = hint
+    for name, value in (("translator", translator), ("when", when), ("why", why)):
+        if value is not None:
+            meta[name] = value
     if choices is not None:  # a sequence, or a function returning a registry's names (read when checked)
         meta["choices"] = choices if callable(choices) else tuple(choices)
     for name, bound in (("ge", ge), ("gt", gt), ("le", le)):
@@ -42,9 +58,11 @@ def opt(default: Any = dataclasses.MISSING, *, default_factory: Callable[[], Any
     return dataclasses.field(default=default, metadata=meta)
 
 
-def neutral(default: Any = dataclasses.MISSING, **kw: Any) -> Any:
-    """A field that changes no result (logging, scheduling, where files go)."""
-    return opt(default, affects=None, **kw)
+def neutral(default: Any = dataclasses.MISSING, *, why: str, **kw: Any) -> Any:
+    """A field that changes no result (logging, scheduling, where files go); ``why`` says why not."""
+    if not why.strip():
+        raise ValueError("a neutral field needs its reason (why=...)")
+    return opt(default, affects=None, why=why, **kw)
 
 
 def choices_of(meta: dict[str, Any]) -> tuple[str, ...] | None:
@@ -70,7 +88,8 @@ def check_value(key: str, value: Any, meta: dict[str, Any]) -> str | None:
     if value is None:
         return None
     if "choices" in meta and value not in choices_of(meta):
-        return f"{key}={value!r} is not allowed; use {_describe(meta)}"
+        hint = f"; {meta['hint']}" if "hint" in meta else ""
+        return f"{key}={value!r} is not allowed; use {_describe(meta)}{hint}"
     bounds = [b for b in ("ge", "gt", "le") if b in meta]
     if bounds and (isinstance(value, bool) or not isinstance(value, (int, float))):
         return f"{key}={value!r} must be a number ({_describe(meta)})"
@@ -78,6 +97,12 @@ def check_value(key: str, value: Any, meta: dict[str, Any]) -> str | None:
             "le" in meta and value > meta["le"]):
         return f"{key}={value!r} is out of range; it must be {_describe(meta)}"
     return None
+
+
+@functools.cache
+def type_hints(schema: type) -> dict[str, Any]:
+    """``typing.get_type_hints`` of a schema dataclass, computed once (every stage hash walks the schema)."""
+    return typing.get_type_hints(schema)
 
 
 def dataclass_of(tp: Any) -> type | None:
@@ -96,10 +121,8 @@ def is_dict_field(tp: Any) -> bool:
 
 def check_values(schema: type, values: Any, prefix: str = "") -> list[str]:
     """Every rule violation in ``values`` (a DictConfig/dict shaped like ``schema``), as messages."""
-    import typing
-
     errors: list[str] = []
-    hints = typing.get_type_hints(schema)
+    hints = type_hints(schema)
     for f in dataclasses.fields(schema):
         key = f"{prefix}{f.name}"
         try:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-import typing
 from dataclasses import dataclass
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from xlt.config.fields import INHERIT, dataclass_of, is_dict_field
+from xlt.config.fields import INHERIT, dataclass_of, is_dict_field, type_hints
+from xlt.config.schema import XltConfig
 
 # Stages whose outputs make up "what was trained": an override of one of their keys is another run.
 TRAINING_STAGES = ("build_data", "translate", "train")
@@ -35,11 +35,13 @@ class KeyInfo:
     names_run: bool  # an override of it goes into the run directory's name
     split: bool  # only says how work is divided between jobs
     is_section: bool = False  # a dataclass node (a config group), not a leaf
+    translator: bool = False  # a setting of the translator: translate-test results depend on it too
+    when: tuple[str, str] | None = None  # (key, value): it changes a result only while key == value
+    per_job: bool = True  # False: selects which evaluate jobs exist, changes none of them
+    why: str | None = None  # why it is absent from a hash it would otherwise enter (neutral keys: always set)
 
 
 def _root() -> type:
-    from xlt.config import XltConfig
-
     return XltConfig
 
 
@@ -51,7 +53,12 @@ def _field_info(f: dataclasses.Field, key: str, parent: KeyInfo | None, is_secti
     names = meta.get("names_run")
     if names is None:
         names = parent.names_run if parent and parent.affects == affects else affects in TRAINING_STAGES
-    return KeyInfo(key, affects, bool(names), bool(meta.get("split", False)), is_section)
+    inherited = parent if parent is not None else KeyInfo("", None, False, False)
+    return KeyInfo(key, affects, bool(names), bool(meta.get("split", False)), is_section,
+                   translator=bool(meta.get("translator", inherited.translator)),
+                   when=tuple(meta["when"]) if "when" in meta else inherited.when,
+                   per_job=bool(meta.get("per_job", True)) and inherited.per_job,
+                   why=meta.get("why", inherited.why))
 
 
 def key_info(key: str) -> KeyInfo | None:
@@ -66,7 +73,7 @@ def key_info(key: str) -> KeyInfo | None:
     while i < len(parts):
         if cls is None:
             return parent  # below a plain dict/list leaf: the leaf's info
-        hints = typing.get_type_hints(cls)
+        hints = type_hints(cls)
         fields = {f.name: f for f in dataclasses.fields(cls)}
         if parts[i] not in fields:
             return None
@@ -94,7 +101,7 @@ def is_split_key(key: str) -> bool:
 
 
 def _walk(cls: type, values: Any, prefix: str, parent: KeyInfo | None, out: dict[str, tuple[KeyInfo, Any]]) -> None:
-    hints = typing.get_type_hints(cls)
+    hints = type_hints(cls)
     for f in dataclasses.fields(cls):
         if f.name not in values:
             continue
@@ -121,6 +128,11 @@ def _walk(cls: type, values: Any, prefix: str, parent: KeyInfo | None, out: dict
 def leaves(cfg: DictConfig | dict[str, Any]) -> dict[str, tuple[KeyInfo, Any]]:
     """Every leaf of ``cfg`` (dotted key -> (its info, its value)), in schema order."""
     out: dict[str, tuple[KeyInfo, Any]] = {}
+    if isinstance(cfg, DictConfig):  # plain containers walk ~10x faster (every stage hash walks them)
+        try:
+            cfg = OmegaConf.to_container(cfg, resolve=True)
+        except Exception:  # an interpolation that cannot resolve: walk the config (it marks that leaf)
+            pass
     _walk(_root(), cfg, "", None, out)
     return out
 
@@ -128,6 +140,35 @@ def leaves(cfg: DictConfig | dict[str, Any]) -> dict[str, tuple[KeyInfo, Any]]:
 def stage_values(cfg: DictConfig | dict[str, Any], stage: str) -> dict[str, Any]:
     """The leaves whose value changes ``stage``'s output directly (split keys excluded)."""
     return {k: v for k, (info, v) in leaves(cfg).items() if info.affects == stage and not info.split}
+
+
+def _applies(cfg: Any, info: KeyInfo) -> bool:
+    """Whether ``info``'s ``when`` condition holds in ``cfg`` (no condition: always)."""
+    if info.when is None:
+        return True
+    key, value = info.when
+    return OmegaConf.select(cfg, key) == value if isinstance(cfg, DictConfig) else _get(cfg, key) == value
+
+
+def _get(values: Any, key: str) -> Any:
+    for part in key.split("."):
+        values = values.get(part) if isinstance(values, dict) else None
+    return values
+
+
+def translator_values(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
+    """The settings of the translator (``translator`` keys): what translate-test results depend on."""
+    return {k: v for k, (info, v) in leaves(cfg).items() if info.translator and not info.split}
+
+
+def job_values(cfg: DictConfig | dict[str, Any], benchmark: str) -> dict[str, Any]:
+    """The evaluate keys one result of ``benchmark`` depends on: every evaluate key that applies (its
+    ``when`` holds) and is not a split or selection key, with ``eval.benchmarks`` cut to this entry."""
+    others = "eval.benchmarks."
+    mine = f"eval.benchmarks.{benchmark}."
+    return {k: v for k, (info, v) in leaves(cfg).items()
+            if info.affects == "evaluate" and not info.split and info.per_job and _applies(cfg, info)
+            and (not k.startswith(others) or k.startswith(mine))}
 
 
 def result_values(cfg: DictConfig | dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -161,3 +202,33 @@ def run_name(overrides: list[str]) -> str:
         digest = hashlib.sha1(tail.encode()).hexdigest()[:10]
         tail = f"{tail[: _MAX_NAME - 11]}-{digest}"
     return f"{recipe}/{tail}"
+
+
+def schema_keys(cls: type | None = None, prefix: str = "", parent: KeyInfo | None = None) -> dict[str, KeyInfo]:
+    """Every leaf key of the schema with its info; the entries of a dict section are named ``*``."""
+    out: dict[str, KeyInfo] = {}
+    cls = cls or _root()
+    hints = type_hints(cls)
+    for f in dataclasses.fields(cls):
+        sub = dataclass_of(hints[f.name])
+        info = _field_info(f, f"{prefix}{f.name}", parent, sub is not None)
+        if sub is None:
+            out[info.key] = info
+        else:
+            out.update(schema_keys(sub, f"{info.key}.*." if is_dict_field(hints[f.name]) else f"{info.key}.", info))
+    return out
+
+
+def declared_exceptions() -> dict[str, dict[str, str]]:
+    """The keys absent from a hash they could be expected in, with the schema's reason (``why``), by kind:
+    ``neutral`` (change no result), ``not translate-test`` (translate keys translate-test does not read),
+    ``selection`` (evaluate keys that choose which results exist). docs/weights-and-hashes.md lists them."""
+    out: dict[str, dict[str, str]] = {"neutral": {}, "not translate-test": {}, "selection": {}}
+    for key, info in schema_keys().items():
+        if info.affects is None:
+            out["neutral"][key] = str(info.why)
+        elif key.startswith("translate.") and not info.translator:
+            out["not translate-test"][key] = str(info.why)
+        elif not info.per_job:
+            out["selection"][key] = str(info.why)
+    return out

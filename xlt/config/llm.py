@@ -39,7 +39,7 @@ class LLMConfig:
     # cache (used only where the prefix tokens equal the start of the question's own tokenization).
     prefix_cache: bool = True
     # "auto" (CUDA if available) or a torch device string.
-    device: str = neutral("auto")
+    device: str = neutral("auto", why="where the model runs; the dtype it runs in is eval.llm.dtype")
     # Sequences per forward pass to start with; halved automatically on out-of-memory.
     batch_size: int = opt(32, ge=1)
     # Longest input in tokens (left-truncated like the harness); None: from the model config.

@@ -46,8 +46,9 @@ class ModelConfig:
     # Always explicit: some checkpoints (XLM-V) carry no usable model_max_length.
     max_length: int = opt(256, ge=16)
     trust_remote_code: bool = False
-    # Load weights from safetensors only (no pickle). Set false only for a trusted checkpoint that has
-    # nothing but pytorch_model.bin; prefetch then fetches the .bin files.
-    use_safetensors: bool = neutral(True)
+    # Read safetensors weights when the checkpoint has them; a checkpoint that publishes only
+    # pytorch_model*.bin is read with torch's weights_only=True loader (xlt.weights). false: read the
+    # pickle even when safetensors exist.
+    use_safetensors: bool = neutral(True, why="which file is read when a checkpoint publishes both formats of its weights; the checkpoint is fingerprinted (its files or its cached commit)")
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     lora: LoraConfig = field(default_factory=LoraConfig)

@@ -7,11 +7,16 @@ with a traceback that does not name the key; these checks name it, with the clos
 from __future__ import annotations
 
 import difflib
+import re
 import sys
 import tempfile
 from pathlib import Path
 
+from omegaconf import OmegaConf
+
+from xlt.config.data import source_names
 from xlt.config.keys import key_info, leaves
+from xlt.config.schema import XltConfig
 from xlt.errors import ConfigError
 from xlt.secrets import reject_secret_overrides
 
@@ -20,17 +25,11 @@ _NOT_CONFIG = ("recipe", "hydra")
 
 
 def _known_keys() -> list[str]:
-    from omegaconf import OmegaConf
-
-    from xlt.config import XltConfig
-
     return list(leaves(OmegaConf.structured(XltConfig)))
 
 
 def check_overrides(overrides: list[str]) -> None:
     """Reject secrets, unknown keys and unknown source names among ``key=value`` overrides."""
-    from xlt.config.data import source_names
-
     SOURCES = source_names()
 
     reject_secret_overrides(overrides)
@@ -45,14 +44,27 @@ def check_overrides(overrides: list[str]) -> None:
             raise ConfigError(f"unknown config key '{key}' in override '{ov}'{hint}")
         parts = key.split(".")
         if parts[:2] == ["data", "sources"] and len(parts) > 2 and parts[2] not in SOURCES:
-            raise ConfigError(f"data.sources.{parts[2]}: unknown source; known sources: {sorted(SOURCES)}")
-        if ov.startswith("+") and parts[:2] in (["data", "sources"], ["eval", "benchmarks"]) and len(parts) > 2:
-            group = "data=six_sources" if parts[0] == "data" else "eval=full"
-            raise ConfigError(
-                f"'{ov}': a new entry of {parts[0]}.{parts[1]} cannot be added from the command line (Hydra cannot "
-                f"build a {parts[1][:-1]} section from an override). Pick a config group that has it (e.g. {group}) "
-                f"and set {'.'.join(parts[:3])}.enabled=true, or add the entry to a recipe file"
-            )
+            raise ConfigError(f"data.sources.{parts[2]}: unknown source; known sources: {sorted(SOURCES)} (a new one "
+                              "is a Source subclass in an installed package's entry point group 'xlt.sources')")
+
+
+# Sections that are dicts of entries: a command line may add an entry (``+eval.benchmarks.NAME.kind=KIND``).
+_ENTRY_SECTIONS = ("eval.benchmarks", "data.sources")
+_NEW_ENTRY = re.compile(r"^\+{0,2}(" + "|".join(re.escape(s) for s in _ENTRY_SECTIONS) + r")\.([^.=]+)\.[^=]+=")
+
+
+def new_entries(overrides: list[str]) -> list[tuple[str, str]]:
+    """``(section, name)`` of each dict entry the overrides set a key of (``eval.benchmarks.xcsqa.kind=...``).
+
+    Hydra cannot build a new entry of a typed dict from ``+a.b.name.key=v`` (it starts the entry as a plain
+    ``{}``), so the schema registered for this composition holds each named entry with its defaults
+    (:func:`xlt.config.register`) and the overrides set its keys (:func:`entry_overrides`)."""
+    return list(dict.fromkeys((m.group(1), m.group(2)) for ov in overrides if (m := _NEW_ENTRY.match(ov))))
+
+
+def entry_overrides(overrides: list[str]) -> list[str]:
+    """``overrides`` with the ``+`` dropped from keys of entries :func:`new_entries` names: the schema holds them."""
+    return [ov.lstrip("+") if _NEW_ENTRY.match(ov) else ov for ov in overrides]
 
 
 def check_run_root(root: str) -> None:

@@ -11,12 +11,17 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from xlt.config.data import source_names
+from xlt.config.model import UNSET_CHECKPOINT
+from xlt.config.training import resolve_deepspeed
+from xlt.config.translate import device_error
+from xlt.registry import BENCHMARKS
+
+STAGES = ("build_data", "translate", "train", "evaluate", "report")
 _FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 
 
 def _stages(cfg: Any, stages: Sequence[str] | None) -> list[str]:
-    from xlt.config import STAGES
-
     bad = [s for s in cfg.stages if s not in STAGES]
     if bad:
         return [f"unknown stage(s) {bad} in stages; valid stages are {list(STAGES)}"]
@@ -45,8 +50,6 @@ def _training(cfg: Any, stages: Sequence[str] | None) -> list[str]:
         out.append(f"training.save_steps ({t.save_steps}) must equal training.eval_steps ({t.eval_steps}) or be null: "
                    "the best dev checkpoint must be a saved one")
     if t.deepspeed is not None:
-        from xlt.config.training import resolve_deepspeed
-
         try:
             resolve_deepspeed(t.deepspeed)
         except Exception as err:  # ConfigError with the file or the known names
@@ -55,8 +58,6 @@ def _training(cfg: Any, stages: Sequence[str] | None) -> list[str]:
 
 
 def _sources(cfg: Any, stages: Sequence[str] | None) -> list[str]:
-    from xlt.config.data import source_names
-
     SOURCE_NAMES = source_names()
 
     unknown = sorted(set(cfg.data.sources) - set(SOURCE_NAMES))
@@ -102,8 +103,6 @@ def _translate_engine(t: Any) -> list[str]:
     if t.engine == "hf" and "," in str(t.device):
         out.append(f"translate.device={t.device}: a list of GPUs needs engine=ctranslate2 (engine=hf uses one device)")
     if t.engine != "hf":
-        from xlt.translation.ct2 import device_error
-
         err = device_error(str(t.device))
         if err:
             out.append(err)
@@ -119,14 +118,16 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     if e.scorer == "llm" and not e.llm.model and stages and "evaluate" in stages:
         out.append("eval.scorer=llm needs eval.llm.model=<Hub id or local folder of a causal LM>")
     for name, b in e.benchmarks.items():
+        if b.enabled and b.kind is None:
+            out.append(f"eval.benchmarks.{name} has no kind: add eval.benchmarks.{name}.kind=<one of "
+                       f"{', '.join(BENCHMARKS.names())}>; a new kind is a definition file in a folder given by "
+                       "eval.include_path=[folder]")
         if b.languages is not None and len(b.languages) == 0:
             out.append(f"eval.benchmarks.{name}.languages=[] selects nothing; use null for every language")
     return out
 
 
 def _model(cfg: Any, stages: Sequence[str] | None) -> list[str]:
-    from xlt.config.model import UNSET_CHECKPOINT
-
     if cfg.model.name_or_path == UNSET_CHECKPOINT:  # conf/model/own.yaml asks for a checkpoint
         return ["model.name_or_path is not set: this recipe trains your own checkpoint; add "
                 "model.name_or_path=/path/to/checkpoint (a local folder) or a Hub id"]

@@ -5,6 +5,8 @@ Values map onto ``transformers.TrainingArguments`` in :mod:`xlt.training.args`.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,18 +19,28 @@ DEEPSPEED_DIR = Path(CONF_DIR) / "deepspeed"
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 
 
+def transformers_enum(module: str, name: str) -> tuple[str, ...]:
+    """The values of the string enum ``name`` in ``transformers/<module>.py`` of the installed transformers,
+    read from its source: importing that module imports torch (seconds at every command line, before a
+    config error could be shown). tests/test_config_validation.py checks them against the enum itself."""
+    spec = importlib.util.find_spec("transformers")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        raise ConfigError("transformers is not installed: pip install 'transformers>=5.24'")
+    source = Path(next(iter(spec.submodule_search_locations))) / f"{module}.py"
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    enum = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == name)
+    return tuple(stmt.value.value for stmt in enum.body if isinstance(stmt, ast.Assign)
+                 and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str))
+
+
 def lr_schedulers() -> tuple[str, ...]:
     """The scheduler names the installed transformers accepts (``trainer_utils.SchedulerType``)."""
-    from transformers.trainer_utils import SchedulerType
-
-    return tuple(s.value for s in SchedulerType)
+    return transformers_enum("trainer_utils", "SchedulerType")
 
 
 def optimizers() -> tuple[str, ...]:
     """The optimizer names the installed transformers accepts (``training_args.OptimizerNames``)."""
-    from transformers.training_args import OptimizerNames
-
-    return tuple(o.value for o in OptimizerNames)
+    return transformers_enum("training_args", "OptimizerNames")
 
 
 @dataclass
@@ -47,13 +59,13 @@ class TrainingConfig:
     # Checked against transformers' own enums when the config is validated (before any stage runs).
     lr_scheduler_type: str = opt("linear", choices=lr_schedulers)
     optim: str = opt("adamw_torch", choices=optimizers)
-    logging_steps: int = neutral(20, ge=1)
+    logging_steps: int = neutral(20, ge=1, why="how often the loss is logged")
     # Evaluate on the dev split every eval_steps and checkpoint at the same steps (save_steps: None or
     # equal to eval_steps), so the best dev checkpoint is always a saved one, restored at the end.
     eval_steps: int = opt(200, ge=1)
     save_steps: int | None = opt(None, ge=1)
     # Training checkpoints kept (plus the best one); each holds optimizer, scheduler and RNG state.
-    save_total_limit: int = neutral(2, ge=1)
+    save_total_limit: int = neutral(2, ge=1, why="how many checkpoints are kept on disk (the best one always is)")
     # Stop when dev accuracy has not improved for this many evaluations (None: never).
     early_stopping_patience: int | None = opt(None, ge=1)
     # "auto": bf16 where the GPU supports it, fp32 otherwise. "bf16", "fp16" or "fp32" to force.
@@ -62,10 +74,10 @@ class TrainingConfig:
     group_by_length: bool = True
     # DeepSpeed config: a name in conf/deepspeed ("zero2", "zero3_offload"), or a path to a JSON file.
     deepspeed: str | None = None
-    dataloader_num_workers: int = neutral(0, ge=0)
+    dataloader_num_workers: int = neutral(0, ge=0, why="loader processes; the batches and their order are seeded the same")
     gradient_checkpointing: bool = False
     # Resume from the last checkpoint in <run>/checkpoints when there is one.
-    resume: bool = neutral(True)
+    resume: bool = neutral(True, why="resuming restores the exact optimizer, scheduler and data state")
     # Collapse detector: after warmup, a dev accuracy within collapse_margin of chance (1/4) for
     # collapse_patience evaluations in a row is a collapse; warn loudly, and stop the run with an
     # error when stop_on_collapse.

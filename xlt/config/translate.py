@@ -5,7 +5,7 @@ See :mod:`xlt.translation` for what each stage does with these settings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from xlt.config.fields import neutral, opt
@@ -45,55 +45,57 @@ class TranslationSamplingConfig:
 class TranslateConfig:
     # Translator backend: "hf" (any NLLB or M2M100 seq2seq model through transformers) or "echo"
     # (deterministic test translator: "[<lang>] " + text; no model).
-    kind: str = opt("hf", choices=("hf", "echo"))
-    model_name_or_path: str = "facebook/nllb-200-distilled-600M"
-    revision: str | None = None
+    kind: str = opt("hf", choices=("hf", "echo"), translator=True)
+    model_name_or_path: str = opt("facebook/nllb-200-distilled-600M", translator=True)
+    revision: str | None = opt(None, translator=True)
     # Language of the training set (FLORES-200 code).
-    source_language: str = "eng_Latn"
+    source_language: str = opt("eng_Latn", why="translate-test translates each item from its own language into English")
     # FLORES-200 target codes.
-    languages: list[str] = field(default_factory=list)
+    languages: list[str] = opt(default_factory=list, why="translate-test translates the benchmark's languages")
     # Segments per generate() call; batches are formed from length-sorted segments.
-    batch_size: int = neutral(32, ge=1)
+    batch_size: int = neutral(32, ge=1, why="segments per generate() call; padding is masked, so each segment's output is its own (up to float rounding of the batch shape, which no hash tracks)")
     # Optional budget of padded input tokens per batch (batch_size x longest input); None: no budget.
-    max_batch_tokens: int | None = neutral(None, ge=1)
+    max_batch_tokens: int | None = neutral(None, ge=1, why="batch size budget; padding is masked")
     # Inputs longer than this (tokens) are truncated, and counted in the report.
-    max_input_tokens: int = opt(256, ge=1)
+    max_input_tokens: int = opt(256, ge=1, translator=True)
     # Hard cap of generated tokens per segment (NLLB's default of 200 would silently cut long ones).
-    max_new_tokens: int = opt(256, ge=1)
+    max_new_tokens: int = opt(256, ge=1, translator=True)
     # Per batch, generate at most ceil(ratio x longest input) + 10 tokens (None: always max_new_tokens).
-    max_new_tokens_ratio: float | None = opt(2.0, gt=0)
-    num_beams: int = opt(1, ge=1)
+    max_new_tokens_ratio: float | None = opt(2.0, gt=0, translator=True)
+    num_beams: int = opt(1, ge=1, translator=True)
     # Beam search only: scores are divided by length ** length_penalty (the same rule in both engines).
-    length_penalty: float = opt(1.0)
+    length_penalty: float = opt(1.0, translator=True)
     # Generation engine for kind=hf models: "hf" (transformers' generate), "ctranslate2" (CTranslate2,
     # NLLB / M2M100 only; pip install 'xlt[ct2]') or "auto": ctranslate2 when it is installed and the
     # model is NLLB / M2M100, else hf (see README, "Translation engines").
-    engine: str = opt("auto", choices=("auto", "hf", "ctranslate2"))
+    engine: str = opt("auto", choices=("auto", "hf", "ctranslate2"), translator=True)
     # engine=hf: "auto": bf16 on a GPU that supports it, else fp32; or "bf16", "fp16", "fp32".
-    precision: str = opt("auto", choices=("auto", "bf16", "fp16", "fp32"))
+    precision: str = opt("auto", choices=("auto", "bf16", "fp16", "fp32"), translator=True)
     # engine=ctranslate2: "auto": int8 on CPU, bfloat16 (else float16) on GPU; or any CTranslate2 type.
     compute_type: str = opt("auto", choices=("auto", "int8", "int8_float32", "int8_float16", "int8_bfloat16",
-                                             "int16", "float16", "bfloat16", "float32"))
+                                             "int16", "float16", "bfloat16", "float32"), translator=True)
     # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...; engine=ctranslate2 also takes a GPU list,
     # "cuda:0,1", and translates on all of them ("cuda" there means every visible GPU).
-    device: str = neutral("auto")
+    device: str = neutral("auto", why="where the model runs; the dtype / compute type that ran enters the hashes")
     # Extra FLORES -> model language code mappings (M2M100 uses ISO codes like "fr").
-    lang_code_map: dict[str, str] = field(default_factory=dict)
+    lang_code_map: dict[str, str] = opt(default_factory=dict, translator=True)
     # Folder of the SQLite translation cache (shared between runs); None: <run>/data.
-    cache_dir: str | None = neutral(None)
+    cache_dir: str | None = neutral(None, why="where the translation cache lives (its keys hold the translator identity)")
     # Commit the cache after this many generate() batches (a killed run loses at most this many).
-    commit_every: int = neutral(1, ge=1)
+    commit_every: int = neutral(1, ge=1, why="how often the cache is committed")
     # Work is cut into units of (language, split, row range of this many rows); shard `shard_index`
     # of `num_shards` translates every num_shards-th unit. Parts do not depend on num_shards, so any
     # mix of shard settings produces the same merged result.
-    rows_per_unit: int = neutral(5000, ge=1)
-    shard_index: int = neutral(0, ge=0, split=True)
-    num_shards: int = neutral(1, ge=1, split=True)
+    rows_per_unit: int = neutral(5000, ge=1, why="how the work is cut into resumable parts")
+    shard_index: int = neutral(0, ge=0, split=True, why="which share of the parts this process runs")
+    num_shards: int = neutral(1, ge=1, split=True, why="how the parts are split between processes")
     # Import ready translations from this folder instead of translating (one folder or JSONL per language).
-    import_dir: str | None = None
-    quality: TranslationQualityConfig = field(default_factory=TranslationQualityConfig)
+    import_dir: str | None = opt(None, why="translate-test always translates with the model")
+    quality: TranslationQualityConfig = opt(default_factory=TranslationQualityConfig,
+                                             why="translate-test keeps every item; its quality counts are reported only")
     # How the union is sampled is decided when training reads it: it affects the train stage only.
-    sampling: TranslationSamplingConfig = opt(default_factory=TranslationSamplingConfig, affects="train")
+    sampling: TranslationSamplingConfig = opt(default_factory=TranslationSamplingConfig, affects="train",
+                                              why="how training mixes the translations; translate-test does not read it")
 
 
 def translate_train_all(cfg: Any) -> bool:
@@ -102,3 +104,14 @@ def translate_train_all(cfg: Any) -> bool:
     the train stage's upstream includes the translate stage (:mod:`xlt.contract`)."""
     tcfg = cfg.translate
     return bool(tcfg.languages) or bool(tcfg.import_dir) or "translate" in list(cfg.stages)
+
+
+def device_error(device: str) -> str | None:
+    """A config error message for ``translate.device`` under this engine, or None."""
+    if device in ("auto", "cpu", "cuda"):
+        return None
+    if device.startswith("cuda:"):
+        ids = device[5:].split(",")
+        if all(i.strip().isdigit() for i in ids) and len(set(ids)) == len(ids):
+            return None
+    return f"translate.device={device!r}: use auto, cpu, cuda (every visible GPU), cuda:N or a list cuda:0,1"

@@ -21,6 +21,7 @@ from datasets import Dataset, DatasetDict
 from omegaconf import DictConfig, OmegaConf
 
 from xlt.config.data import DataConfig, SourceConfig
+from xlt.data.benchmarks import get_benchmark
 from xlt.data.decontaminate import find_overlaps
 from xlt.data.schema import TRAIN_FEATURES, TRAIN_LETTERS
 from xlt.data.sentences import splitter_name
@@ -226,8 +227,6 @@ def print_report(report: dict[str, Any]) -> None:
 def decontamination_texts(cfg: DictConfig) -> list[str]:
     """Passages and questions of the local benchmark copies configured under ``eval.benchmarks``
     (each benchmark definition says what its texts are: ``Benchmark.contamination_texts``)."""
-    from xlt.data.benchmarks import get_benchmark
-
     texts: list[str] = []
     for name, bench in (cfg.eval.benchmarks or {}).items():
         if not bench.enabled:

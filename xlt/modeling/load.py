@@ -2,8 +2,9 @@
 
 Hub loads go through :func:`xlt.hub.hub_resource`, so a missing network or cache entry becomes a
 clear error saying how to fix it. ``trust_remote_code`` is off unless the model config turns it on.
-Encoder weights are loaded from safetensors (``use_safetensors=True``, like the translator and LLM
-loaders; a model config may set ``use_safetensors: false`` for a checkpoint that only has a pickle).
+Encoder weights are loaded from safetensors, or, for a checkpoint that publishes only ``pytorch_model*.bin``,
+from the pickle with torch's ``weights_only=True`` loader (:mod:`xlt.weights`, like the translator and LLM
+loaders); the file read is logged.
 ``eval.model`` naming something that is not a loadable model folder is a :class:`ConfigError`.
 Tokenizers loaded from the Hub are saved once under ``$XLT_CACHE/tokenizers`` and reloaded from there:
 XLM-V ships a ~900k-piece SentencePiece model whose conversion takes minutes; it happens only once.
@@ -24,6 +25,7 @@ from xlt.errors import ConfigError
 from xlt.hub import hub_resource, is_local, looks_like_path
 from xlt.modeling.tiny import cache_dir, tiny_config, tiny_tokenizer
 from xlt.run import atomic_dir
+from xlt.weights import from_pretrained_kwargs, log_weights
 
 log = logging.getLogger("xlt.modeling")
 
@@ -70,14 +72,16 @@ def load_model(model: ModelConfig | Any, tokenizer=None, seed: int = 0):
         net = AutoModelForMultipleChoice.from_config(tiny_config(tokenizer, model.tiny, model.max_length))
         net.xlt_new_weights = ["(all: random initialisation)"]
         return net
-    kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code,
-                              "use_safetensors": bool(model.use_safetensors), "output_loading_info": True}
+    revision = None if is_local(model.name_or_path) else model.revision
+    kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code, "output_loading_info": True,
+                              **from_pretrained_kwargs(model.name_or_path, revision, bool(model.use_safetensors))}
     if is_local(model.name_or_path):
         net, info = AutoModelForMultipleChoice.from_pretrained(model.name_or_path, **kwargs)
     else:
         with hub_resource("model", model.name_or_path, model.revision, config_key="model.name_or_path"):
             net, info = AutoModelForMultipleChoice.from_pretrained(model.name_or_path, revision=model.revision,
                                                                     **kwargs)
+    log_weights("model.name_or_path", model.name_or_path, revision)
     net.xlt_new_weights = sorted(info.get("missing_keys") or [])
     if net.xlt_new_weights:
         log.info("%s holds no weights for %s: newly initialised (seed %d)", model.name_or_path,
@@ -104,15 +108,19 @@ def load_trained(path: str | Path, trust_remote_code: bool = False, revision: st
             base_ref = str(Path(path) / base_ref)
         with _unloadable(path):
             base = AutoModelForMultipleChoice.from_pretrained(base_ref, trust_remote_code=trust_remote_code,
-                                                              use_safetensors=True)
+                                                              **from_pretrained_kwargs(base_ref))
             return PeftModel.from_pretrained(base, path), AutoTokenizer.from_pretrained(path)
-    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "use_safetensors": True}
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if is_local(path):
         with _unloadable(path):
-            return AutoModelForMultipleChoice.from_pretrained(path, **kwargs), AutoTokenizer.from_pretrained(path)
+            net = AutoModelForMultipleChoice.from_pretrained(path, **kwargs, **from_pretrained_kwargs(path))
+            log_weights("eval.model", path)
+            return net, AutoTokenizer.from_pretrained(path)
     with hub_resource("model", path, revision, config_key="eval.model"):
-        return (AutoModelForMultipleChoice.from_pretrained(path, revision=revision, **kwargs),
-                AutoTokenizer.from_pretrained(path, revision=revision))
+        net = AutoModelForMultipleChoice.from_pretrained(path, revision=revision, **kwargs,
+                                                         **from_pretrained_kwargs(path, revision))
+        log_weights("eval.model", path, revision)
+        return net, AutoTokenizer.from_pretrained(path, revision=revision)
 
 
 FIX = "point eval.model at a trained run's model/ folder (written by the train stage) or at a Hub model id"

@@ -24,12 +24,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import yaml
+from omegaconf import OmegaConf
 
+from xlt.config import STAGES, register
+from xlt.config.keys import result_values, stage_values
 from xlt.errors import DataError
+from xlt.metrics import paired_bootstrap
+from xlt.registry import include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run import RunDir
-from xlt.scoring.metrics import paired_bootstrap
 from xlt.scoring.results import Job, read_predictions
+from xlt.secrets import REDACTED
+from xlt.state import Damaged, read_text
 
 
 def run_label(path: Path) -> str:
@@ -38,11 +44,45 @@ def run_label(path: Path) -> str:
     return f"{path.parent.name}/{path.name}"
 
 
+def _recorded(path: Path) -> dict[str, dict[str, Any]]:
+    """Per stage that ran, the config values its done-marker recorded (what the stage really ran with)."""
+    run, out = RunDir(path), {}
+    for stage in STAGES:
+        try:
+            detail = run.done_info(stage).get("provenance", {}).get("detail")
+        except Damaged:
+            continue
+        if isinstance(detail, dict) and isinstance(detail.get("config"), dict):
+            out[stage] = detail["config"]
+    return out
+
+
+def _edited_key(cfg: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> str | None:
+    """A key whose value in ``config.yaml`` is not the one a stage ran with (None: they agree)."""
+    register()  # config.yaml keeps interpolations (${xlt_assets:}/...): compare what they resolve to
+    try:
+        cfg = OmegaConf.to_container(OmegaConf.create(cfg), resolve=True)
+    except Exception:  # noqa: BLE001 - one that cannot resolve here (e.g. ${hydra:...}) is not compared
+        pass
+    for stage, values in recorded.items():
+        now = json.loads(json.dumps(stage_values(cfg, stage), default=str))
+        for key, value in values.items():
+            mine = now.get(key, value)
+            if mine != value and mine != REDACTED and not (isinstance(mine, str) and "${" in mine):
+                return f"{key}={mine!r} there, while the {stage} stage ran with {value!r}"
+    return None
+
+
 def read_config(path: Path) -> dict[str, Any]:
+    """The run's ``config.yaml``, checked against what its stages recorded in their done-markers: an edited or
+    deleted config is an error naming the file and the fix, never a run grouped or labelled by edited values."""
     cfg_file = path / "config.yaml"
     if not cfg_file.is_file():
+        if _recorded(path):
+            raise DataError(f"{cfg_file}: deleted after the run (its stages are done); rerun a stage of it to "
+                            "rewrite config.yaml (force=true stages=[report] with its recipe and overrides), "
+                            "or leave it out of --compare")
         raise DataError(f"{cfg_file}: missing; is {path} an xlt run directory?")
-    from xlt.state import Damaged, read_text
 
     try:
         cfg = yaml.safe_load(read_text(cfg_file) or "")
@@ -54,6 +94,11 @@ def read_config(path: Path) -> dict[str, Any]:
     if not isinstance(cfg, dict):
         raise DataError(f"{cfg_file}: damaged, not a mapping of config keys; this run cannot be compared "
                         "(rerun a stage of it to rewrite config.yaml, or leave it out of --compare)")
+    edited = _edited_key(cfg, _recorded(path))
+    if edited:
+        raise DataError(f"{cfg_file}: edited after the run ({edited}); restore it, or rerun a stage of the run "
+                        "to rewrite it (force=true stages=[report] with its recipe and overrides), or leave it out "
+                        "of --compare")
     return cfg
 
 
@@ -61,8 +106,6 @@ def config_key(cfg: dict[str, Any]) -> str:
     """The run's result-changing config without the seed, as a canonical string: runs that differ only in
     ``seed`` and in keys that change no result (logger, run_root, shard settings; :mod:`xlt.config.keys`)
     are one system."""
-    from xlt.config.keys import result_values
-
     return json.dumps(result_values(cfg, drop=("seed",)), sort_keys=True, default=str)
 
 
@@ -73,6 +116,8 @@ class RunInfo:
         self.config = read_config(self.path)
         self.seed = self.config.get("seed")
         self.key = config_key(self.config)
+        # The run's own definition folders: a benchmark it defined there is named and read as in the run.
+        include((self.config.get("eval") or {}).get("include_path") or [])
         self.results: dict[str, BenchmarkResults] = load_run_results(self.path)
 
 
@@ -134,14 +179,33 @@ def seed_summary(groups: list[list[RunInfo]], benchmark: str) -> pd.DataFrame:
 
 
 def system_subset_scores(groups: list[list[RunInfo]], benchmark: str, subsets: Sequence[str]) -> pd.DataFrame:
-    """Per system (seed group), the mean over seeds of each subset's mean over languages (summary keys)."""
-    rows = []
+    """Per system (seed group) evaluated on ``benchmark``, each subset's mean over the languages *every* such system has (a system evaluated
+    on more or easier languages must not rank higher for it) of the mean over its seeds; ``languages``
+    counts them. A subset's per-language accuracy is the result's ``acc_<subset>`` (``accuracy`` for
+    ``full``); no shared language gives NaN."""
+    groups = [g for g in groups if any(benchmark in r.results for r in g)]  # systems not evaluated on it: no rank
+    per: list[dict[str, dict[str, float]]] = []
     for g in groups:
-        vals = {s: [r.results[benchmark].summary.get(s) for r in g if benchmark in r.results] for s in subsets}
+        vals: dict[str, dict[str, list[float]]] = {s: {} for s in subsets}
+        for r in g:
+            if benchmark not in r.results:
+                continue
+            df = r.results[benchmark].per_language
+            for s in subsets:
+                col = f"acc_{s}" if f"acc_{s}" in df else "accuracy" if s == "full" else None
+                if col is None:
+                    continue
+                for lang, v in zip(df["language"], df[col], strict=True):
+                    if v == v:
+                        vals[s].setdefault(lang, []).append(float(v))
+        per.append({s: {lang: float(np.mean(v)) for lang, v in vals[s].items()} for s in subsets})
+    shared = sorted(set.intersection(*(set(p[s]) for p in per for s in subsets))) if per and subsets else []
+    rows = []
+    for g, p in zip(groups, per, strict=True):
         row: dict[str, Any] = {"system": group_label(g)}
-        for s, v in vals.items():
-            v = [x for x in v if x is not None]
-            row[s] = float(np.mean(v)) if v else float("nan")
+        for s in subsets:
+            row[s] = float(np.mean([p[s][lang] for lang in shared])) if shared else float("nan")
+        row["languages"] = len(shared)
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -60,11 +60,12 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
         atomic_write_text(out / f"{bench}_seeds.csv", seeds.to_csv(index=False))
         definition = get_benchmark(next(r.results[bench].kind for r in runs if bench in r.results))
         chance = chance_level(pd.concat([r.results[bench].per_language for r in runs if bench in r.results]))
-        comparison_plot(sbs, bench, out, chance)
+        comparison_plot(sbs, bench, out, chance, definition.heading(bench))
         entry: dict[str, Any] = {"side_by_side": sbs.reset_index().to_dict(orient="records"),
                                  "differences": diffs.to_dict(orient="records"),
-                                 "seeds": seeds.to_dict(orient="records"), "kind": definition.kind, "chance": chance}
-        md += [f"\n## {bench}\n", "\n### accuracy per language\n\n", markdown_table(sbs.reset_index()),
+                                 "seeds": seeds.to_dict(orient="records"), "kind": definition.kind, "chance": chance,
+                                 "heading": definition.heading(bench)}
+        md += [f"\n## {definition.heading(bench)}\n", "\n### accuracy per language\n\n", markdown_table(sbs.reset_index()),
                "\n### differences vs baseline (paired bootstrap)\n\n", markdown_table(diffs, digits=3) if len(diffs) else "none\n",
                "\n### mean ± std over seeds\n\n", markdown_table(seeds, digits=2)]
         if definition.rank_subsets:

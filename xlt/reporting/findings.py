@@ -15,24 +15,34 @@ run's recorded config (``config.yaml``), never from its name:
 * **translate-test**: a benchmark whose config entry has ``translate_test: true``.
 
 A *system* is a seed group of :func:`xlt.reporting.compare.seed_groups` (runs that differ only in
-``seed``); its per-language accuracy is the mean over its seeds. Significance uses xlt's paired
-bootstrap (:func:`xlt.scoring.metrics.paired_bootstrap`) on the questions both systems answered, the
-k-th seed of one system paired with the k-th seed of the other, and the spread over seeds (std).
+``seed``); its per-language accuracy is the mean over its seeds. Significance uses a paired bootstrap
+over questions (:func:`paired_test`): each question's score is the mean over a system's seeds, and the
+questions are resampled once (seeds are not extra questions: pooling them would shrink p-values k-fold).
+Per-language tests of one finding are corrected with Holm's step-down method, the counts given raw and
+corrected. No shared language or question is "cannot be tested", with the reason, never a verdict on NaN.
 
 A finding *holds* when the point estimates go the paper's way; whether the margin is significant is
 reported beside it (``why`` and the ``significant`` / ``p_value`` numbers), not folded into the verdict.
+Each finding carries the paper's sentence it checks (``paper_says``: quoted when verified against the
+paper's text, else marked as a paraphrase) and what it needs (``needs``). docs/findings.md has the table.
 
 Check kinds (``Claim.check``) and their ``params``:
 
 * ``family_best_on_levels``: of ``families`` (same setting and size), ``family`` has the highest mean
-  accuracy on the ``levels`` (``"lowest"``: the lowest level present; ``"above_lowest"``: every level
-  above it) of the language column ``column`` (default ``resource``; levels ordered by ``order``,
-  default :data:`RESOURCE_ORDER`);
-* ``family_most_at_or_above``: of ``families``, ``family`` has the most languages at or above ``threshold``;
+  accuracy on the ``levels`` (``"lowest"``: the taxonomy's ``lowest`` level, which must be among the
+  compared languages; ``"above_lowest"``: every level above it) of the language column ``column``
+  (default ``resource``; levels ordered by ``order``, default :data:`RESOURCE_ORDER`);
+* ``family_most_above`` / ``family_most_at_or_above``: of ``families``, ``family`` has the most languages
+  above (at or above) ``threshold``, counted over the languages all of them have;
 * ``translate_train_all_beats_zero_shot``: for the same model config, translate-train-all is higher;
 * ``translate_test_beats_in_language_llm``: for an LLM (``systems: any``: any system), translate-test is higher
   on more than half the languages;
-* ``rankings_change``: the systems' ranks differ between subsets ``a`` and ``b``;
+* ``rank_changes_per_language``: per language, the systems ranked on ``base`` and on ``a`` and ``b``; rank
+  changes and position shifts against ``base``, averaged over the shared languages; holds when ``b``
+  moves more than ``a`` (:mod:`xlt.reporting.rank_changes`);
+* ``human_above_machine_same_language``: a human-translated and a machine-translated
+  (``machine_translated: true``) entry of the benchmark, compared on the same languages per ``tiers``;
+  ``expect`` says which side each tier's verdict expects higher;
 * ``higher_where_column_is``: accuracy is higher on languages whose ``column`` is ``a`` than ``b`` (named
   ``a_name`` / ``b_name`` in the numbers, ``a_label`` / ``b_label`` in words; ``exclude_pivot`` leaves the
   benchmark's pivot language out).
@@ -48,11 +58,18 @@ from typing import Any
 import numpy as np
 from omegaconf import OmegaConf
 
+from xlt import languages as langtab
+from xlt.config.translate import translate_train_all
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.data.benchmarks.base import Claim
 from xlt.errors import ConfigError
-from xlt.scoring.metrics import paired_bootstrap
-from xlt.scoring.results import Job, read_predictions
+from xlt.markdown import markdown_table as md_table
+from xlt.metrics import bootstrap_mean_diff, holm_adjust
+from xlt.reporting import rank_changes as rc
+from xlt.reporting.compare import group_label, seed_groups
+from xlt.reporting.render import markdown_table
+from xlt.run import RunDir
+from xlt.scoring.results import Job, first_result, read_predictions
 
 HOLDS, FAILS, UNTESTABLE = "holds", "does not hold", "cannot be tested"
 # The model families xlt tells apart from a run's config.
@@ -75,6 +92,8 @@ class Finding:
     why: str
     test: str = ""
     numbers: list[dict[str, Any]] = field(default_factory=list)
+    paper_says: str = ""  # the paper's sentence, quoted or marked as a paraphrase (Claim.cited)
+    needs: str = ""  # the systems and languages the check needs
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -134,8 +153,6 @@ def model_size(cfg: dict[str, Any]) -> str | None:
 
 
 def training_setting(cfg: dict[str, Any]) -> str:
-    from xlt.config.translate import translate_train_all
-
     if _get(cfg, "eval.scorer") == "llm":
         return "llm"
     view = OmegaConf.create({"translate": {"languages": _get(cfg, "translate.languages") or [],
@@ -145,8 +162,6 @@ def training_setting(cfg: dict[str, Any]) -> str:
 
 
 def make_systems(groups: list[list[Any]]) -> list[System]:
-    from xlt.reporting.compare import group_label
-
     out = []
     for g in groups:
         cfg = g[0].config
@@ -162,17 +177,23 @@ def is_translate_test(run: Any, benchmark: str) -> bool:
     """From the run's config entry (or, failing that, its results' recorded settings)."""
     flag = _get(run.config, f"eval.benchmarks.{benchmark}.translate_test")
     if flag is None and benchmark in run.results:
-        first = sorted((run.path / "eval" / benchmark).glob("*.json"))
-        first = [f for f in first if f.name != "plan.json"]
-        return bool(first) and bool(json.loads(first[0].read_text()).get("translate_test", False))
+        first = first_result(run.path, benchmark)
+        return first is not None and bool(first[1].get("translate_test", False))
     return bool(flag)
 
 
+def is_machine_translated(run: Any, benchmark: str) -> bool:
+    """Whether the run's benchmark entry is a machine-translated version of the benchmark's languages
+    (``machine_translated: true`` in its config entry)."""
+    return bool(_get(run.config, f"eval.benchmarks.{benchmark}.machine_translated"))
+
+
 def direct_benchmark(system: System, kind: str) -> str | None:
-    """The first benchmark of the system of kind ``kind`` evaluated in-language (not translate-test)."""
+    """The first benchmark of the system of kind ``kind`` evaluated in-language (not translate-test) on the
+    benchmark's own test sets (not a machine-translated variant)."""
     run = system.runs[0]
     for name in sorted(run.results):
-        if run.results[name].kind == kind and not is_translate_test(run, name):
+        if run.results[name].kind == kind and not is_translate_test(run, name) and not is_machine_translated(run, name):
             return name
     return None
 
@@ -197,34 +218,46 @@ def language_attr(system: System, benchmark: str, column: str) -> dict[str, str]
     return dict(zip(df["language"], df[column].astype(str), strict=True)) if column in df else {}
 
 
-_CORRECT: dict[tuple[str, str, str], dict[str, bool]] = {}
+_ROWS: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+
+
+def run_predictions(run: Any, benchmark: str, lang: str) -> list[dict[str, Any]]:
+    """The run's prediction rows of one language (read once per :func:`check_findings` call)."""
+    key = (str(run.path), benchmark, lang)
+    if key not in _ROWS:
+        _ROWS[key] = read_predictions(RunDir(run.path), Job(benchmark, lang, run.results[benchmark].kind))
+    return _ROWS[key]
 
 
 def _correct(run: Any, benchmark: str, lang: str) -> dict[str, bool]:
-    """Per question id, whether the run answered it right (read once per :func:`check_findings` call)."""
-    from xlt.run import RunDir
+    """Per question id, whether the run answered it right."""
+    return {str(p["id"]): p["prediction"] == p["gold"] for p in run_predictions(run, benchmark, lang)}
 
-    key = (str(run.path), benchmark, lang)
-    if key not in _CORRECT:
-        job = Job(benchmark, lang, run.results[benchmark].kind)
-        _CORRECT[key] = {str(p["id"]): p["prediction"] == p["gold"] for p in read_predictions(RunDir(run.path), job)}
-    return _CORRECT[key]
+
+def seed_mean_correct(system: System, bench: str, lang: str) -> dict[str, float]:
+    """Per question id answered by every seed of ``system``, the share of its seeds that got it right."""
+    per_seed = [_correct(r, bench, lang) for r in system.runs if bench in r.results]
+    if not per_seed:
+        return {}
+    ids = set.intersection(*(set(p) for p in per_seed))
+    return {i: float(np.mean([p[i] for p in per_seed])) for i in ids}
 
 
 def paired_test(a: System, bench_a: str, b: System, bench_b: str, languages: list[str],
                 samples: int, seed: int) -> dict[str, Any]:
-    """Paired bootstrap of b - a on the pooled questions of ``languages`` (seed k of a with seed k of b)."""
-    ca: list[bool] = []
-    cb: list[bool] = []
-    for ra, rb in zip(a.runs, b.runs, strict=False):
-        for lang in languages:
-            pa, pb = _correct(ra, bench_a, lang), _correct(rb, bench_b, lang)
-            ids = sorted(set(pa) & set(pb))
-            ca += [pa[i] for i in ids]
-            cb += [pb[i] for i in ids]
-    test = paired_bootstrap(ca, cb, samples, seed)
-    return {**test, "questions": len(ca), "seed_pairs": min(len(a.runs), len(b.runs)),
-            "significant": bool(test["p_value"] < ALPHA)}
+    """Paired bootstrap of b - a over the questions of ``languages`` that every seed of both systems answered.
+
+    Each question's difference is b's mean correctness over its seeds minus a's (seeds averaged *within*
+    the question), and the bootstrap resamples the questions once: a system's seeds answer the same
+    questions, so pooling seed pairs as if they were more questions would shrink the p-value k-fold.
+    ``questions`` counts distinct questions; NaN diff and p-value when there are none."""
+    diffs: list[float] = []
+    for lang in languages:
+        ma, mb = seed_mean_correct(a, bench_a, lang), seed_mean_correct(b, bench_b, lang)
+        diffs += [mb[i] - ma[i] for i in sorted(set(ma) & set(mb))]
+    test = bootstrap_mean_diff(diffs, samples, seed)
+    return {**test, "questions": len(diffs), "seeds": f"{len(a.runs)} vs {len(b.runs)}",
+            "significant": bool(test["p_value"] < ALPHA)}  # NaN < ALPHA is False
 
 
 def _seed_stat(system: System, fn) -> tuple[float, float]:
@@ -238,7 +271,11 @@ def _seed_stat(system: System, fn) -> tuple[float, float]:
 def _fmt_test(t: dict[str, Any]) -> str:
     return (f"diff {t['diff']:+.1f} points [{t['ci_low']:+.1f}, {t['ci_high']:+.1f}], p={t['p_value']:.3f} "
             f"({'significant' if t['significant'] else 'not significant'} at {ALPHA}; {t['questions']} paired "
-            f"questions, {t['seed_pairs']} seed pair(s))")
+            f"questions{'' if t['seeds'] == '1 vs 1' else ', seeds ' + t['seeds'] + ' averaged per question'})")
+
+
+PAIRED_TEST = ("paired bootstrap over questions: each question's score is the mean over a system's seeds, the "
+               "questions are resampled once (B draws), two-sided p-value")
 
 
 # --- the check kinds -----------------------------------------------------------------------------------
@@ -270,7 +307,8 @@ class Check:
         return self.claim.params.get(key, default)
 
     def finding(self, verdict: str, why: str, test: str = "", numbers: list[dict[str, Any]] | None = None) -> Finding:
-        return Finding(self.id, self.bench.paper, self.claim.text, verdict, why, test, numbers or [])
+        return Finding(self.id, self.bench.paper, self.claim.text, verdict, why, test, numbers or [],
+                       self.claim.cited(), self.claim.needs)
 
     def untestable(self, why: str) -> Finding:
         return self.finding(UNTESTABLE, why)
@@ -311,16 +349,20 @@ def _family_benches(c: Check, families: tuple[str, ...]) -> tuple[dict[str, Syst
 
 def check_family_best_on_levels(c: Check) -> Finding:
     families = tuple(c.param("families"))
-    target, which = c.param("family"), c.param("levels")
+    target, which, lowest = c.param("family"), c.param("levels"), str(c.param("lowest")).lower()
     column = c.param("column", "resource")
     order = tuple(c.param("order", RESOURCE_ORDER))
     if which not in ("lowest", "above_lowest"):
         raise ConfigError(f"{c.bench.kind}: finding {c.claim.id!r}: levels must be 'lowest' or 'above_lowest', got {which!r}")
+    if lowest not in order:
+        raise ConfigError(f"{c.bench.kind}: finding {c.claim.id!r}: lowest level {lowest!r} is not one of {list(order)}")
     fam, benches, where = _family_benches(c, families)
     if fam is None:
         return c.untestable(where)
     means = {f: language_means(s, benches[f]) for f, s in fam.items()}
     shared = sorted(set.intersection(*(set(m) for m in means.values())))
+    if not shared:
+        return c.untestable(f"no {c.title} language has a result from all {len(families)} systems ({where})")
     level_of = {k: v.lower() for k, v in language_attr(fam[target], benches[target], column).items()}
     levels = {lv for lv in (level_of.get(lang) for lang in shared) if lv in order}
     unknown = sorted({level_of.get(lang, "n/a") for lang in shared} - set(order) - {"n/a"})
@@ -328,6 +370,12 @@ def check_family_best_on_levels(c: Check) -> Finding:
         return c.untestable(f"needs languages of at least two known {c.bench.label(column)}s ({', '.join(order)}); the "
                             f"compared languages have {sorted(levels) or 'none'}"
                             + (f" and unordered labels {unknown}" if unknown else ""))
+    label = c.bench.label(column)
+    if lowest not in levels:
+        # The lowest level of the taxonomy, not the lowest one present: a run of high- and mid-resource
+        # languages says nothing about the lowest-resource ones.
+        return c.untestable(f"needs languages of the lowest {label} ({lowest!r}) among those all systems evaluated; the "
+                            f"compared languages have {sorted(levels)}")
     ordered = [lv for lv in order if lv in levels]
     rows, winners, tests = [], {}, {}
     for lv in ordered:
@@ -343,7 +391,9 @@ def check_family_best_on_levels(c: Check) -> Finding:
     test = (f"mean {c.title} accuracy over the languages of each {c.bench.label(column)} ({where}; levels from the "
             f"report's {column} column); paired bootstrap of the best against the runner-up on the pooled "
             "questions of the level")
-    picked = ordered[:-1] if which == "above_lowest" else ordered[-1:]
+    picked = [lv for lv in ordered if order.index(lv) < order.index(lowest)] if which == "above_lowest" else [lowest]
+    if not picked:
+        return c.untestable(f"needs languages of a {label} above {lowest!r}; the compared languages have {sorted(levels)}")
     ok = all(winners[lv] == target for lv in picked)
     why = "; ".join(f"{lv}: best {winners[lv] or 'tie'} ({_fmt_test(tests[lv])} vs {rows[ordered.index(lv)]['runner_up']})"
                     for lv in picked)
@@ -352,25 +402,49 @@ def check_family_best_on_levels(c: Check) -> Finding:
     return c.finding(HOLDS if ok else FAILS, why, test, rows)
 
 
-def check_family_most_at_or_above(c: Check) -> Finding:
+def _family_most(c: Check, strict: bool) -> Finding:
+    """Of ``families``, does ``family`` have the most languages above (``strict``) or at or above
+    ``threshold``, counted over the languages every compared system has (a family evaluated on more
+    languages must not win by it)?"""
     families = tuple(c.param("families"))
     family, t = c.param("family"), float(c.param("threshold"))
     fam, benches, where = _family_benches(c, families)
     if fam is None:
         return c.untestable(where)
-    key = f"languages >= {t:g} (mean over seeds)"
-    counts = {f: _seed_stat(s, lambda r, b=benches[f]: int((r.results[b].per_language["accuracy"] >= t).sum())
-                            if b in r.results else None) for f, s in fam.items()}
+    shared = sorted(set.intersection(*(set(language_means(s, benches[f])) for f, s in fam.items())))
+    if not shared:
+        return c.untestable(f"no {c.title} language has a result from all {len(families)} systems ({where})")
+    op = ">" if strict else ">="
+
+    def count(r: Any, b: str) -> int | None:
+        if b not in r.results:
+            return None
+        df = r.results[b].per_language.set_index("language")["accuracy"]
+        acc = df.reindex(shared).dropna()
+        return int((acc > t).sum() if strict else (acc >= t).sum())
+
+    key = f"languages {op} {t:g} (mean over seeds)"
+    counts = {f: _seed_stat(s, lambda r, b=benches[f]: count(r, b)) for f, s in fam.items()}
     rows = [{"model": f, "system": fam[f].label, key: counts[f][0], "std over seeds": counts[f][1],
-             "seeds": len(fam[f].runs)} for f in families]
+             "seeds": len(fam[f].runs), "languages compared": len(shared)} for f in families]
     best = max(counts[f][0] for f in families)
     leaders = [f for f in families if counts[f][0] == best]
     margin = counts[family][0] - max(counts[f][0] for f in families if f != family)
     spread = max(counts[f][1] for f in families)
-    why = (f"{' and '.join(leaders)} {'has' if len(leaders) == 1 else 'share'} the most ({best:.1f}); "
-           f"{family}'s margin over the next: {margin:+.1f} languages (largest std over seeds {spread:.1f})")
+    why = (f"{' and '.join(leaders)} {'has' if len(leaders) == 1 else 'share'} the most ({best:.1f} of the "
+           f"{len(shared)} languages all {len(families)} systems have); {family}'s margin over the next: "
+           f"{margin:+.1f} languages (largest std over seeds {spread:.1f})")
     return c.finding(HOLDS if leaders == [family] else FAILS, why,
-                     f"languages with accuracy >= {t:g} per run, mean ± std over each system's seeds ({where})", rows)
+                     f"languages with accuracy {op} {t:g} per run, over the {len(shared)} languages all "
+                     f"{len(families)} systems have, mean ± std over each system's seeds ({where})", rows)
+
+
+def check_family_most_above(c: Check) -> Finding:
+    return _family_most(c, strict=True)
+
+
+def check_family_most_at_or_above(c: Check) -> Finding:
+    return _family_most(c, strict=False)
 
 
 def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
@@ -389,11 +463,16 @@ def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
         mz, mt = language_means(z, bz), language_means(t, bt)
         shared = sorted(set(mz) & set(mt))
         test = paired_test(z, bz, t, bt, shared, c.samples, c.seed)
+        if not test["questions"]:
+            untested.append(f"{z.label} / {t.label}: no {c.title} question both answered"
+                            + ("" if shared else " (no language both evaluated)"))
+            continue
         wins = sum(mt[lang] > mz[lang] for lang in shared)
         rows.append({"model": z.family or z.model_key_name(), "zero-shot": z.label, "translate-train-all": t.label,
                      "languages": len(shared), "zero-shot mean": float(np.mean([mz[x] for x in shared])),
                      "translate-train-all mean": float(np.mean([mt[x] for x in shared])),
                      "diff": test["diff"], "p_value": test["p_value"], "significant": test["significant"],
+                     "questions": test["questions"], "seeds": test["seeds"],
                      "languages where translate-train-all is higher": wins})
         if not test["diff"] > 0:
             fails.append(z.family or z.model_key_name())
@@ -402,9 +481,10 @@ def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
     why = "; ".join(f"{r['model']}: {r['translate-train-all mean']:.1f} vs {r['zero-shot mean']:.1f} "
                     f"(diff {r['diff']:+.1f}, p={r['p_value']:.3f}, higher on {r['languages where translate-train-all is higher']}"
                     f"/{r['languages']} languages)" for r in rows)
+    if untested:
+        why += "; not compared: " + "; ".join(untested)
     return c.finding(FAILS if fails else HOLDS, why,
-                     "mean accuracy over the languages both evaluated; paired bootstrap on the pooled questions "
-                     "(zero-shot seed k against translate-train-all seed k)", rows)
+                     f"mean accuracy over the languages both evaluated; {PAIRED_TEST}", rows)
 
 
 def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
@@ -425,62 +505,175 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
                 continue
             (tt if is_tt else direct).setdefault(s.llm_key or s.label, (s, name))
     keys = [k for k in direct if k in tt]
+    what = "LLM" if scope == "llm" else "system"
     if not keys:
         who = "an LLM (eval.scorer=llm)" if scope == "llm" else "a system"
         why = (f"needs {who} evaluated on {c.title} both in-language and translate-test "
                "(a benchmark entry with translate_test: true)")
         if direct or tt:
-            why += f"; found the LLM only {'in-language' if direct else 'translate-test'}"
+            found = sorted({s.label for s, _ in (direct if direct else tt).values()})
+            why += (f"; found the {what}{'s' if len(found) > 1 else ''} {', '.join(found)} only "
+                    f"{'in-language' if direct else 'translate-test'}")
         if encoder_tt:
             why += f"; translate-test runs here are encoders only ({', '.join(encoder_tt)})"
         return c.untestable(why)
-    rows, verdicts = [], []
+    rows, verdicts, skipped = [], [], []
     for k in keys:
         (sd, bd), (st, bt) = direct[k], tt[k]
         md, mt = language_means(sd, bd), language_means(st, bt)
         shared = sorted(set(md) & set(mt))
         per_lang = [paired_test(sd, bd, st, bt, [lang], c.samples, c.seed) for lang in shared]
-        wins = sum(mt[x] > md[x] for x in shared)
-        rows.append({"llm": json.loads(k).get("model") if k.startswith("{") else k, "in-language": f"{sd.label}:{bd}", "translate-test": f"{st.label}:{bt}",
-                     "languages": len(shared), "translate-test higher": wins,
-                     "significantly higher": sum(t["significant"] and t["diff"] > 0 for t in per_lang),
-                     "significantly lower": sum(t["significant"] and t["diff"] < 0 for t in per_lang),
-                     "in-language mean": float(np.mean([md[x] for x in shared])),
-                     "translate-test mean": float(np.mean([mt[x] for x in shared]))})
-        verdicts.append(wins > len(shared) / 2)
-    why = "; ".join(f"{r['llm']}: translate-test higher on {r['translate-test higher']}/{r['languages']} languages "
-                    f"({r['significantly higher']} significantly, {r['significantly lower']} significantly lower)"
-                    for r in rows)
+        tested = [(lang, t) for lang, t in zip(shared, per_lang, strict=True) if t["questions"]]
+        if not tested:
+            skipped.append(f"{sd.label}: no {c.title} language with questions answered both in-language and "
+                           "translate-test")
+            continue
+        held = holm_adjust([t["p_value"] for _, t in tested])
+        wins = sum(mt[x] > md[x] for x, _ in tested)
+        up = [t["diff"] > 0 for _, t in tested]
+        rows.append({what: json.loads(k).get("model") if k.startswith("{") else k, "in-language": f"{sd.label}:{bd}",
+                     "translate-test": f"{st.label}:{bt}", "languages": len(tested), "translate-test higher": wins,
+                     "significantly higher (raw)": sum(t["significant"] and u for (_, t), u in zip(tested, up, strict=True)),
+                     "significantly lower (raw)": sum(t["significant"] and not u for (_, t), u in zip(tested, up, strict=True)),
+                     "significantly higher (Holm)": sum(p < ALPHA and u for p, u in zip(held, up, strict=True)),
+                     "significantly lower (Holm)": sum(p < ALPHA and not u for p, u in zip(held, up, strict=True)),
+                     "in-language mean": float(np.mean([md[x] for x, _ in tested])),
+                     "translate-test mean": float(np.mean([mt[x] for x, _ in tested]))})
+        verdicts.append(wins > len(tested) / 2)
+    if not rows:
+        return c.untestable("; ".join(skipped))
+    why = "; ".join(f"{r[what]}: translate-test higher on {r['translate-test higher']}/{r['languages']} languages "
+                    f"(significantly higher on {r['significantly higher (Holm)']} after Holm's correction, "
+                    f"{r['significantly higher (raw)']} uncorrected; significantly lower on "
+                    f"{r['significantly lower (Holm)']} / {r['significantly lower (raw)']})" for r in rows)
+    if skipped:
+        why += "; not compared: " + "; ".join(skipped)
     return c.finding(HOLDS if all(verdicts) else FAILS, why,
-                     "per language, translate-test vs in-language accuracy of the same LLM; 'most' = more than half "
-                     "of the languages; paired bootstrap per language on the shared question ids", rows)
+                     f"per language, translate-test vs in-language accuracy of the same {what}; 'most' = more than "
+                     f"half of the languages; per language a {PAIRED_TEST}; the per-language p-values corrected for "
+                     f"multiple comparisons with Holm's step-down method (family-wise error {ALPHA}), counts "
+                     "given corrected and uncorrected", rows)
 
 
-def check_rankings_change(c: Check) -> Finding:
-    from xlt.reporting.compare import rankings, system_subset_scores
+def _subset_question_data(entries: list[tuple[System, str]], lang: str,
+                          subsets: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]] | None:
+    """One language's questions for the rank bootstrap: (systems x questions) seed-mean correctness on the
+    questions every seed of every system answered, and each subset's mask; None when the predictions carry
+    no subset labels (written before evaluate recorded them)."""
+    per = [seed_mean_correct(s, bench, lang) for s, bench in entries]
+    ids = sorted(set.intersection(*(set(p) for p in per)))
+    first, bench0 = entries[0][0].runs[0], entries[0][1]
+    labels = {str(p["id"]): p.get("subsets") for p in run_predictions(first, bench0, lang)}
+    if not ids or any(labels.get(i) is None for i in ids):
+        return None
+    correct = np.array([[p[i] for i in ids] for p in per], dtype=float)
+    return correct, {sub: np.array([sub in labels[i] for i in ids], dtype=float) for sub in subsets}
 
-    a, b = c.param("a"), c.param("b")
-    with_b = [(s, g, direct_benchmark(s, c.bench.kind)) for s, g in zip(c.systems, c.groups, strict=True)]
-    with_b = [(s, g, name) for s, g, name in with_b if name is not None]
-    bench = with_b[0][2] if with_b else None
-    with_b = [(s, g, name) for s, g, name in with_b if name == bench]
-    if len(with_b) < 2:
-        return c.untestable(f"needs at least two systems evaluated on {c.title}; found {len(with_b)}")
-    scores = system_subset_scores([g for _, g, _ in with_b], bench, (a, b))
-    if scores[a].isna().any() or scores[b].isna().any():
-        return c.untestable(f"a system has no {a} or no {b} questions in its results")
-    ranks, changes = rankings(scores, (a, b), ((a, b),))
-    ch = changes.iloc[0]
-    table = scores.merge(ranks, on="system")
-    rows = [{"system": r["system"], a: r[a], b: r[b], f"rank {a}": int(r[f"rank_{a}"]), f"rank {b}": int(r[f"rank_{b}"]),
-             f"shift {a} to {b}": int(r[f"shift_{a}_to_{b}"])} for _, r in table.iterrows()]
-    n = int(ch["rank_changes"])
-    why = (f"{n} of {len(rows)} systems change rank from {a} to {b} (mean absolute position shift "
-           f"{ch['mean_abs_position_shift']:.2f}) on {bench}")
-    return c.finding(HOLDS if n > 0 else FAILS, why,
-                     "systems ranked on each subset's mean accuracy over languages (mean over seeds); rank changes and "
-                     "mean absolute position shift as the paper reports them (point estimates: predictions carry no "
-                     "subset labels, so no paired test per subset)", rows)
+
+def check_rank_changes_per_language(c: Check) -> Finding:
+    base, a, b = c.param("base"), c.param("a"), c.param("b")
+    entries = [(s, direct_benchmark(s, c.bench.kind)) for s in c.systems]
+    entries = [(s, name) for s, name in entries if name is not None]
+    bench = entries[0][1] if entries else None
+    entries = [(s, name) for s, name in entries if name == bench]
+    if len(entries) < 2:
+        return c.untestable(f"needs at least two systems evaluated on {c.title}; found {len(entries)}")
+    subs = (base, a, b)
+    means = [{sub: language_means(s, name, f"acc_{sub}") for sub in subs} for s, name in entries]
+    shared = sorted(set.intersection(*(set(m[sub]) for m in means for sub in subs)))
+    if not shared:
+        return c.untestable(f"no {c.title} language on which all {len(entries)} systems have {base}, {a} and {b} "
+                            "results (systems are ranked only on languages they all have)")
+    rows = []
+    for lang in shared:
+        acc = {sub: np.array([m[sub][lang] for m in means]) for sub in subs}
+        rows.append({"language": lang, **rc.language_stats(acc, base, a, b)})
+    avg = {k: float(np.mean([r[k] for r in rows])) for k in rows[0] if k != "language"}
+    d_changes = avg[f"rank changes {b}"] - avg[f"rank changes {a}"]
+    d_shifts = avg[f"position shifts {b}"] - avg[f"position shifts {a}"]
+    rows.append({"language": f"mean over {len(shared)}", **avg})
+    data = [_subset_question_data(entries, lang, subs) for lang in shared]
+    test = (f"per language, the {len(entries)} systems ranked on {base}, {a} and {b} (mean accuracy over each "
+            f"system's seeds); rank changes (systems whose rank differs from their {base} rank) and position "
+            f"shifts (sum of |rank difference|) of {a} and of {b} against {base}, averaged over the {len(shared)} "
+            f"languages all systems have; holds when {b} moves more than {a} on both")
+    if all(x is not None for x in data):
+        draws = rc.bootstrap(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
+        ci_c = rc.interval(draws["changes_b"] - draws["changes_a"], d_changes)
+        ci_s = rc.interval(draws["shifts_b"] - draws["shifts_a"], d_shifts)
+        perm = rc.permutation(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
+        p_c = rc.permutation_p(perm["changes_b"] - perm["changes_a"], d_changes) if perm else float("nan")
+        p_s = rc.permutation_p(perm["shifts_b"] - perm["shifts_a"], d_shifts) if perm else float("nan")
+        unc = (f"; {b} - {a}: rank changes {d_changes:+.2f} (bootstrap 95% [{ci_c['ci_low']:+.2f}, "
+               f"{ci_c['ci_high']:+.2f}], permutation p={p_c:.3f}), position shifts {d_shifts:+.2f} "
+               f"([{ci_s['ci_low']:+.2f}, {ci_s['ci_high']:+.2f}], p={p_s:.3f})")
+        rows[-1].update({"shift difference ci_low": ci_s["ci_low"], "shift difference ci_high": ci_s["ci_high"],
+                         "shift difference p_value": p_s, "change difference p_value": p_c,
+                         "shift difference bootstrap mean": float(np.mean(draws["shifts_b"] - draws["shifts_a"]))})
+        test += ("; uncertainty: paired bootstrap over questions (the same questions drawn for every system, per "
+                 "language), 95% percentile intervals of the differences (rank statistics are not smooth: "
+                 "resampling noise alone adds rank changes, so the bootstrap mean is given beside them); "
+                 f"significance: permutation test shuffling the {a}/{b} labels among their questions in every "
+                 "language (subset sizes kept, so a smaller subset's extra noise is not counted as an effect)")
+    else:
+        unc = "; no bootstrap: these predictions carry no subset labels (rerun evaluate with this xlt to add them)"
+    ok = d_changes > 0 and d_shifts > 0
+    why = (f"over {len(shared)} languages and {len(entries)} systems on {bench}: {a} vs {base} "
+           f"{avg[f'rank changes {a}']:.2f} rank changes, {avg[f'position shifts {a}']:.2f} position shifts; "
+           f"{b} vs {base} {avg[f'rank changes {b}']:.2f} and {avg[f'position shifts {b}']:.2f}" + unc)
+    return c.finding(HOLDS if ok else FAILS, why, test, rows)
+
+
+def check_human_above_machine_same_language(c: Check) -> Finding:
+    tiers, expect = tuple(c.param("tiers")), dict(c.param("expect"))
+    rows, verdicts, have_mt = [], [], False
+    for s in c.systems:
+        run = s.runs[0]
+        names = [n for n in sorted(run.results) if run.results[n].kind == c.bench.kind and not is_translate_test(run, n)]
+        ht = [n for n in names if not is_machine_translated(run, n)]
+        mt = [n for n in names if is_machine_translated(run, n)]
+        have_mt |= bool(mt)
+        if not ht or not mt:
+            continue
+        mh, mm = language_means(s, ht[0]), language_means(s, mt[0])
+        human = {x for x in mh if (lang := langtab.lookup(x)) is not None and lang.translation == "human"
+                 and lang.gmmlu_source != "original"}
+        for tier in tiers:
+            langs = sorted(x for x in set(mh) & set(mm) & human if langtab.lookup(x).gmmlu_tier == tier)
+            tests = [(x, paired_test(s, mt[0], s, ht[0], [x], c.samples, c.seed)) for x in langs]
+            tests = [(x, t) for x, t in tests if t["questions"]]
+            if not tests:
+                continue
+            held = holm_adjust([t["p_value"] for _, t in tests])
+            diff = float(np.mean([mh[x] - mm[x] for x, _ in tests]))
+            rows.append({"system": s.label, "tier": tier, "HT": ht[0], "MT": mt[0], "languages": len(tests),
+                         "HT mean": float(np.mean([mh[x] for x, _ in tests])),
+                         "MT mean": float(np.mean([mm[x] for x, _ in tests])), "HT - MT": diff,
+                         "HT higher": sum(mh[x] > mm[x] for x, _ in tests),
+                         "HT significantly higher (Holm)": sum(p < ALPHA and t["diff"] > 0
+                                                               for p, (_, t) in zip(held, tests, strict=True)),
+                         "MT significantly higher (Holm)": sum(p < ALPHA and t["diff"] < 0
+                                                               for p, (_, t) in zip(held, tests, strict=True))})
+            if tier in expect:
+                verdicts.append(diff > 0 if expect[tier] == "human" else diff < 0)
+    if not any(r["tier"] in expect for r in rows):
+        if not have_mt:
+            why = (f"needs a machine-translated version of {c.title}'s human-translated languages (a {c.bench.kind} "
+                   "benchmark entry with machine_translated: true) beside the human-translated one; these runs have "
+                   "none, and comparing different languages (human-translated ones are mostly high-resource, "
+                   "machine-translated ones low-resource) would measure resource level, not translation")
+        else:
+            why = (f"needs, for one system, the human-translated and the machine-translated versions of the same "
+                   f"{', '.join(expect)}-tier language(s); found none in common")
+        return c.untestable(why)
+    why = "; ".join(f"{r['system']} {r['tier']}: HT {r['HT mean']:.1f} vs MT {r['MT mean']:.1f} ({r['HT - MT']:+.1f}; "
+                    f"HT higher on {r['HT higher']}/{r['languages']}, significantly after Holm: HT "
+                    f"{r['HT significantly higher (Holm)']}, MT {r['MT significantly higher (Holm)']})" for r in rows)
+    return c.finding(HOLDS if all(verdicts) else FAILS, why,
+                     "per resource tier, the same languages in their human-translated and machine-translated "
+                     f"versions (same question ids): mean HT - MT; per language a {PAIRED_TEST}, Holm-corrected "
+                     f"within each tier; the verdict reads the tiers {', '.join(f'{k}: {v} higher' for k, v in expect.items())}",
+                     rows)
 
 
 def check_higher_where_column_is(c: Check) -> Finding:
@@ -529,11 +722,13 @@ def _group_diff(run: Any, bench: str, in_a: list[str], in_b: list[str]) -> float
 
 CHECKS = {
     "family_best_on_levels": check_family_best_on_levels,
+    "family_most_above": check_family_most_above,
     "family_most_at_or_above": check_family_most_at_or_above,
     "translate_train_all_beats_zero_shot": check_translate_train_all_beats_zero_shot,
     "translate_test_beats_in_language_llm": check_translate_test_beats_in_language_llm,
-    "rankings_change": check_rankings_change,
     "higher_where_column_is": check_higher_where_column_is,
+    "rank_changes_per_language": check_rank_changes_per_language,
+    "human_above_machine_same_language": check_human_above_machine_same_language,
 }
 
 
@@ -560,12 +755,10 @@ def evaluated_kinds(runs: list[Any]) -> list[str]:
 def check_findings(runs: list[Any], samples: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
     """Every finding the definitions of the benchmarks ``runs`` evaluated declare (RunInfo objects of
     :mod:`xlt.reporting.compare`), as dicts; a claim naming an unknown check kind is a :class:`ConfigError`."""
-    from xlt.reporting.compare import seed_groups
-
     groups = seed_groups(runs)
     systems = make_systems(groups)
     findings = []
-    _CORRECT.clear()
+    _ROWS.clear()
     try:
         for kind in evaluated_kinds(runs):
             bench = get_benchmark(kind)
@@ -575,7 +768,7 @@ def check_findings(runs: list[Any], samples: int = 1000, seed: int = 0) -> list[
                                       f"known: {sorted(CHECKS)}")
                 findings.append(CHECKS[claim.check](Check(systems, groups, bench, claim, samples, seed)))
     finally:
-        _CORRECT.clear()
+        _ROWS.clear()
     return [f.to_dict() for f in findings]
 
 
@@ -589,8 +782,6 @@ def add_findings(runs: list[Any], payload: dict[str, Any], samples: int = 1000, 
 
 def systems_table(runs: list[Any]) -> list[dict[str, Any]]:
     """What each system is, as the findings read it from the configs."""
-    from xlt.reporting.compare import seed_groups
-
     return [{"system": s.label, "model": ", ".join(scored_model_names(s.runs[0].config)), "family": s.family or "other",
              "size": s.size or "?", "setting": s.setting, "seeds": ",".join(str(r.seed) for r in s.runs),
              "runs": ", ".join(r.label for r in s.runs)}
@@ -600,16 +791,18 @@ def systems_table(runs: list[Any]) -> list[dict[str, Any]]:
 def findings_markdown(findings: list[dict[str, Any]], systems: list[dict[str, Any]]) -> str:
     import pandas as pd
 
-    from xlt.markdown import markdown_table as md_table
-    from xlt.reporting.render import markdown_table
-
     out = ["\n## Findings of the papers\n",
            "\nSystems as the checks read them from each run's config (model, setting; seeds grouped):\n\n",
            markdown_table(pd.DataFrame(systems)), "\n",
-           md_table(["finding", "paper", "verdict", "why"],
-                    [[f["claim"], f["paper"], f"**{f['verdict']}**", f["why"]] for f in findings])]
+           md_table(["finding", "paper", "the paper says", "verdict", "why", "test"],
+                    [[f["claim"], f["paper"], f.get("paper_says", ""), f"**{f['verdict']}**", f["why"], f["test"]]
+                     for f in findings])]
     for f in findings:
         if f["numbers"]:
-            out += [f"\n### {f['claim']}: {f['verdict']}\n\nTest: {f['test']}.\n\n",
-                    markdown_table(pd.DataFrame(f["numbers"]), digits=3)]
+            out += [f"\n### {f['claim']}: {f['verdict']}\n\n"]
+            if f.get("paper_says"):
+                out.append(f"The paper: {f['paper_says']}\n\n")
+            if f.get("needs"):
+                out.append(f"Needs: {f['needs']}.\n\n")
+            out += [f"Test: {f['test']}.\n\n", markdown_table(pd.DataFrame(f["numbers"]), digits=3)]
     return "".join(out)

@@ -29,6 +29,8 @@ from xlt import __version__
 from xlt import languages as langtab
 from xlt.files import json_text, strict_json
 from xlt.run import atomic_write_text
+from xlt.scoring.results import first_result
+from xlt.state import REPORT, Damaged, read_state
 
 WEB = Path(__file__).resolve().parent / "web"
 
@@ -168,15 +170,13 @@ def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[
     """Per benchmark, the scored model's fingerprint and the data source recorded in its first result."""
     rows: list[list[str]] = []
     for bench in benchmarks if run_path is not None else []:
-        files = sorted(f for f in (Path(run_path) / "eval" / bench).glob("*.json") if f.name != "plan.json")
-        try:
-            prov = json.loads(files[0].read_text(encoding="utf-8")).get("provenance") or {} if files else {}
-        except (OSError, ValueError):
-            prov = {}
+        first = first_result(run_path, bench)
+        lang, result = first if first is not None else ("", {})
+        prov = result.get("provenance") if isinstance(result.get("provenance"), dict) else {}
         if prov.get("model") is not None:
             rows.append([f"{bench}: scored model fingerprint", json.dumps(prov["model"], sort_keys=True, default=str)])
         if prov.get("data") is not None:
-            rows.append([f"{bench}: data ({files[0].stem}; every language in eval/{bench}/<lang>.json)",
+            rows.append([f"{bench}: data ({lang}; every language in eval/{bench}/<lang>.json)",
                          json.dumps(prov["data"], sort_keys=True, default=str) if not isinstance(prov["data"], str) else prov["data"]])
     return rows
 
@@ -184,7 +184,7 @@ def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[
 def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
              notes: list[str] | None = None, run_path: Path | None = None) -> dict[str, Any]:
     """The page of one run's report (the same numbers as ``report.md``)."""
-    from xlt.reporting.tables import summary_frames
+    from xlt.reporting.tables import summary_frames  # lazy: start-up time
 
     model = cfg.eval.model if cfg.eval.model != "run" else f"run's model ({cfg.model.name_or_path})"
     meta = [["recipe", str(cfg.recipe_name)], ["model", str(model)], ["scorer", str(cfg.eval.scorer)],
@@ -198,7 +198,7 @@ def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | Non
         blocks: list[dict[str, Any]] = [{"type": "kv", "rows": head, "cards": True}]
         blocks += [frame_table(f"{name}-{t.replace(' ', '-')}", t, f) for t, f in summary_frames(res).items()]
         blocks += benchmark_blocks(name, res)
-        sections.append({"title": f"{name} ({res.kind})", "blocks": blocks})
+        sections.append({"title": res.heading, "blocks": blocks})
     return {"title": f"xlt report: {cfg.recipe_name}", "subtitle": "accuracies in %", "meta": meta,
             "notes": [n.strip() for n in (notes or []) if n.strip()], "sections": sections}
 
@@ -212,17 +212,16 @@ def _num(v: Any) -> str:
 
 def run_provenance(path: Path) -> dict[str, Any] | None:
     """A run's provenance: its report's, else the first evaluation result's."""
-    report = path / "report.json"
     try:
-        if report.is_file():
-            prov = json.loads(report.read_text(encoding="utf-8")).get("provenance")
-            if prov:
-                return prov
-        for f in sorted((path / "eval").glob("*/*.json")):
-            if f.name != "plan.json":
-                return json.loads(f.read_text(encoding="utf-8")).get("provenance")
-    except (OSError, ValueError):
-        return None
+        report = read_state(path / "report.json", REPORT)
+    except Damaged:
+        report = None
+    if report and report.get("provenance"):
+        return report["provenance"]
+    for bench in sorted(p.name for p in (path / "eval").glob("*") if p.is_dir()):
+        first = first_result(path, bench)
+        if first is not None:
+            return first[1].get("provenance")
     return None
 
 
@@ -278,7 +277,7 @@ def compare_page(runs: list[Any], payload: dict[str, Any]) -> dict[str, Any]:
         col("setting", filter=True), col("xlt"), col("config hash"), col("model fingerprint"), col("data fingerprint")],
         run_rows, search=True)]})
     for bench, entry in payload.get("benchmarks", {}).items():
-        sections.append({"title": bench, "blocks": _compare_blocks(bench, entry, runs, labels, notes)})
+        sections.append({"title": entry.get("heading", bench), "blocks": _compare_blocks(bench, entry, runs, labels, notes)})
     return {"title": "xlt comparison", "subtitle": f"{len(runs)} runs; baseline {labels[0]}; accuracies in %",
             "meta": [["runs", str(len(runs))], ["baseline", labels[0]], ["systems (seed groups)", str(len(systems))],
                      ["xlt (this page)", __version__]],

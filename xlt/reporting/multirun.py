@@ -38,7 +38,7 @@ class MultirunSummary(Callback):
     """Compare the runs of a finished multirun (configured in ``conf/config.yaml``)."""
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        from xlt.reporting.comparison import compare_runs
+        from xlt.reporting.comparison import compare_runs  # lazy: start-up time
 
         overrides = [o for o in config.hydra.overrides.task if not o.startswith("hydra")]
         root = Path(str(config.run_root))

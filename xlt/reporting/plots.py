@@ -31,7 +31,7 @@ def per_language(res: BenchmarkResults, out: Path) -> Path:
     ax.axhline(res.chance, color="grey", ls="--", lw=1, label=f"chance ({res.chance:.0f})")
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"{res.name}: accuracy per language (mean {res.summary['mean']:.1f})")
+    ax.set_title(f"{res.heading}: accuracy per language (mean {res.summary['mean']:.1f})")
     ax.tick_params(axis="x", labelrotation=90, labelsize=7)
     ax.legend(loc="upper right")
     return _save(fig, out / f"{res.name}_per_language.png")
@@ -45,7 +45,7 @@ def grouped(res: BenchmarkResults, by: str, out: Path) -> Path:
     ax.axhline(res.chance, color="grey", ls="--", lw=1)
     ax.set_ylabel("mean accuracy (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"{res.name}: by {res.definition.label(by)} (number of languages)")
+    ax.set_title(f"{res.heading}: by {res.definition.label(by)} (number of languages)")
     ax.tick_params(axis="x", labelrotation=60, labelsize=8)
     return _save(fig, out / f"{res.name}_by_{by}.png")
 
@@ -66,7 +66,7 @@ def contrast(res: BenchmarkResults, out: Path) -> Path | None:
     ax.axhline(res.chance, color="grey", ls="--", lw=1)
     ax.set_ylim(0, 100)
     ax.set_ylabel("accuracy (%)")
-    ax.set_title(f"{res.name}: {a} vs {b} per language")
+    ax.set_title(f"{res.heading}: {a} vs {b} per language")
     ax.legend()
     return _save(fig, out / f"{res.name}_{a}_vs_{b}.png".lower())
 
@@ -82,12 +82,13 @@ def all_plots(results: dict[str, BenchmarkResults], out: Path) -> list[Path]:
     return files
 
 
-def comparison_plot(table: pd.DataFrame, name: str, out: Path, chance: float) -> Path:
-    """Side-by-side accuracy per language of several runs (columns = runs), with the chance line."""
+def comparison_plot(table: pd.DataFrame, name: str, out: Path, chance: float, heading: str | None = None) -> Path:
+    """Side-by-side accuracy per language of several runs (columns = runs), with the chance line; ``heading``
+    names the benchmark in the title (default: ``name``, which names the file)."""
     fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(table) * max(1, len(table.columns)) / 2 + 2), 4))
     table.plot.bar(ax=ax, width=0.8)
     ax.axhline(chance, color="grey", ls="--", lw=1)
     ax.set_ylabel("accuracy (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"{name}: accuracy per language")
+    ax.set_title(f"{heading or name}: accuracy per language")
     return _save(fig, out / f"{name}_compare.png")

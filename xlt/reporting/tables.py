@@ -29,6 +29,7 @@ from xlt.scoring.results import (
     read_result,
     result_path,
 )
+from xlt.state import PLAN, Damaged, read_state
 
 # The chance level of a result written before results recorded theirs (every benchmark then had 4 options).
 DEFAULT_CHANCE = 100 / 4
@@ -45,6 +46,11 @@ class BenchmarkResults:
     def definition(self) -> Benchmark:
         """The benchmark's definition: what to group by, which subsets, how to show and check it."""
         return get_benchmark(self.kind)
+
+    @property
+    def heading(self) -> str:
+        """The benchmark's name for people (its definition's title; :meth:`Benchmark.heading`)."""
+        return self.definition.heading(self.name)
 
     @property
     def chance(self) -> float:
@@ -80,13 +86,14 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
     return pd.DataFrame(rows)
 
 
-def collect(cfg: Any, run: RunDir) -> dict[str, BenchmarkResults]:
-    """All results of a run, per enabled benchmark; missing languages raise :class:`DataError`."""
+def collect(cfg: Any, run: RunDir, evaluate_ctx: Any) -> dict[str, BenchmarkResults]:
+    """All results of a run, per enabled benchmark; missing languages raise :class:`DataError`, and so do
+    results computed under other inputs than the evaluate stage's now (``evaluate_ctx``, from the stage)."""
     jobs = planned_jobs(cfg, run)
     missing = missing_jobs(run, jobs)
     if missing:
         raise DataError(f"{run.eval}: " + missing_message(missing, int(cfg.eval.num_shards)))
-    stale = missing_jobs(run, jobs, current_jobs(cfg, run, jobs))
+    stale = missing_jobs(run, jobs, current_jobs(cfg, run, jobs, evaluate_ctx))
     if stale:
         raise DataError(f"{run.eval}: {len(stale)} result(s) were computed for another model, data or settings "
                         f"than this config's (e.g. {stale[0].benchmark}/{stale[0].language}); rerun the evaluate "
@@ -112,7 +119,6 @@ def load_run_results(run_path: str | Path) -> dict[str, BenchmarkResults]:
 
     run = RunDir(run_path)
     out: dict[str, BenchmarkResults] = {}
-    from xlt.state import PLAN, Damaged, read_state
 
     for plan_file in sorted(run.eval.glob("*/plan.json")):
         try:

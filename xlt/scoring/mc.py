@@ -21,11 +21,12 @@ from typing import Any
 import numpy as np
 import torch
 from datasets import Dataset
-from tqdm.auto import tqdm
 
 from xlt.batching import AdaptiveBatcher
 from xlt.data.schema import option_counts
 from xlt.errors import ConfigError
+from xlt.modeling.features import MODEL_INPUTS, MCCollator, tokenize_mc
+from xlt.progress import progress_bar
 
 
 class MCScorer:
@@ -33,8 +34,6 @@ class MCScorer:
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int = 64,
                  device: str | torch.device | None = None, progress: bool = True):
-        from xlt.modeling.features import MCCollator
-
         self.device = torch.device(device) if device is not None else torch.device(
             "cuda" if torch.cuda.is_available() else "cpu")
         self.model = model.to(self.device).eval()
@@ -50,7 +49,7 @@ class MCScorer:
     @classmethod
     def from_config(cls, cfg: Any, run: Any) -> MCScorer:
         """The run's trained model (``eval.model == "run"``), or a local folder / Hub id."""
-        from xlt.modeling.load import load_trained
+        from xlt.modeling.load import load_trained  # lazy: start-up time
 
         source = cfg.eval.model
         if source == "run":
@@ -71,8 +70,6 @@ class MCScorer:
         return contextlib.nullcontext()
 
     def score(self, items: Dataset, *, benchmark: str = "", language: str = "") -> np.ndarray:
-        from xlt.modeling.features import MODEL_INPUTS, tokenize_mc
-
         n = len(items)
         counts = option_counts(items)
         # -inf in the slots an item does not have; every item's own slots are filled below.
@@ -88,7 +85,7 @@ class MCScorer:
         groups = [np.flatnonzero(counts == c) for c in np.unique(counts)]
         groups.sort(key=lambda g: -int(counts[g[0]] * lengths[g].max()))
         orders = [g[np.argsort(-lengths[g], kind="stable")].tolist() for g in groups]
-        bar = tqdm(total=n, desc=f"{benchmark}/{language}", unit="q", leave=False, disable=not self.progress)
+        bar = progress_bar(total=n, desc=f"{benchmark}/{language}", unit="q", leave=False, disable=not self.progress)
 
         def forward(idx: list[int]) -> np.ndarray:
             rows = inputs[idx]

@@ -22,9 +22,13 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from xlt.config.keys import job_values
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
+from xlt.fingerprint import digest, language_fingerprint
+from xlt.metrics import chance_level
 from xlt.run import RunDir, atomic_write_json, shard
+from xlt.scoring.scorers import SCORER_VERSIONS
 from xlt.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
 
 log = logging.getLogger("xlt.evaluate")
@@ -106,8 +110,6 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
     A result computed under other settings (another local copy, question cap, split, scorer or
     translate-test choice) is stale and is recomputed instead of being silently reused.
     """
-    from xlt.scoring.scorers import SCORER_VERSIONS  # scorers import the models: not at module import
-
     b = cfg.eval.benchmarks[job.benchmark]
     # Code versions: the benchmark definition's and the scorer's (bumping one recomputes exactly the
     # results it affects).
@@ -126,33 +128,50 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
 def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     """What one (benchmark, language) result depends on, with its hash under ``job``.
 
-    The job's own settings (:func:`job_settings`), the evaluation values that apply to every job
-    (batch size, bootstrap), the fingerprint of the scored model, of this language's files in a local
-    copy, translate-test settings, and the upstream train stage's output id (a retrain, even to the same
-    weights, recomputes every result).
+    The code versions of the benchmark definition and the scorer, every evaluate key of the schema that
+    applies to this job (:func:`xlt.config.keys.job_values`: this benchmark's entry, the scorer and its
+    options, batch size, bootstrap; not the split and selection keys), the fingerprint of the scored model,
+    of this language's files in a local copy, the translator's inputs
+    for a translate-test entry (:func:`xlt.contract.translator_inputs`), and the upstream train stage's
+    output id (a retrain, even to the same weights, recomputes every result).
     """
-    from xlt.contract import digest
-    from xlt.fingerprint import language_fingerprint
-
     b = cfg.eval.benchmarks[job.benchmark]
     files = ctx.detail["files"]
     data = language_fingerprint(b.path, job.language) if b.path else f"hub:{b.hub_id}@{b.revision or 'main'}"
     inputs = {
-        "settings": job_settings(cfg, job),
-        "eval": {k: cfg.eval[k] for k in ("batch_size", "bootstrap_samples", "bootstrap_seed")},
+        "versions": job_settings(cfg, job)["versions"],
+        "config": job_values(cfg, job.benchmark),
         "model": files.get("model"),
         "data": data,
-        "translate_test": files.get("translate_test") if b.translate_test else None,
+        "translate_test": _settled(files.get("translate_test")) if b.translate_test else None,
         "upstream": ctx.upstream,
     }
-    return ctx.record(model=inputs["model"], data=data, job=digest(inputs))
+    extra = {"translator": files["translate_test"].get("resolved")} if b.translate_test and files.get("translate_test") else {}
+    return ctx.record(model=inputs["model"], data=data, job=digest(inputs), **extra)
 
 
-def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any = None) -> dict[str, str]:
-    """The job hash each of ``jobs`` would be computed under now (``benchmark/language`` -> hash)."""
-    from xlt.contract import context
+def _settled(translator: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The translator inputs without what they resolve to on this machine: that is recorded beside the job
+    hash (``translator``) and compared by the evaluate stage only, so a report on another machine (a login
+    node without the GPU) does not call results stale."""
+    return {k: v for k, v in translator.items() if k != "resolved"} if translator else None
 
-    ctx = ctx or context(cfg, run, "evaluate", force=False)
+
+def stale_translator(run: RunDir, job: Job, now: dict[str, Any] | None) -> bool:
+    """Whether a sound translate-test result was translated by another engine / dtype / compute type than
+    ``now`` resolves to (an older result without the record counts as the same)."""
+    try:
+        result = verified_result(run, job)
+    except Damaged:
+        return False  # recomputed anyway
+    prov = (result or {}).get("provenance")
+    ran = prov.get("translator") if isinstance(prov, dict) else None
+    return ran is not None and now is not None and ran != now
+
+
+def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any) -> dict[str, str]:
+    """The job hash each of ``jobs`` would be computed under now (``benchmark/language`` -> hash), given the
+    evaluate stage's context as it is now (:func:`xlt.contract.context`, passed in by the stage)."""
     return {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx)["job"] for j in jobs}
 
 
@@ -191,8 +210,6 @@ def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
 
 def _chance_problem(chance: Any, preds: list[dict[str, Any]]) -> str | None:
     """Why a result's ``chance`` does not match its predictions (each holds one score per option)."""
-    from xlt.scoring.metrics import chance_level
-
     counts = [len(p["scores"]) if isinstance(p.get("scores"), list) else 0 for p in preds]
     if 0 in counts:
         return "a prediction has no option scores"
@@ -245,6 +262,21 @@ def read_result(run: RunDir, job: Job) -> dict[str, Any]:
     if result is None:
         raise DataError(f"{result_path(run, job)}: missing; rerun the evaluate stage")
     return result
+
+
+def first_result(run_path: str | Path, benchmark: str) -> tuple[str, dict[str, Any]] | None:
+    """``(language, result)`` of the first sound result of ``benchmark`` in a run folder (checked by
+    :func:`verified_result`; damaged ones are skipped), for reports that show one language's provenance."""
+    run = RunDir(run_path)
+    folder = bench_dir(run, benchmark)
+    for lang in sorted(f.stem for f in folder.glob("*.json") if f.name != "plan.json"):
+        try:
+            result = verified_result(run, Job(benchmark, lang))
+        except Damaged:
+            continue
+        if result is not None:
+            return lang, result
+    return None
 
 
 def read_predictions(run: RunDir, job: Job) -> list[dict[str, Any]]:

@@ -7,14 +7,13 @@ does not have hold ``-inf`` (:func:`empty_scores` makes such an array; :func:`ch
 may also have ``language_meta(benchmark, language) -> dict`` (e.g. an LLM's count of unparseable
 answers); the evaluate stage stores it in that language's result file under ``scorer_meta``.
 
-Registry values are either a factory or a lazy ``"module:attr"`` string (imported on first use), so
-scorers with heavy or optional dependencies register without being imported.
+The registry (:data:`xlt.registry.SCORERS`) holds ``"module:attr"`` references, imported on first use, so
+scorers with heavy or optional dependencies register without being imported; an installed package adds
+one with an entry point in the group ``xlt.scorers``.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -22,6 +21,7 @@ from datasets import Dataset
 
 from xlt.data.schema import option_counts
 from xlt.errors import ConfigError
+from xlt.registry import SCORERS
 
 
 class Scorer(Protocol):
@@ -72,16 +72,6 @@ class FixedScorer:
         return scores
 
 
-SCORERS: dict[str, Callable[[Any, Any], Scorer] | str] = {
-    # The encoder's multiple-choice head (lazy like the LLM's: the registry imports no model code).
-    "mc": "xlt.scoring.mc:MCScorer.from_config",
-    "gold": GoldScorer,
-    "fixed": FixedScorer,
-    # Causal LLMs (lm-evaluation-harness prompts); constructed as LLMScorer(cfg, run).
-    "llm": "xlt.scoring.llm.scorer:LLMScorer",
-}
-
-
 # Version of each scorer's code: bump it when a change can alter the scores (another truncation rule,
 # prompt assembly, numerics). It enters every result's job hash (xlt.scoring.results.job_settings), beside
 # the benchmark definition's own ``version``, so exactly the affected results are recomputed.
@@ -89,17 +79,9 @@ SCORER_VERSIONS: dict[str, int] = {"mc": 1, "gold": 1, "fixed": 1, "llm": 1}
 
 
 def build_scorer(cfg: Any, run: Any) -> Scorer:
-    """Construct the scorer ``cfg.eval.scorer`` names; an unknown name raises :class:`ConfigError`."""
-    name = cfg.eval.scorer
-    if name not in SCORERS:
-        raise ConfigError(f"unknown eval.scorer {name!r}; registered scorers: {sorted(SCORERS)}")
-    factory = SCORERS[name]
-    if isinstance(factory, str):
-        module, _, attr = factory.partition(":")
-        factory = importlib.import_module(module)
-        for part in attr.split("."):  # "Class.method" names a classmethod factory
-            factory = getattr(factory, part)
-    return factory(cfg, run)
+    """Construct the scorer ``cfg.eval.scorer`` names (:data:`xlt.registry.SCORERS`); an unknown name raises
+    :class:`ConfigError`."""
+    return SCORERS.get_entry(cfg.eval.scorer)(cfg, run)
 
 
 def check_scores(scores: Any, counts: Any, where: str) -> np.ndarray:

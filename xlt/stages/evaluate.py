@@ -17,14 +17,14 @@ import logging
 from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from xlt.contract import StageContext, check_model
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
 from xlt.files import json_text
+from xlt.metrics import accuracy_with_ci, chance_level
+from xlt.progress import progress_bar
 from xlt.run import RunDir, atomic_write_json, atomic_write_text
-from xlt.scoring.metrics import accuracy_with_ci, chance_level
 from xlt.scoring.results import (
     Job,
     enabled_benchmarks,
@@ -37,8 +37,10 @@ from xlt.scoring.results import (
     read_result,
     result_path,
     shard_jobs,
+    stale_translator,
 )
 from xlt.scoring.scorers import build_scorer, check_scores
+from xlt.translation.translate_test import TranslateTestRunner
 
 log = logging.getLogger("xlt.evaluate")
 
@@ -66,10 +68,15 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     ties = int(((finite == finite.max(axis=1, keepdims=True)).sum(axis=1) > 1)[pred >= 0].sum())
     ids = items["id"]
     tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
+    masks = get_benchmark(job.kind).item_subsets(items)  # "full" and the benchmark's own subsets, if any
+    # Each item's own subsets (Global-MMLU: MA, CS, CA, category/...): what a bootstrap over questions
+    # within a subset resamples (the findings' per-language rank changes).
+    own = {name: m for name, m in masks.items() if name != "full"}
     lines = [
         # Strict JSON: a score that is not finite (an LLM answer naming no option) is null.
         json_text({"id": ids[i], "language": job.language, "gold": int(gold[i]),
-                   "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag},
+                   "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag,
+                   **({"subsets": [name for name, m in own.items() if m[i]]} if own else {})},
                   indent=None)
         for i in range(len(items))
     ]
@@ -93,7 +100,6 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "truncated": None,
         "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.base.data_checks)
     }
-    masks = get_benchmark(job.kind).item_subsets(items)  # "full" and the benchmark's own subsets, if any
     if masks:
         result["subsets"] = {name: {**accuracy_with_ci(correct[mask], samples, seed), "chance": chance_level(counts[mask])}
                              for name, mask in masks.items()}
@@ -124,6 +130,9 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     current = {k: p["job"] for k, p in prov.items()}
     mine = shard_jobs(jobs, int(cfg.eval.shard_index), int(cfg.eval.num_shards))
     todo = mine if ctx.force else missing_jobs(run, mine, current, log_damage=True)
+    # Translate-test results translated by what the translator no longer resolves to (ctranslate2 installed
+    # since, another device's compute type) are recomputed here, not called stale by a report elsewhere.
+    todo += [j for j in mine if j not in todo and stale_translator(run, j, prov[f"{j.benchmark}/{j.language}"].get("translator"))]
     stale = [j for j in todo if result_path(run, j).is_file()]
     log.info("evaluate: %d job(s) in total, %d in shard %d/%d, %d to do (%d recomputed: %s)", len(jobs), len(mine),
              cfg.eval.shard_index, cfg.eval.num_shards, len(todo), len(stale),
@@ -132,10 +141,8 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         scorer = build_scorer(cfg, run)
         translate_test = None
         if any(cfg.eval.benchmarks[j.benchmark].translate_test for j in todo):
-            from xlt.translation.translate_test import TranslateTestRunner
-
             translate_test = TranslateTestRunner(cfg, run)
-        with tqdm(total=len(todo), desc="evaluate", unit="lang") as bar:
+        with progress_bar(total=len(todo), desc="evaluate", unit="lang") as bar:
             for job in todo:
                 bar.set_postfix_str(f"{job.benchmark}/{job.language}")
                 res = evaluate_job(cfg, run, job, scorer, translate_test, prov[f"{job.benchmark}/{job.language}"])

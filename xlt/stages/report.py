@@ -20,13 +20,14 @@ from typing import Any
 
 import pandas as pd
 
-from xlt.contract import StageContext
+from xlt.contract import StageContext, context
 from xlt.markdown import markdown_table as md_table
 from xlt.reporting import plots
 from xlt.reporting.html import write_run_page
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, summary_frames
 from xlt.run import RunDir, atomic_write_json, atomic_write_text
+from xlt.tracking import log_report
 
 log = logging.getLogger("xlt.report")
 
@@ -34,8 +35,8 @@ log = logging.getLogger("xlt.report")
 def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
     out = [f"# Evaluation report: {cfg.recipe_name}\n", f"Model: `{cfg.eval.model}` (scorer `{cfg.eval.scorer}`); "
            f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
-    for name, res in results.items():
-        out.append(f"\n## {name} ({res.kind})\n")
+    for res in results.values():
+        out.append(f"\n## {res.heading}\n")
         if res.summary.get("resource_taxonomy"):
             out.append(f"Resource levels: {res.summary['resource_taxonomy']}.\n")
         for title, frame in summary_frames(res).items():
@@ -121,10 +122,9 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     Also fills the evaluation section of the run's model card (when the run's own model was
     evaluated) and logs tables and plots to W&B (when ``logger=wandb``).
     """
-    from xlt.tracking import log_report
-    from xlt.training.card import fill_evaluation_section
+    from xlt.training.card import fill_evaluation_section  # lazy: start-up time
 
-    results = collect(cfg, run)
+    results = collect(cfg, run, context(cfg, run, "evaluate", force=False))
     files = write_report(cfg, run, results, ctx.record())
     card = run.model / "README.md"
     if cfg.eval.model == "run" and card.is_file():

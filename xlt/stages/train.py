@@ -24,18 +24,21 @@ import logging
 import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from xlt import tracking
 from xlt.cluster import checkpoint_callback
 from xlt.config.model import TINY_MODEL_ID
-from xlt.contract import StageContext, record_inputs, recorded_inputs
-from xlt.modeling.load import load_model, load_tokenizer
-from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
+from xlt.contract import StageContext, checked_train_set, record_inputs, recorded_inputs
+from xlt.fingerprint import path_fingerprint
+from xlt.modeling.load import load_model, load_tokenizer, load_trained
+from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text, remove_path
+from xlt.state import StateError
 from xlt.training.args import build_training_arguments, resolve_precision
 from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
 from xlt.training.card import render_card
-from xlt.training.checkpoints import completeness_callback, newest_complete, settle
+from xlt.training.checkpoints import best_problem, completeness_callback, newest_complete, settle
 from xlt.training.data import load_training_set, rows_by_language, tokenized_splits
 from xlt.training.launch import quiet_deepspeed_deprecations, report_launch
 from xlt.training.lora import BASE_SUBDIR, merge_and_save, point_adapter_at_base, wrap_lora
@@ -96,7 +99,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
 
     tokenizer = load_tokenizer(cfg.model)
     with args.main_process_first(desc="training data"):
-        raw = load_training_set(cfg, run)
+        raw = load_training_set(cfg, run, lambda: checked_train_set(run))
         feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
         usable_checkpoints(run, ctx, main)
         if main and t.resume:  # incomplete or damaged checkpoints (a kill during a save) go to stale/
@@ -119,7 +122,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
     collapse = CollapseDetector(margin=t.collapse_margin, patience=t.collapse_patience, stop=t.stop_on_collapse)
     # A scheduler's warning signal (SLURM USR1) -> full checkpoint at the end of the step, then stop.
     # The completeness record first: it must be written before the signal callback stops the run in on_save.
-    callbacks: list[Any] = [completeness_callback(), collapse, checkpoint_callback()]
+    callbacks: list[Any] = [completeness_callback(t.save_total_limit), collapse, checkpoint_callback()]
     if t.early_stopping_patience:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
     trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks))
@@ -139,7 +142,7 @@ def usable_checkpoints(run: RunDir, ctx: StageContext, main: bool) -> bool:
     if main and folder.exists() and not ok and any(folder.iterdir()):
         why = "force=true" if ctx.force else ("they were written under other inputs" if stored else "they record no inputs")
         dest = run.path / "stale" / f"checkpoints-{stored or 'unknown'}"
-        shutil.rmtree(run.path / "stale", ignore_errors=True)
+        remove_path(run.path / "stale")  # the previous stale set (or a file found where the folder belongs)
         dest.parent.mkdir(parents=True)
         os.replace(folder, dest)
         log.warning("not resuming from %s (%s): moved to %s; training starts fresh", folder, why, dest)
@@ -162,13 +165,27 @@ def train(s: Session) -> dict[str, Any]:
     resume = newest_complete(run.checkpoints) if t.resume and ok else None
     if resume:
         log.info("resuming from %s", resume)
+        import json
+
+        problem = best_problem(run.checkpoints, json.loads((Path(resume) / "trainer_state.json").read_text())
+                               .get("best_model_checkpoint"))
+        if problem:
+            log.warning("the best checkpoint so far cannot be loaded (%s): unless a later evaluation beats it, "
+                        "training ends without a model (retrain with force=true)", problem)
     train_out = s.trainer.train(resume_from_checkpoint=resume)
+    state = s.trainer.state
+    problem = best_problem(run.checkpoints, state.best_model_checkpoint)
+    if problem:  # load_best_model_at_end only warns: the model saved would not be the one measured
+        cleanup(s)
+        raise StateError(
+            f"the best checkpoint (dev accuracy {state.best_metric}) cannot be loaded ({problem}), so the model "
+            "that best_dev_accuracy describes cannot be saved; train_metrics.json and the model are not written.\n"
+            "  Retrain: add force=true 'stages=[train,evaluate,report]' to the command.")
     # Dev accuracy of the model that is saved (the best checkpoint, reloaded by load_best_model_at_end).
     # Through the evaluation loop, not trainer.evaluate(): that would log the best step's accuracy again
     # at the final step, in the history and in W&B.
     dev = s.trainer.evaluation_loop(s.trainer.get_eval_dataloader(), description="best checkpoint").metrics
 
-    state = s.trainer.state
     history = metrics_history(state.log_history)
     summary: dict[str, Any] = {
         # No evaluation during training (max_steps < eval_steps): the final model is the one kept.
@@ -226,7 +243,6 @@ def save(s: Session, summary: dict[str, Any]) -> None:
         point_adapter_at_base(partial, BASE_SUBDIR)
     data_info = {split: len(s.raw[split]) for split in ("train", "dev")}
     atomic_write_text(partial / "README.md", render_card(cfg, summary, data_info))
-    from xlt.fingerprint import path_fingerprint
 
     atomic_write_json(partial / "xlt_provenance.json", {**s.ctx.record(), "fingerprint": path_fingerprint(partial)})
     with atomic_dir(run.model) as tmp:
@@ -251,7 +267,6 @@ def merge(s: Session, summary: dict[str, Any]) -> None:
     cfg, run = s.cfg, s.run
     if not (s.main and cfg.model.lora.enabled and cfg.model.lora.merge_and_save):
         return
-    from xlt.modeling.load import load_trained
 
     peft_model, tok = load_trained(run.model)
     with atomic_dir(run.path / MERGED_DIR) as tmp:

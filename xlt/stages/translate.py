@@ -17,24 +17,25 @@ With ``translate.import_dir`` set, ready translations are imported instead (:mod
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from datasets import DatasetDict, concatenate_datasets, load_from_disk
+from datasets import DatasetDict, concatenate_datasets
 from filelock import FileLock
 
-from xlt.contract import StageContext, record_inputs, recorded_inputs
+from xlt.contract import StageContext, checked_train_set, record_inputs, recorded_inputs
 from xlt.data.schema import TRANSLATED_FEATURES
-from xlt.errors import ConfigError, DataError
-from xlt.run import RunDir, atomic_dir, atomic_write_json, shard
+from xlt.errors import ConfigError, DataError, XltError
+from xlt.run import RunDir, atomic_dir, remove_path, shard
+from xlt.state import Damaged, StateError, read_sealed, redo, seal
 from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engine import QualityRules, translate_dataset
-from xlt.translation.layout import cache_path, language_dir, translated_dir  # noqa: F401  (re-exported)
+from xlt.translation.importer import import_translations
+from xlt.translation.layout import MERGED_FILE, cache_path, language_dir, translated_dir  # noqa: F401  (re-exported)
 from xlt.translation.quality import QualityStats
 from xlt.translation.report import REPORT_COLUMNS, report_markdown, write_report  # noqa: F401  (re-exported)
 from xlt.translation.storage import save_dataset
@@ -65,9 +66,7 @@ def part_dir(run: RunDir, unit: Unit) -> Path:
 
 
 def load_train_set(run: RunDir) -> DatasetDict:
-    if not run.train_set.exists():
-        raise DataError(f"{run.train_set}: no training set; run the build_data stage first")
-    ds = load_from_disk(str(run.train_set))
+    ds = checked_train_set(run)
     if not isinstance(ds, DatasetDict) or set(ds) != set(SPLITS):
         raise DataError(f"{run.train_set}: expected a DatasetDict with splits {list(SPLITS)}, got {list(ds)}")
     return ds
@@ -89,8 +88,20 @@ def shard_units(units: list[Unit], shard_index: int, num_shards: int) -> list[Un
     return shard(units, shard_index, num_shards)
 
 
+def read_part(run: RunDir, unit: Unit) -> tuple[Any, Any] | None:
+    """``(quality counts, rows)`` of a finished part, checked against its seal (:func:`xlt.state.read_sealed`);
+    None if it is not finished, or damaged (logged and removed: the unit is translated again, from the
+    segment cache)."""
+    try:
+        return read_sealed(part_dir(run, unit), STATS_FILE)
+    except Damaged as err:
+        redo(err, "translated again (from the segment cache)")
+        remove_path(part_dir(run, unit))
+        return None
+
+
 def is_part_done(run: RunDir, unit: Unit) -> bool:
-    return (part_dir(run, unit) / STATS_FILE).exists()
+    return read_part(run, unit) is not None
 
 
 def translate_unit(
@@ -115,25 +126,18 @@ def translate_unit(
     result.stats.add("truncated_inputs", n=translator.stats.get("truncated_inputs", 0) - truncated_before)
     with atomic_dir(part_dir(run, unit)) as tmp:
         save_dataset(result.dataset, tmp)
-        atomic_write_json(tmp / STATS_FILE, result.stats.to_json())
+        seal(tmp, STATS_FILE, result.stats.to_json())
     return result.stats
-
-
-MERGED_FILE = "xlt_translation.json"
 
 
 def merged_info(run: RunDir, language: str) -> dict[str, Any] | None:
     """The record of a finished merge of ``language`` (units, quality counts), checked with its Arrow data
     (:mod:`xlt.state`); None if not merged, or damaged (logged: the language is translated again, from
     the segment cache)."""
-    from xlt.state import Damaged, load_dataset_dir, read_state, redo
-
     folder = language_dir(run, language)
     try:
-        info = read_state(folder / MERGED_FILE, {"units": list, "stats": dict})
-        if info is not None:
-            load_dataset_dir(folder)
-        return info
+        sealed = read_sealed(folder, MERGED_FILE, {"units": list, "stats": dict})
+        return sealed[0] if sealed else None
     except Damaged as err:
         redo(err, "translated again (from the segment cache)")
         return None
@@ -163,23 +167,42 @@ def merge_language(run: RunDir, language: str, units: list[Unit]) -> tuple[Datas
     info = merged_info(run, language)
     if info is not None and info["units"] == names:
         stats = {s: QualityStats.from_json(v) for s, v in info["stats"].items()}
-        return load_from_disk(str(language_dir(run, language))), stats
+        return read_merged(run, language), stats
     stats: dict[str, QualityStats] = {}
     splits = {}
     for split in SPLITS:
         parts_of_split = sorted((u for u in mine if u.split == split), key=lambda u: u.start)
-        parts = [load_from_disk(str(part_dir(run, u))) for u in parts_of_split]
+        read = [read_part(run, u) for u in parts_of_split]
+        missing = [u.name for u, r in zip(parts_of_split, read, strict=True) if r is None]
+        if missing:
+            raise XltError(f"translate: parts {missing} of {language} were damaged (removed); rerun the translate "
+                           "stage: it translates them again from the segment cache")
+        parts = [r[1] for r in read if r is not None]
         st = QualityStats()
-        for u in parts_of_split:
-            st.merge(QualityStats.from_json(json.loads((part_dir(run, u) / STATS_FILE).read_text())))
+        for r in read:
+            if r is not None:
+                st.merge(QualityStats.from_json(r[0]))
         stats[split] = st
         splits[split] = concatenate_datasets(parts) if parts else _empty()
     dd = DatasetDict(splits)
     with atomic_dir(language_dir(run, language)) as tmp:
         save_dataset(dd, tmp)
-        atomic_write_json(tmp / MERGED_FILE, {"units": names, "stats": {s: st.to_json() for s, st in stats.items()}})
+        seal(tmp, MERGED_FILE, {"units": names, "stats": {s: st.to_json() for s, st in stats.items()}})
     shutil.rmtree(translated_dir(run) / ".parts" / language, ignore_errors=True)
-    return load_from_disk(str(language_dir(run, language))), stats
+    return read_merged(run, language), stats
+
+
+def read_merged(run: RunDir, language: str) -> DatasetDict:
+    """The merged translation of ``language``, checked against its seal (a :class:`~xlt.state.StateError`
+    naming the fix if it was damaged since: it is read right after its check, so only a concurrent writer
+    gets here)."""
+    try:
+        sealed = read_sealed(language_dir(run, language), MERGED_FILE)
+    except Damaged as err:
+        raise StateError(f"{err}; rerun the translate stage (it translates it again from the segment cache)") from None
+    if sealed is None:
+        raise StateError(f"{language_dir(run, language)}: no {MERGED_FILE}; rerun the translate stage")
+    return sealed[1]
 
 
 def _empty():
@@ -213,8 +236,6 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     """Translate this shard's units; when all units are done, merge and report (see module docstring)."""
     tcfg = cfg.translate
     if tcfg.import_dir:
-        from xlt.translation.importer import import_translations
-
         return import_translations(cfg, run, ctx.record())
     discard_stale(cfg, run, ctx)
     languages = [str(c) for c in tcfg.languages]

@@ -51,7 +51,9 @@ def build_training_arguments(cfg: Any, run: RunDir, report_to: list[str] | None 
         eval_steps=t.eval_steps,
         save_strategy="steps",
         save_steps=t.eval_steps,
-        save_total_limit=t.save_total_limit,
+        # xlt rotates (training.save_total_limit), after the new checkpoint's completeness record is
+        # written: the Trainer's own rotation deletes old checkpoints before it (xlt.training.checkpoints).
+        save_total_limit=None,
         load_best_model_at_end=True,
         metric_for_best_model="accuracy",
         greater_is_better=True,

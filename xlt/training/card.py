@@ -11,6 +11,7 @@ from typing import Any
 
 from xlt.hub import is_local
 from xlt.markdown import markdown_table
+from xlt.run import atomic_write_text
 from xlt.training.data import translate_train_all
 
 EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"
@@ -106,8 +107,6 @@ model, tokenizer = load_trained("path/to/this/folder")
 
 def fill_evaluation_section(card_path: str | Path, markdown: str) -> None:
     """Replace the evaluation placeholder in a written card with ``markdown`` (used by the report stage)."""
-    from xlt.run import atomic_write_text
-
     path = Path(card_path)
     text = path.read_text(encoding="utf-8")
     start, end = text.find(EVAL_BEGIN), text.find(EVAL_END)

@@ -9,6 +9,14 @@ Trainer calls ``on_save`` once the checkpoint is written) records every file wit
 and every file it lists is present with that content, and the files a resume needs (optimizer, scheduler,
 RNG, trainer state, weights) are among them. :func:`settle` moves every other ``checkpoint-N`` to
 ``stale/`` with a warning; training resumes from the newest complete one, or starts fresh and says so.
+
+Rotation (``training.save_total_limit``) is xlt's, not the Trainer's: the Trainer deletes old checkpoints
+inside its save, *before* ``on_save``, so a job killed while the record of the new checkpoint is being
+computed would be left with no complete checkpoint but (at best) the best one. xlt turns the Trainer's
+rotation off and :func:`prune` runs in the completeness callback, after the new record is written: the
+newest ``save_total_limit`` checkpoints and the best one are kept. A pruned checkpoint is first renamed to a
+hidden ``.pruning-checkpoint-N`` (one atomic rename: it stops being a checkpoint at once), then deleted; a
+kill in between leaves only that hidden folder, removed on the next prune or :func:`settle`.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -56,9 +65,12 @@ def mark_complete(folder: str | os.PathLike[str]) -> None:
     atomic_write_json(folder / COMPLETE_FILE, {"files": _listing(folder), "time": time.time()})
 
 
-def checkpoint_problem(folder: str | os.PathLike[str]) -> str | None:
-    """Why ``folder`` is not a complete checkpoint (None: it is)."""
+def checkpoint_problem(folder: str | os.PathLike[str], hashes: bool = True) -> str | None:
+    """Why ``folder`` is not a complete checkpoint (None: it is); ``hashes=False`` checks names and sizes
+    only (no reading of gigabytes)."""
     folder = Path(folder)
+    if not folder.is_dir():
+        return "it is not there (removed or set aside)"
     try:
         record = read_state(folder / COMPLETE_FILE, {"files": dict})
     except Damaged as err:
@@ -82,13 +94,22 @@ def checkpoint_problem(folder: str | os.PathLike[str]) -> str | None:
             return f"{rel} is missing"
         if not isinstance(meta, dict) or p.stat().st_size != meta.get("size"):
             return f"{rel} is truncated or rewritten (size {p.stat().st_size}, recorded {meta.get('size') if isinstance(meta, dict) else '?'})"
-        if _sha256(p) != meta.get("sha256"):
+        if hashes and _sha256(p) != meta.get("sha256"):
             return f"{rel} is damaged (its content no longer matches the record)"
     try:
         read_state(folder / "trainer_state.json", {"global_step": int, "log_history": list})
     except Damaged as err:
         return f"trainer_state.json is damaged ({err.why})"
     return None
+
+
+def best_problem(folder: Path, best: str | None) -> str | None:
+    """Why the best checkpoint ``best`` (a path; read as ``folder/<its name>``, so a copied run directory
+    checks its own) cannot be loaded (None: it can, or there is none). Names and sizes, on every rank."""
+    if not best:
+        return None
+    problem = checkpoint_problem(folder / Path(best).name, hashes=False)
+    return f"{folder / Path(best).name}: {problem}" if problem else None
 
 
 def checkpoints(folder: Path) -> list[Path]:
@@ -104,9 +125,43 @@ def newest_complete(folder: Path) -> str | None:
     return next((str(p) for p in checkpoints(folder) if p.is_dir() and checkpoint_problem(p) is None), None)
 
 
+PRUNING = ".pruning-"
+
+
+def _remove_pruned(folder: Path) -> None:
+    """Delete what a prune killed half-way left (hidden ``.pruning-checkpoint-N`` folders)."""
+    if folder.is_dir():
+        for p in folder.iterdir():
+            if p.name.startswith(PRUNING):
+                shutil.rmtree(p, ignore_errors=True)
+
+
+def prune(folder: Path, limit: int | None, current: str, best: str | None) -> list[str]:
+    """Delete the checkpoints under ``folder`` beyond the newest ``limit`` (``current``, just recorded
+    complete, among them), never ``current`` nor ``best`` (names, ``checkpoint-N``); return those deleted."""
+    _remove_pruned(folder)
+    if not limit:
+        return []
+    keep = {current, best}
+    step = int(current.split("-")[1])
+    found = [p for p in checkpoints(folder) if int(p.name.split("-")[1]) <= step]
+    gone = []
+    for p in found[limit:]:
+        if p.name in keep:
+            continue
+        hidden = folder / f"{PRUNING}{p.name}"
+        os.replace(p, hidden)  # no longer a checkpoint from here on, even if the deletion is cut short
+        shutil.rmtree(hidden)
+        gone.append(p.name)
+    if gone:
+        log.info("removed old checkpoint(s) %s (training.save_total_limit=%d, best %s kept)", ", ".join(gone), limit, best)
+    return gone
+
+
 def settle(folder: Path, stale_root: Path) -> str | None:
     """Move every incomplete or damaged checkpoint under ``folder`` to ``stale_root`` (warning each) and
     return the newest complete one; with checkpoints found but none complete, say training starts fresh."""
+    _remove_pruned(folder)
     found = checkpoints(folder)
     best = None
     for p in found:
@@ -114,6 +169,9 @@ def settle(folder: Path, stale_root: Path) -> str | None:
         if problem is None:
             best = best or str(p)
             continue
+        if stale_root.exists() and not stale_root.is_dir():  # xlt's own area: a file there is removed
+            log.warning("%s is a file where xlt keeps stale checkpoints: removed", stale_root)
+            stale_root.unlink()
         stale_root.mkdir(parents=True, exist_ok=True)
         dest = stale_root / f"{p.name}-incomplete-{int(time.time() * 1000)}"
         os.replace(p, dest)
@@ -123,8 +181,9 @@ def settle(folder: Path, stale_root: Path) -> str | None:
     return best
 
 
-def completeness_callback() -> Any:
-    """A ``TrainerCallback`` writing the completeness record after each checkpoint save (main process)."""
+def completeness_callback(limit: int | None = None) -> Any:
+    """A ``TrainerCallback`` writing the completeness record after each checkpoint save (main process),
+    then pruning the checkpoints beyond ``limit`` (:func:`prune`)."""
     from transformers import TrainerCallback
 
     class CompletenessMarker(TrainerCallback):
@@ -137,6 +196,8 @@ def completeness_callback() -> Any:
                 folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 if folder.is_dir():
                     mark_complete(folder)
+                    best = Path(state.best_model_checkpoint).name if state.best_model_checkpoint else None
+                    prune(folder.parent, limit, folder.name, best)
             return control
 
     return CompletenessMarker()

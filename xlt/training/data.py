@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from datasets import DatasetDict
@@ -13,33 +14,18 @@ from xlt.config.translate import translate_train_all
 from xlt.errors import DataError
 from xlt.modeling.features import tokenize_mc
 from xlt.run import RunDir
+from xlt.translation.union import build_train_all
 
 log = logging.getLogger("xlt.training")
 
 
-def load_training_set(cfg: Any, run: RunDir) -> DatasetDict:
-    """The translate-train-all union when the recipe configures translations, else ``run.train_set``."""
+def load_training_set(cfg: Any, run: RunDir, read_train_set: Callable[[], DatasetDict]) -> DatasetDict:
+    """The translate-train-all union when the recipe configures translations, else the English training set;
+    ``read_train_set`` (from the stage) reads that set checked against what the build_data stage wrote."""
     if translate_train_all(cfg):
-        from xlt.translation.union import build_train_all
-
-        ds = build_train_all(cfg, run)
+        ds = build_train_all(cfg, run, read_train_set)
     else:
-        if not (run.train_set / "dataset_dict.json").exists():
-            raise DataError(
-                f"no training set at {run.train_set}: run the build_data stage first "
-                "(python -m xlt.build_data with the same recipe and overrides)"
-            )
-        from xlt.contract import sealed_problems
-        from xlt.state import Damaged, load_dataset_dir
-
-        try:
-            changed = sealed_problems(run, "build_data")
-            if changed:
-                raise Damaged(run.train_set, changed[0])
-            ds = load_dataset_dir(run.train_set)
-        except Damaged as err:
-            raise DataError(f"{err}; rerun the build_data stage (python -m xlt.build_data with the same recipe "
-                            "and overrides: it rebuilds the damaged set)") from None
+        ds = read_train_set()
     for split in ("train", "dev"):
         if split not in ds:
             raise DataError(f"{run.train_set}: split '{split}' is missing (found {sorted(ds)})")

@@ -36,7 +36,7 @@ def make_trainer(args, model, tokenizer, feats, callbacks: list[Any] | None = No
     """The Trainer of the stage: MC features with dynamic padding, accuracy on the dev split."""
     from transformers import Trainer
 
-    from xlt.modeling.features import MCCollator
+    from xlt.modeling.features import MCCollator  # lazy: start-up time
 
     return Trainer(
         model=model,

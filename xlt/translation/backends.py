@@ -8,7 +8,14 @@ from typing import Any
 
 from xlt.errors import ConfigError
 from xlt.translation import ct2
-from xlt.translation.translator import EchoTranslator, HFSeq2SeqTranslator, Translator, engine_settings
+from xlt.translation.translator import (
+    EchoTranslator,
+    HFSeq2SeqTranslator,
+    Translator,
+    engine_settings,
+    pick_device,
+    pick_dtype,
+)
 
 log = logging.getLogger(__name__)
 
@@ -29,3 +36,23 @@ def build_translator(tcfg: Any) -> Translator:
                               f"translate.engine={tcfg.engine} resolved to hf (is ctranslate2 installed?)")
         return HFSeq2SeqTranslator(tcfg.model_name_or_path, **engine_settings(tcfg))
     raise ConfigError(f"translate.kind must be 'hf' or 'echo', got {kind!r}")
+
+
+def resolved_settings(tcfg: Any) -> dict[str, Any]:
+    """What the translator ``tcfg`` selects runs as, found without loading it: the engine (``auto``
+    resolved) and the dtype (hf) or CTranslate2 compute type (``auto`` resolved on this machine's device).
+    These enter the hashes of what it translates: installing ctranslate2, or moving to a GPU, is another
+    translator under the same settings."""
+    if tcfg.kind != "hf":
+        return {"kind": str(tcfg.kind)}
+    engine = ct2.resolve_engine(tcfg.engine, tcfg.model_name_or_path, tcfg.revision)
+    if engine == "ctranslate2":
+        if not ct2.available():  # the translator says how to install it
+            return {"engine": engine, "compute_type": str(tcfg.compute_type)}
+        import ctranslate2
+
+        device, ids = ct2.parse_device(str(tcfg.device))
+        compute = ct2.resolve_compute_type(tcfg.compute_type, tcfg.precision, device, ids[0])
+        return {"engine": engine, "compute_type": compute, "ctranslate2": ctranslate2.__version__}
+    dtype = pick_dtype(tcfg.precision, pick_device(str(tcfg.device)))
+    return {"engine": engine, "dtype": str(dtype).replace("torch.", "")}

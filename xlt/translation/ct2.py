@@ -32,8 +32,12 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from xlt.config.translate import device_error
 from xlt.errors import ConfigError
+from xlt.fingerprint import resource_fingerprint
+from xlt.hub import hub_resource
 from xlt.translation.translator import LanguageTokens, engine_settings
+from xlt.weights import log_weights, snapshot
 
 log = logging.getLogger(__name__)
 
@@ -67,17 +71,6 @@ def resolve_engine(engine: str, model_name_or_path: str, revision: str | None = 
     if available() and model_type(model_name_or_path, revision) in MODEL_TYPES:
         return "ctranslate2"
     return "hf"
-
-
-def device_error(device: str) -> str | None:
-    """A config error message for ``translate.device`` under this engine, or None."""
-    if device in ("auto", "cpu", "cuda"):
-        return None
-    if device.startswith("cuda:"):
-        ids = device[5:].split(",")
-        if all(i.strip().isdigit() for i in ids) and len(set(ids)) == len(ids):
-            return None
-    return f"translate.device={device!r}: use auto, cpu, cuda (every visible GPU), cuda:N or a list cuda:0,1"
 
 
 def parse_device(device: str) -> tuple[str, list[int]]:
@@ -126,21 +119,14 @@ def _cache_root() -> Path:
 def _local_checkpoint(model_name_or_path: str, revision: str | None) -> str:
     if Path(model_name_or_path).exists():
         return model_name_or_path
-    from huggingface_hub import snapshot_download
-
-    from xlt.hub import hub_resource
-
     with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
-        return snapshot_download(model_name_or_path, revision=revision,
-                                 allow_patterns=["*.json", "*.safetensors", "*.model", "*.txt"])
+        return snapshot(model_name_or_path, revision)
 
 
 def converted_model(model_name_or_path: str, revision: str | None, quantization: str) -> Path:
     """The CTranslate2 conversion of the checkpoint in ``quantization``, converted on first use."""
     import ctranslate2
     from filelock import FileLock
-
-    from xlt.fingerprint import resource_fingerprint
 
     fingerprint = resource_fingerprint(model_name_or_path, revision)
     key = hashlib.sha256(json.dumps([fingerprint, quantization, ctranslate2.__version__]).encode()).hexdigest()[:20]
@@ -205,8 +191,6 @@ class CT2Translator(LanguageTokens):
         import ctranslate2
         from transformers import AutoConfig, AutoTokenizer
 
-        from xlt.hub import hub_resource
-
         if max_new_tokens < 1:
             raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")
         with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
@@ -220,6 +204,7 @@ class CT2Translator(LanguageTokens):
         self.device, self.device_index = parse_device(device)
         self.compute_type = resolve_compute_type(compute_type, precision, self.device, self.device_index[0])
         path = converted_model(model_name_or_path, revision, self.compute_type)
+        log_weights("translate model (ctranslate2)", model_name_or_path, revision)
         if intra_threads is None:
             import torch
 
@@ -249,6 +234,8 @@ class CT2Translator(LanguageTokens):
             "compute_type": self.compute_type,
             "ctranslate2": ctranslate2.__version__,
         }
+        if self.user_code_map:  # the language tokens used: identities without a map stay as they were
+            settings["lang_code_map"] = dict(sorted(self.user_code_map.items()))
         self.identity = "ct2/" + json.dumps(settings, sort_keys=True)
 
     def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from datasets import Dataset, Features, Value
-from tqdm.auto import tqdm
 
+from xlt.progress import progress_bar
 from xlt.translation.cache import TranslationCache
 from xlt.translation.quality import QualityStats, check_segment
 from xlt.translation.segment import Segmented, join_sentences, segment_passage
@@ -69,7 +69,7 @@ def translate_segments(
     stats.add("segments_translated", n=len(missing))
     pending: list[tuple[str, str]] = []
     batches = 0
-    with tqdm(total=len(missing), desc=desc or f"translate -> {tgt_lang}", unit="seg", disable=not missing) as bar:
+    with progress_bar(total=len(missing), desc=desc or f"translate -> {tgt_lang}", unit="seg", disable=not missing) as bar:
         for idx, outs in translator.translate_batches(missing, src_lang, tgt_lang):
             pairs = [(missing[i], o) for i, o in zip(idx, outs, strict=True)]
             found.update(pairs)

@@ -22,10 +22,12 @@ from typing import Any
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
+from xlt import languages as langtab
 from xlt.data.schema import TRAIN_FEATURES, TRANSLATED_FEATURES, check_record
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir
-from xlt.translation.layout import language_dir
+from xlt.state import seal
+from xlt.translation.layout import MERGED_FILE, language_dir
 from xlt.translation.quality import QualityStats
 from xlt.translation.report import write_report
 from xlt.translation.storage import save_dataset
@@ -104,8 +106,6 @@ def drop_duplicates(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], i
 
 def check_language(code: str, source: str) -> None:
     """An imported language must be a FLORES-200 code of the language table, and not the source language."""
-    from xlt import languages as langtab
-
     lang = langtab.lookup(code)
     if lang is None or lang.code != code:
         hint = f" (the FLORES-200 code of that language is {lang.code!r}: rename the file)" if lang else ""
@@ -175,8 +175,6 @@ def import_translations(cfg: Any, run: RunDir, provenance: dict[str, Any] | None
     for lang in languages:
         dropped: dict[str, int] = {}
         dd = read_language(import_dir, lang, dropped)
-        with atomic_dir(language_dir(run, lang)) as tmp:
-            save_dataset(dd, tmp)
         per_language[lang] = {}
         for split in SPLITS:
             st = QualityStats()
@@ -185,6 +183,10 @@ def import_translations(cfg: Any, run: RunDir, provenance: dict[str, Any] | None
                 st.add("duplicate_rows", n=dropped[split])
             st.add("rows_out", n=dd[split].num_rows)
             per_language[lang][split] = st
+        with atomic_dir(language_dir(run, lang)) as tmp:
+            save_dataset(dd, tmp)
+            seal(tmp, MERGED_FILE, {"units": [f"imported from {import_dir}"],
+                                    "stats": {s: st.to_json() for s, st in per_language[lang].items()}})
         rows[lang] = {s: dd[s].num_rows for s in SPLITS}
         log.info("imported %s: %s", lang, rows[lang])
     meta = {"translator": f"imported from {import_dir}", "source_language": cfg.translate.source_language, "imported": True,

@@ -8,6 +8,10 @@ from typing import Any
 
 from xlt.run import RunDir
 
+# The record that seals a merged (or imported) language folder: its units, quality counts and the
+# fingerprint of its Arrow data (xlt.state.seal / read_sealed).
+MERGED_FILE = "xlt_translation.json"
+
 
 def translated_dir(run: RunDir) -> Path:
     return run.data / "translated"

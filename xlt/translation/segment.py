@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from xlt.data.sentences import split_sentences
+
 # Scripts written without spaces between sentences (FLORES script suffix).
 NO_SPACE_SCRIPTS = frozenset({"Hans", "Hant", "Jpan", "Thai", "Laoo", "Khmr", "Mymr", "Tibt"})
 
@@ -22,8 +24,6 @@ _NON_LATIN_END = re.compile(r"(?<=[\u3002\uff01\uff1f\u0964\u061f\u1362\u104b])\
 
 def _split_sentences(text: str) -> list[str]:
     """xlt's offline splitter, plus breaks after non-Latin sentence-final marks (for translate-test)."""
-    from xlt.data.sentences import split_sentences
-
     out: list[str] = []
     for piece in split_sentences(text):
         out.extend(p for p in _NON_LATIN_END.split(piece) if p.strip())

@@ -17,10 +17,13 @@ from typing import Any
 import numpy as np
 from datasets import Dataset, concatenate_datasets
 
+from xlt import languages
 from xlt.errors import ConfigError
-from xlt.run import RunDir
+from xlt.run import RunDir, atomic_write_json
+from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engine import QualityRules, translate_dataset
+from xlt.translation.layout import cache_path
 from xlt.translation.quality import QualityStats
 from xlt.translation.translator import Translator
 
@@ -33,7 +36,6 @@ def to_flores(code: str, lang_map: Mapping[str, str] | None = None) -> str:
         return lang_map[code]
     if _FLORES.match(code):
         return code
-    from xlt import languages
 
     lang = languages.lookup(code)
     if lang is None:
@@ -109,15 +111,10 @@ class TranslateTestRunner:
     @property
     def translator(self) -> Translator:
         if self._translator is None:
-            from xlt.translation.backends import build_translator
-
             self._translator = build_translator(self.cfg.translate)
         return self._translator
 
     def __call__(self, items: Dataset, benchmark: str, language: str) -> Dataset:
-        from xlt.run import atomic_write_json
-        from xlt.translation.layout import cache_path
-
         stats: dict[str, QualityStats] = {}
         with TranslationCache(cache_path(self.cfg, self.run)) as cache:
             out = translate_items(items, self.translator, cache, self.target, stats=stats,

@@ -24,6 +24,8 @@ from typing import Any
 from xlt import languages as langtab
 from xlt.batching import AdaptiveBatcher
 from xlt.errors import ConfigError
+from xlt.hub import hub_resource
+from xlt.weights import from_pretrained_kwargs, log_weights
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +109,7 @@ class EchoTranslator(Translator):
         return [f"[{tgt_lang}] {t}" for t in texts]
 
 
-def _pick_device(device: str) -> str:
+def pick_device(device: str) -> str:
     import torch
 
     if device == "auto":
@@ -115,7 +117,7 @@ def _pick_device(device: str) -> str:
     return device
 
 
-def _pick_dtype(precision: str, device: str) -> Any:
+def pick_dtype(precision: str, device: str) -> Any:
     import torch
 
     if precision == "auto":
@@ -224,20 +226,20 @@ class HFSeq2SeqTranslator(LanguageTokens):
         import torch  # noqa: F401  (fail early with a clear import error)
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        from xlt.hub import hub_resource
-
         if max_new_tokens < 1:
             raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")
-        self.device = _pick_device(device)
-        self.dtype = _pick_dtype(precision, self.device)
+        self.device = pick_device(device)
+        self.dtype = pick_dtype(precision, self.device)
         if tokenizer is None:
             with hub_resource("tokenizer", model_name_or_path, revision, "translate.model_name_or_path"):
                 tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, revision=revision)
         if model is None:
             with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
                 model = AutoModelForSeq2SeqLM.from_pretrained(
-                    model_name_or_path, revision=revision, dtype=self.dtype, use_safetensors=True
+                    model_name_or_path, revision=revision, dtype=self.dtype,
+                    **from_pretrained_kwargs(model_name_or_path, revision)
                 )
+            log_weights("translate model", model_name_or_path, revision)
         self.tokenizer = tokenizer
         self.model = model.to(device=self.device, dtype=self.dtype).eval()
         self.batch_size = batch_size
@@ -257,6 +259,8 @@ class HFSeq2SeqTranslator(LanguageTokens):
             "num_beams": num_beams,
             "dtype": str(self.dtype).replace("torch.", ""),
         }
+        if self.user_code_map:  # the language tokens used: identities without a map stay as they were
+            settings["lang_code_map"] = dict(sorted(self.user_code_map.items()))
         if num_beams > 1:  # greedy identities (and their cached translations) stay as they were
             settings.update(length_penalty=length_penalty, early_stopping=True)
         self.identity = "hf/" + json.dumps(settings, sort_keys=True)

@@ -22,15 +22,19 @@ a training-seed sweep trains on the same rows. The result is shuffled (seeded) s
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from datasets import Dataset, DatasetDict, concatenate_datasets, load_from_disk
+from datasets import Dataset, DatasetDict, concatenate_datasets
 
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir
+from xlt.state import Damaged, read_sealed
+from xlt.translation.importer import find_languages
+from xlt.translation.layout import MERGED_FILE, language_dir
 
 log = logging.getLogger(__name__)
 
@@ -71,8 +75,6 @@ def union_languages(cfg: Any) -> list[str]:
     tcfg = cfg.translate
     languages = [str(c) for c in tcfg.languages]
     if not languages and tcfg.import_dir and Path(tcfg.import_dir).expanduser().is_dir():
-        from xlt.translation.importer import find_languages
-
         languages = find_languages(Path(tcfg.import_dir).expanduser())
     if not languages and "translate" in list(cfg.stages):
         raise ConfigError(
@@ -83,16 +85,13 @@ def union_languages(cfg: Any) -> list[str]:
     return languages
 
 
-def load_languages(cfg: Any, run: RunDir) -> dict[str, DatasetDict]:
-    """The English set (as ``eng_Latn``, if included) and each translated language, memory-mapped."""
-    from xlt.translation.layout import language_dir
-
+def load_languages(cfg: Any, run: RunDir, read_english: Callable[[], DatasetDict]) -> dict[str, DatasetDict]:
+    """The English set (as ``eng_Latn``, if included; ``read_english`` from the stage: the checked training
+    set) and each translated language, memory-mapped."""
     sources: dict[str, DatasetDict] = {}
     scfg = cfg.translate.sampling
     if scfg.include_english:
-        if not run.train_set.exists():
-            raise DataError(f"{run.train_set}: no training set; run the build_data stage first")
-        eng = load_from_disk(str(run.train_set))
+        eng = read_english()
         sources[cfg.translate.source_language] = DatasetDict(
             {s: english_with_language(eng[s], cfg.translate.source_language) for s in eng}
         )
@@ -105,16 +104,23 @@ def load_languages(cfg: Any, run: RunDir) -> dict[str, DatasetDict]:
                 "(python -m xlt.translate with the same recipe, or add `translate` to stages), or train on "
                 "English only with translate=none."
             )
-        sources[lang] = load_from_disk(str(path))
+        try:  # sealed by the translate stage (or the importer) with its data's fingerprint
+            sealed = read_sealed(path, MERGED_FILE)
+        except Damaged as err:
+            raise DataError(f"{err}; rerun the translate stage (it redoes the damaged language)") from None
+        if sealed is None:
+            raise DataError(f"{path}: the translation of {lang} is unfinished (no {MERGED_FILE}); rerun the "
+                            "translate stage")
+        sources[lang] = sealed[1]
     if not sources:
         raise ConfigError("translate-train-all has no data: translate.languages is empty and include_english=false")
     return sources
 
 
-def build_train_all(cfg: Any, run: RunDir) -> DatasetDict:
+def build_train_all(cfg: Any, run: RunDir, read_english: Callable[[], DatasetDict]) -> DatasetDict:
     """English + translations as one DatasetDict train/dev (TRANSLATED_FEATURES), sampled and shuffled."""
     scfg = cfg.translate.sampling
-    sources = load_languages(cfg, run)
+    sources = load_languages(cfg, run, read_english)
     seed = int(cfg.data.seed)
     rng = np.random.default_rng(seed)
     train_sizes = language_sizes(

@@ -52,6 +52,24 @@ def test_belebele_flat_layout_and_max_questions(tmp_path):
     assert len(ds) == 2 and ds["label"] == [belebele_gold(0), belebele_gold(1)]
 
 
+def test_max_questions_is_the_harness_limit_unscorable_ones_among_them_dropped(tmp_path):
+    """--limit n takes the first n documents; an unscorable one among them is dropped and counted, and the
+    cap is not refilled from further down the file (the harness would not score those)."""
+    rows = belebele_rows("fra_Latn", 6)
+    for key in ("mc_answer1", "mc_answer2", "mc_answer3", "mc_answer4"):
+        rows[1][key] = "same"  # one distinct option: unscorable
+    write_jsonl(tmp_path / "data" / "fra_Latn.jsonl", rows)
+    bench = BENCHMARKS["belebele"]
+    everything = bench.load(bcfg(tmp_path), "fra_Latn")
+    ds, checks = bench.load_checked(bcfg(tmp_path, max_questions=3), "fra_Latn")
+    assert len(everything) == 5 and len(ds) == 2 and checks["unscorable"] == 1
+    assert ds["id"] == [everything["id"][0], everything["id"][1]]  # documents 1 and 3 of the file
+    with pytest.raises(DataError, match=r"none of the first 1 items \(max_questions=1\)"):
+        rows[0] = rows[1]
+        write_jsonl(tmp_path / "data" / "fra_Latn.jsonl", rows)
+        bench.load_checked(bcfg(tmp_path, max_questions=1), "fra_Latn")
+
+
 @pytest.mark.parametrize("bad", ["5", "0", "A", 7, ""])
 def test_belebele_answer_outside_1_4_names_file_row_field(tmp_path, bad):
     rows = belebele_rows("fra_Latn", 4)

@@ -89,4 +89,4 @@ def test_a_two_option_benchmark_runs_through_the_llm_recipes(llm_files, tmp_path
         assert all(r["prediction"] in (0, 1) for r in rows)
     else:
         assert meta["mode"] == "generate" and 0 <= meta["unparseable"] <= 8
-    assert "xcopa" in (tmp_path / "run" / "report.md").read_text()
+    assert "\n## XCOPA\n" in (tmp_path / "run" / "report.md").read_text()  # the definition's title

@@ -35,8 +35,11 @@ from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 from xlt import languages as langtab
 from xlt.data.anomalies import PLACEHOLDERS
 from xlt.data.schema import LETTERS, MAX_OPTIONS, option_counts
+from xlt.data.sources.files import check_readable, iter_jsonl
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource, offline
+from xlt.metrics import summarize
+from xlt.registry import BENCHMARKS
 
 
 class Benchmark(ABC):
@@ -207,17 +210,23 @@ class Benchmark(ABC):
         """Every item of one language in the evaluation schema, and where it was read (for errors)."""
 
     def load_checked(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
-        """The scorable items of one language (at most ``max_questions``) and their data checks."""
+        """The scorable items of one language and their data checks.
+
+        ``max_questions`` is lm-evaluation-harness's ``--limit``: the first n documents of the file, the
+        unscorable ones among them dropped (and counted in the checks), so a capped run scores the same
+        questions, and draws the same first-n few-shot rows, as the harness with that limit."""
         ds, where = self.load_all(bcfg, language, split)
         check_items(ds, where)
+        items = f"{len(ds)} items"
+        if bcfg.max_questions is not None and int(bcfg.max_questions) < len(ds):
+            ds = ds.select(range(int(bcfg.max_questions)))
+            items = f"first {len(ds)} items (max_questions={len(ds)})"
         checks, keep = data_checks(ds, self.has_passage)
         if not keep:
-            raise DataError(f"{where}: none of the {len(ds)} items can be scored (every item has fewer than two "
+            raise DataError(f"{where}: none of the {items} can be scored (every item has fewer than two "
                             "distinct non-empty options, or no question); check the file")
         if len(keep) < len(ds):
             ds = ds.select(keep)
-        if bcfg.max_questions is not None:
-            ds = ds.select(range(min(int(bcfg.max_questions), len(ds))))
         return ds, checks
 
     def load(self, bcfg: Any, language: str, split: str = "test") -> Dataset:
@@ -285,6 +294,11 @@ class Benchmark(ABC):
     def display_title(self) -> str:
         return self.title or self.kind
 
+    def heading(self, name: str) -> str:
+        """How reports and plots name the config entry ``name`` of this benchmark: its title, and the entry's
+        name beside it where that says more (e.g. "Belebele (belebele_tt)" for a translate-test entry)."""
+        return self.display_title if name in (self.kind, self.display_title) else f"{self.display_title} ({name})"
+
     @property
     def finding_prefix(self) -> str:
         return self.kind
@@ -309,11 +323,9 @@ class Benchmark(ABC):
                 *(f"acc_{s}" for s in self.subsets), "n", "truncated"]
 
     def summary(self, per_lang: Any, groups: dict[str, str] | None = None) -> dict[str, Any]:
-        """Headline numbers over languages (:func:`xlt.scoring.metrics.summarize`: ``mean`` always, the
+        """Headline numbers over languages (:func:`xlt.metrics.summarize`: ``mean`` always, the
         threshold counts, each subset's mean, the means per grouping); ``resource_taxonomy`` says where
         the resource levels come from when results are grouped by them."""
-        from xlt.scoring.metrics import summarize
-
         out = summarize(per_lang, self.language_groupings, self.subsets, self.thresholds)
         if "resource" in self.language_groupings:
             out["resource_taxonomy"] = langtab.resource_taxonomy(groups)
@@ -469,9 +481,8 @@ def load_local_file(path: Path) -> Dataset:
     both name the same 1-based line for undecodable bytes, truncated lines and empty files, and both
     accept a leading BOM.
     """
+    check_readable(path)
     if path.suffix != ".parquet":
-        from xlt.data.sources.files import iter_jsonl
-
         read = list(iter_jsonl(path))
         rows = [row.data for row in read]
         columns: dict[str, list[Any]] = {}
@@ -567,10 +578,27 @@ class Claim:
     ``check`` names one of the generic check kinds of :mod:`xlt.reporting.findings` (which runs it on
     the systems of a comparison), ``id`` the finding within the benchmark (its id in reports is
     ``<finding_prefix>_<id>``), ``text`` the claim in words, ``params`` what the check compares (see
-    the check kind).
+    the check kind). What the paper says: ``quote`` (its sentence, with ``section`` where it stands);
+    ``verbatim`` says whether it is the paper's own words, checked against its text, or a paraphrase (a
+    statement whose wording could not be checked is never passed off as a quote). ``needs``: the
+    systems and languages the check needs.
     """
 
     check: str
     id: str
     text: str
     params: dict[str, Any] = field(default_factory=dict)
+    quote: str = ""
+    section: str = ""
+    verbatim: bool = False
+    needs: str = ""
+
+    def cited(self) -> str:
+        """The paper's sentence as reports show it: quoted (verbatim) or marked as a paraphrase."""
+        if not self.quote:
+            return ""
+        where = f" ({self.section})" if self.section else ""
+        return f"\u201c{self.quote}\u201d{where}" if self.verbatim else f"paraphrase{where}: {self.quote}"
+
+
+BENCHMARKS.base = Benchmark  # a definition file's subclasses with a kind register (xlt.registry.include)

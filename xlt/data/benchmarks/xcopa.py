@@ -131,5 +131,9 @@ class XCOPA(ConfigPerLanguage):
     thresholds = ()
     findings = (
         Claim("translate_test_beats_in_language_llm", "translate_test_beats_in_language",
-              "translate-test beats in-language evaluation on most XCOPA languages", {"systems": "any"}),
+              "translate-test beats in-language evaluation on most XCOPA languages", {"systems": "any"},
+              quote="translation-based transfer (translating the test data into English) outperforms "
+                    "multilingual zero-shot transfer", section="results",
+              needs="one system (encoder or LLM) evaluated on XCOPA both in-language and translate-test, on the "
+                    "languages both evaluated"),
     )

@@ -19,8 +19,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from xlt.config.data import SourceConfig
 from xlt.data.anomalies import MAX_PASSAGE_CHARS, clean_text, row_problem
 from xlt.data.anomalies import option_problem as option_problem
@@ -29,6 +27,8 @@ from xlt.data.sentences import count_sentences, max_sentences
 from xlt.data.sources.files import Row, iter_local_split
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource
+from xlt.progress import progress_bar
+from xlt.registry import SOURCES
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ class Source:
     def limited_rows(self, split: str, stats: SourceStats) -> Iterator[Row]:
         """Rows of ``split`` with a progress bar, at most ``max_rows``; counts them in ``stats.read``."""
         out = OUTPUT_SPLIT[split]
-        bar = tqdm(desc=f"{self.dataset} {split}", unit=" rows", disable=None, leave=False)
+        bar = progress_bar(desc=f"{self.dataset} {split}", unit=" rows", disable=None, leave=False)
         try:
             for i, row in enumerate(self.rows(split)):
                 if self.cfg.max_rows is not None and i >= self.cfg.max_rows:
@@ -311,3 +311,6 @@ class Source:
         }
         check_record(rec, f"{self.dataset} {split} {where}", answer_text)
         return rec
+
+
+SOURCES.base = Source  # a definition file's subclasses with a name register (xlt.registry.include)

@@ -101,6 +101,9 @@ def iter_jsonl(path: Path) -> Iterator[Row]:
                     f"{path}:line {lineno}: invalid or truncated JSON ({err.msg} at column {err.colno}){last}; "
                     "each line must hold one complete JSON object"
                 ) from None
+            except RecursionError:
+                raise DataError(f"{path}:line {lineno}: JSON nested too deeply to read (thousands of levels); "
+                                "each line must hold one flat record object") from None
             if not isinstance(obj, dict):
                 raise DataError(f"{path}:line {lineno}: expected a JSON object, got {type(obj).__name__}")
             n += 1
@@ -135,6 +138,9 @@ def iter_json_array(path: Path) -> Iterator[Row]:
         items = json.loads(text)
     except json.JSONDecodeError as err:
         raise DataError(f"{path}:line {err.lineno}: invalid or truncated JSON ({err.msg} at column {err.colno})") from None
+    except RecursionError:
+        raise DataError(f"{path}: JSON nested too deeply to read (thousands of levels); it must hold an array of "
+                        "flat record objects") from None
     if isinstance(items, dict) and isinstance(items.get("data"), list):
         items = items["data"]
     if not isinstance(items, list):
@@ -193,7 +199,19 @@ def iter_parquet(path: Path) -> Iterator[Row]:
         raise DataError(f"{path}:row {i + 1}: unreadable Parquet data ({err}); re-download or re-export it") from None
 
 
+def check_readable(path: Path) -> None:
+    """A :class:`DataError` naming ``path`` when it cannot be opened (a symlink loop, a dangling link, no
+    permission), before a reader meets it."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as err:
+        raise DataError(f"{path}: cannot be read ({err.strerror or err}); replace it with the data file "
+                        "(a symlink must point at a readable file)") from None
+
+
 def iter_file(path: Path) -> Iterator[Row]:
+    check_readable(path)
     if path.suffix == ".parquet":
         return iter_parquet(path)
     if path.suffix == ".json":

@@ -16,6 +16,7 @@ from typing import Any
 from xlt.data.schema import TRAIN_LETTERS
 from xlt.data.sources.base import BuildContext, Row, Source, get, get_letter, get_str, option_problem, text_id
 from xlt.errors import DataError
+from xlt.hub import hub_resource
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +49,6 @@ class MCTest(Source):
             if "scripts are no longer supported" not in str(err):
                 raise
             from datasets import load_dataset
-
-            from xlt.hub import hub_resource
 
             cfg = self.cfg
             log.info("%s is a script dataset; reading its Parquet export (refs/convert/parquet)", cfg.hub_id)

@@ -225,7 +225,9 @@
       head.appendChild(el("b", null, f.claim));
       head.appendChild(el("span", {"class": "paper"}, " — " + f.paper));
       d.appendChild(head);
+      if (f.paper_says) d.appendChild(el("div", {"class": "quote"}, "The paper: " + f.paper_says));
       d.appendChild(el("div", {"class": "why"}, f.why));
+      if (f.needs) d.appendChild(el("div", {"class": "test"}, "Needs: " + f.needs));
       if (f.test) d.appendChild(el("div", {"class": "test"}, "Test: " + f.test));
       if (f.numbers && f.numbers.length) {
         var det = el("details");

@@ -14,11 +14,11 @@ import re
 from collections.abc import Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from xlt.batching import AdaptiveBatcher
 from xlt.data.schema import LETTERS
 from xlt.errors import ConfigError
+from xlt.progress import progress_bar
 from xlt.scoring.llm.loglik import encode_texts
 
 log = logging.getLogger(__name__)
@@ -93,7 +93,7 @@ class GreedyGenerator:
         enc = encode_texts(tok, list(prompts), self.add_bos_token)
         order = sorted(range(len(enc)), key=lambda i: -len(enc[i]))
         out: list[str | None] = [None] * len(enc)
-        bar = tqdm(total=len(order), desc="LLM generation", unit="q", disable=not self.progress)
+        bar = progress_bar(total=len(order), desc="LLM generation", unit="q", disable=not self.progress)
 
         def done(idx: list[int], texts: list[str]) -> None:
             for j, t in zip(idx, texts, strict=True):

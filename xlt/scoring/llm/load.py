@@ -1,4 +1,5 @@
-"""Loading a causal LM and its tokenizer for scoring (safetensors only, no remote code)."""
+"""Loading a causal LM and its tokenizer for scoring (safetensors, else the published ``pytorch_model*.bin``
+read with ``weights_only=True``: :mod:`xlt.weights`; no remote code)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from xlt.config.llm import LLMConfig
 from xlt.errors import ConfigError
 from xlt.hub import hub_resource, is_local
+from xlt.weights import from_pretrained_kwargs, log_weights
 
 MODES = ("loglikelihood", "generate")
 SCORE_DTYPES = ("harness", "float32")
@@ -73,7 +75,9 @@ def load_causal_lm(llm: DictConfig) -> tuple[Any, Any, torch.device]:
         )
     with hub_resource("model", llm.model, revision, "eval.llm.model"):
         model = AutoModelForCausalLM.from_pretrained(
-            llm.model, revision=revision, dtype=dtype, trust_remote_code=False, use_safetensors=True
+            llm.model, revision=revision, dtype=dtype, trust_remote_code=False,
+            **from_pretrained_kwargs(llm.model, revision)
         )
+    log_weights("eval.llm.model", llm.model, revision)
     model.to(device).eval()
     return model, tokenizer, device

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from xlt.batching import AdaptiveBatcher
+from xlt.progress import progress_bar
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +305,7 @@ class LoglikelihoodEngine:
                 groups.setdefault(pre, []).append(seq)
             else:
                 plain.append(seq)
-        bar = tqdm(total=len(seqs), desc="LLM log-likelihood", unit="seq", disable=not self.progress)
+        bar = progress_bar(total=len(seqs), desc="LLM log-likelihood", unit="seq", disable=not self.progress)
         self._run(plain, out, bar, None)
         for pre, group in groups.items():
             self._run(group, out, bar, self._encode_prefix(pre))

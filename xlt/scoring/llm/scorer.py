@@ -31,6 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.errors import ConfigError
+from xlt.run import atomic_write_json
 from xlt.scoring.llm import prompts
 from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
 from xlt.scoring.llm.load import llm_config, load_causal_lm
@@ -247,7 +248,6 @@ class LLMScorer:
     def _write_meta(self, benchmark: str, language: str) -> None:
         if self.run is None:
             return
-        from xlt.run import atomic_write_json
 
         atomic_write_json(self.run.path / "eval" / benchmark / "llm_meta" / f"{language}.json", self.last_meta)
 

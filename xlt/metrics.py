@@ -65,18 +65,48 @@ def paired_bootstrap(correct_a: Sequence[bool] | np.ndarray, correct_b: Sequence
     b = np.asarray(correct_b, dtype=int)
     if a.shape != b.shape:
         raise ValueError(f"paired bootstrap needs the same items: {a.shape} vs {b.shape}")
-    n = a.size
-    d = b - a
+    return bootstrap_mean_diff(b - a, samples, seed, level, support=(-1, 0, 1))
+
+
+def bootstrap_mean_diff(diffs: Sequence[float] | np.ndarray, samples: int = 1000, seed: int = 0,
+                        level: float = 0.95, support: Sequence[float] | None = None) -> dict[str, float]:
+    """Bootstrap of the mean of per-item differences (fractions in [-1, 1], reported in percent points):
+    the items are resampled with replacement, each resample's mean is one draw.
+
+    The differences take few distinct values (-1/0/+1 for one pair of 0/1 answers; multiples of 1/k for
+    means over seeds), so a resample is a multinomial draw of how often each value occurs: the same
+    distribution as resampling indices, in O(B * values). ``support`` fixes the values (and with them the
+    random stream); by default the distinct values of ``diffs``. Interval and two-sided p-value as in
+    :func:`paired_bootstrap`; an empty input gives NaN throughout.
+    """
+    d = np.asarray(diffs, dtype=float)
+    n = d.size
     delta = float(d.mean() * 100) if n else float("nan")
     if n == 0 or samples <= 0:
         return {"diff": delta, "ci_low": float("nan"), "ci_high": float("nan"), "p_value": float("nan")}
-    probs = np.array([(d == -1).mean(), (d == 0).mean(), (d == 1).mean()])
-    counts = np.random.default_rng(seed).multinomial(n, probs, size=samples)
-    resampled = (counts[:, 2] - counts[:, 0]) / n * 100
+    values = np.asarray(support if support is not None else np.unique(d), dtype=float)
+    probs = np.array([(np.isclose(d, v)).mean() for v in values])
+    counts = np.random.default_rng(seed).multinomial(n, probs / probs.sum(), size=samples)
+    resampled = counts @ values / n * 100
     alpha = (1 - level) / 2
     lo, hi = np.quantile(resampled, [alpha, 1 - alpha])
     p = float(np.mean(np.abs(resampled - delta) >= abs(delta) - 1e-12)) if delta != 0 else 1.0
     return {"diff": delta, "ci_low": float(lo), "ci_high": float(hi), "p_value": p}
+
+
+def holm_adjust(p_values: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment of ``p_values`` (family-wise error rate; Holm 1979): the i-th smallest
+    of m p-values becomes max over j <= i of min(1, (m - j + 1) p_(j)). NaN p-values stay NaN and do
+    not count in m."""
+    p = np.asarray(p_values, dtype=float)
+    out = np.full(p.shape, np.nan)
+    ok = np.flatnonzero(~np.isnan(p))
+    m = ok.size
+    running = 0.0
+    for rank, i in enumerate(ok[np.argsort(p[ok], kind="stable")]):
+        running = max(running, min(1.0, (m - rank) * p[i]))
+        out[i] = running
+    return [float(x) for x in out]
 
 
 def group_means(df: pd.DataFrame, by: str, value: str = "accuracy",

@@ -1,0 +1,153 @@
+"""xlt's layers, read from the source: every import (at module level or inside a function) goes down or
+stays in its layer, there is no import cycle, and an import inside a function is there only for start-up
+time, saying so (``# lazy: start-up time``): a lazy import that dodges a cycle would hide the cycle."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent / "xlt"
+LAZY_MARK = "# lazy: start-up time"
+
+# Bottom first: a module imports modules of its own layer and the layers below, never above.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("xlt", "xlt.errors", "xlt.files", "xlt.markdown", "xlt.languages", "xlt.registry", "xlt.secrets", "xlt.progress",
+              "xlt.metrics", "xlt.batching", "xlt.fingerprint", "xlt.state", "xlt.lock", "xlt.assets")),
+    ("config", ("xlt.config",)),
+    ("run directory and Hub", ("xlt.run", "xlt.hub")),
+    ("data", ("xlt.data",)),
+    ("library", ("xlt.modeling", "xlt.translation", "xlt.training", "xlt.scoring", "xlt.reporting", "xlt.tracking",
+                 "xlt.resources", "xlt.cluster")),
+    ("contract", ("xlt.contract",)),
+    ("stages", ("xlt.stages",)),
+    ("entry points", ("xlt.cli", "xlt.__main__", "xlt.train", "xlt.build_data", "xlt.translate", "xlt.finetune",
+                      "xlt.evaluate", "xlt.report", "xlt.prefetch")),
+)
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str
+    target: str
+    line: int
+    lazy: bool  # inside a function (or any block below module level)
+    marked: bool  # the line carries LAZY_MARK
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for p in ROOT.rglob("*.py"):
+        parts = p.relative_to(ROOT.parent).with_suffix("").parts
+        mods[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = p
+    return mods
+
+
+def _packages_run(target: str, importer: str) -> set[str]:
+    """The packages whose ``__init__`` importing ``target`` runs first, less those ``importer`` is inside."""
+    parts = target.split(".")
+    return {p for p in (".".join(parts[:i]) for i in range(1, len(parts))) if not _within(importer, p)}
+
+
+def _edges() -> list[Edge]:
+    """Every import of an xlt module by an xlt module, read with an AST walk (function bodies included).
+
+    Importing ``a.b.c`` runs the ``__init__`` of ``a`` and ``a.b`` too: those count as imported, except the
+    packages the importing module is itself inside (they are already being imported)."""
+    mods = _modules()
+    out = []
+    for m, p in mods.items():
+        text = p.read_text()
+        lines = text.splitlines()
+        tree = ast.parse(text)
+        top = {id(n) for n in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module and _within(node.module, "xlt"):
+                named = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                named = [a.name for a in node.names if _within(a.name, "xlt")]
+            else:
+                continue
+            targets = {t for t in named if t in mods} | {a for t in named if t in mods for a in _packages_run(t, m)}
+            code = "\n".join(lines[node.lineno - 1:node.end_lineno])
+            out += [Edge(m, t, node.lineno, id(node) not in top, LAZY_MARK in code) for t in sorted(targets) if t != m]
+    return out
+
+
+def _layer(module: str) -> int:
+    best = max(((len(p), i) for i, (_, pkgs) in enumerate(LAYERS) for p in pkgs if _within(module, p)), default=None)
+    assert best is not None, f"{module} is in no layer of tests/test_layers.py: add it to LAYERS"
+    return best[1]
+
+
+def _graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {m: set() for m in _modules()}
+    for e in _edges():
+        graph[e.source].add(e.target)
+    return graph
+
+
+def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        for n in graph[todo.pop()] - seen:
+            seen.add(n)
+            todo.append(n)
+    return seen
+
+
+def _cycle_members(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(m for m in graph if m in _reaches(graph, m))
+
+
+def test_the_graph_sees_function_level_imports():
+    edges = _edges()
+    assert any(e.lazy for e in edges) and any(not e.lazy for e in edges)
+    assert {e.target for e in edges if e.source == "xlt.stages.evaluate"} >= {"xlt.data.benchmarks", "xlt.contract"}
+    # A package's __init__ counts: importing xlt.config.keys runs xlt.config's.
+    assert any(e.source == "xlt.data.sources.base" and e.target == "xlt.config" for e in edges)
+
+
+def test_no_import_cycles():
+    """No module imports (even inside a function, even through a package's __init__) a module that
+    imports it back."""
+    assert _cycle_members(_graph()) == []
+
+
+def test_a_cycle_would_be_seen():
+    graph = _graph()
+    graph["xlt.registry"].add("xlt.data.benchmarks")  # what the config layer used to do, inside a function
+    assert "xlt.config.eval" in _cycle_members(graph) and "xlt.registry" in _cycle_members(graph)
+
+
+def test_no_upward_imports():
+    """Every module is in a layer (LAYERS); no import, at any level, goes from a layer to one above it."""
+    upward = [f"{e.source}:{e.line} -> {e.target} ({LAYERS[_layer(e.source)][0]} -> {LAYERS[_layer(e.target)][0]})"
+              for e in _edges() if _layer(e.target) > _layer(e.source)]
+    assert upward == []
+
+
+def test_imports_inside_functions_are_for_start_up_time_and_say_so():
+    """An import inside a function is there to keep a heavy import (torch, transformers, datasets, ...) out
+    of start-up, and carries the comment ``# lazy: start-up time``; any other import goes at the top."""
+    unmarked = sorted({f"{e.source}:{e.line} -> {e.target}" for e in _edges() if e.lazy and not e.marked})
+    assert unmarked == []
+
+
+def test_layers_never_import_a_stage_and_the_data_layer_not_the_run_directory():
+    """Stages call layers, never the reverse: only xlt.stages itself imports a stage module (the contract
+    names them as strings). The data layer is records in, DatasetDict out: nothing under xlt.data reaches,
+    even indirectly, the run directory, the contract, the run-state reader or a stage."""
+    graph = _graph()
+    assert "xlt.stages.train" in graph and "xlt.data.assemble" in graph  # the graph sees the packages
+    importers = {m for m, deps in graph.items() if any(_within(d, "xlt.stages") for d in deps)}
+    assert sorted(m for m in importers if not _within(m, "xlt.stages")) == []
+    forbidden = ("xlt.run", "xlt.contract", "xlt.state", "xlt.stages")
+    leaks = {m: sorted(d for d in _reaches(graph, m) if any(_within(d, f) for f in forbidden))
+             for m in graph if _within(m, "xlt.data")}
+    assert {m: d for m, d in leaks.items() if d} == {}
