@@ -170,3 +170,27 @@ def test_bin_only_checkpoint_translates_offline_from_the_hub_cache(tmp_path, tin
     hf = json.loads(out.split("HF ", 1)[1].splitlines()[0])
     ct = json.loads(out.split("CT2 ", 1)[1].splitlines()[0])
     assert len(hf) == len(ct) == 1
+
+
+def test_a_bin_only_encoder_trains_and_its_model_evaluates(tmp_path, tiny_encoder, caplog):
+    """``model=own`` with a checkpoint published as ``pytorch_model.bin`` only: the train stage fine-tunes it
+    (the log names the file and the loader), saves safetensors, and the evaluate stage scores the result."""
+    from tests.fixtures.benchmarks import write_global_mmlu
+    from tests.training.conftest import make_cfg, write_train_set
+    from xlt.contract import call_stage
+    from xlt.run import RunDir
+
+    src, _, _ = tiny_encoder
+    folder = relayout(src, tmp_path / "bin-only", "bin")
+    run = RunDir(tmp_path / "run")
+    write_train_set(run, 48, 16)
+    write_global_mmlu(tmp_path / "g", ["ru"], n=6)
+    cfg = make_cfg(**{"model.name_or_path": str(folder), "model.name": "own", "training.max_steps": 3,
+                      "training.eval_steps": 3, "eval.batch_size": 4, "eval.bootstrap_samples": 20,
+                      "eval.benchmarks": {"global_mmlu": {"kind": "global_mmlu", "path": str(tmp_path / "g")}}})
+    with caplog.at_level(logging.INFO, logger="xlt"):
+        call_stage("train", cfg, run)
+    assert "weights from pytorch_model.bin" in caplog.text and "weights_only=True" in caplog.text
+    assert (run.model / "model.safetensors").is_file() and not (run.model / "pytorch_model.bin").exists()
+    summary = call_stage("evaluate", cfg, run)
+    assert summary["global_mmlu"]["n_questions"] == 6
