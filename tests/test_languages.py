@@ -35,8 +35,10 @@ def test_global_mmlu_languages_mapped():
 
 
 def test_resource_levels_default_and_user_groups(tmp_path):
-    assert L.resource_level("hin_Deva") == "high" and L.resource_level("hin_Latn") == L.UNGROUPED
-    assert L.resource_level("yor_Latn") == "low" and L.resource_level("eus_Latn") == L.UNGROUPED
+    # NLLB's levels (>= 1M public bitext samples: high); a romanized variant NLLB counts nothing for is low
+    assert L.resource_level("hin_Deva") == "high" and L.resource_level("hin_Latn") == "low"
+    assert L.resource_level("yor_Latn") == "low" and L.resource_level("eus_Latn") == "high"
+    assert L.resource_level("xx_Yyyy") == L.UNGROUPED
     f = tmp_path / "groups.tsv"
     f.write_text("# my taxonomy\ncode\tgroup\neus_Latn\tlow\nde\thigh\n")
     groups = L.read_groups(f)
@@ -98,3 +100,17 @@ def test_the_translate_configs_take_their_languages_from_the_table(option, expec
     cfg.source_language = "fra_Latn"  # the source is never a target
     assert "fra_Latn" not in cfg.languages and "eng_Latn" in cfg.languages
     assert list(OmegaConf.merge(cfg, {"languages": ["deu_Latn"]}).languages) == ["deu_Latn"]  # a user's list wins
+
+
+def test_every_belebele_variant_has_the_nllb_resource_level():
+    """All 122 variants: NLLB's high / low (its per-language public bitext counts, threshold 1M), the six
+    romanized variants low. Where NLLB and the Global-MMLU paper's tiers disagree, each keeps its own."""
+    levels = {c: L.resource_level(c) for c in L.codes()}
+    assert len(levels) == 122 and set(levels.values()) == {"high", "low"}
+    assert sum(v == "high" for v in levels.values()) == 53
+    assert all(levels[c] == "low" for c in ("arb_Latn", "ben_Latn", "hin_Latn", "npi_Latn", "sin_Latn", "urd_Latn"))
+    # Swahili: 2.2M NLLB bitext samples (high), a low tier in Global-MMLU; Serbian: 0.76M (low), mid there
+    assert levels["swh_Latn"] == "high" and L.lookup("sw").gmmlu_tier == "low"
+    assert levels["srp_Cyrl"] == "low" and L.lookup("sr").gmmlu_tier == "mid"
+    header = [ln for ln in L.TABLE_PATH.read_text().splitlines() if ln.startswith("# resource:")]
+    assert header and "NLLB" in header[0] and L.resource_taxonomy().startswith("NLLB resource levels")

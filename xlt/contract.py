@@ -36,6 +36,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from xlt import __version__
+from xlt.config.eval import uses_translator
 from xlt.config.keys import stage_values, translator_values
 from xlt.config.model import TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
@@ -124,8 +125,9 @@ def translator_inputs(cfg: Any) -> dict[str, Any]:
 
 
 def translate_test_values(cfg: Any) -> dict[str, Any] | None:
-    """Translate-test translates with the ``translate`` group's model: its inputs are evaluation inputs."""
-    if not any(b.enabled and b.translate_test for b in cfg.eval.benchmarks.values()):
+    """Translate-test, and the machine-translated entries xlt makes, translate with the ``translate`` group's
+    model: its inputs are evaluation inputs."""
+    if not any(b.enabled and uses_translator(b) for b in cfg.eval.benchmarks.values()):
         return None
     return translator_inputs(cfg)
 

@@ -11,14 +11,16 @@ through :func:`mt_codes`).
 
 Resource-level taxonomy
 -----------------------
-Belebele publishes no resource level per language. xlt's default taxonomy is the one of the
-Global-MMLU paper (Singh et al., 2024, "Global MMLU: Understanding and Addressing Cultural and
-Linguistic Biases in Multilingual Evaluation", section 4.1: high / mid / low): a Belebele variant gets
-the tier of the Global-MMLU language with the *same* code (so ``hin_Deva`` is ``high`` but the
-romanized ``hin_Latn`` is not mapped). Variants outside Global-MMLU get no resource level
-(:data:`UNGROUPED`) unless the user supplies a grouping file (``eval.resource_groups``: a TSV of
-``code<TAB>group`` lines; codes may be Belebele or Global-MMLU codes; ``#`` starts a comment), which
-replaces the default taxonomy entirely.
+Belebele publishes no resource level per language. xlt's default is NLLB's (NLLB Team, 2022, "No
+Language Left Behind", arXiv 2207.04672): a language is ``low`` resource when it has fewer than 1M publicly
+available de-duplicated bitext samples, else ``high``. The levels are read from the NLLB release's
+per-language public training counts (facebookresearch/fairseq, branch ``nllb``; the header of
+``languages.tsv`` names the files and commit), which are keyed by the FLORES-200 codes Belebele uses: 116 of
+the 122 variants are read directly, and the six romanized ones, which NLLB counts no bitext for, are ``low``.
+Global-MMLU reports also show that paper's own tiers (Singh et al., 2024, section 4.1: high / mid / low;
+:attr:`Language.gmmlu_tier`), which measure something else and differ on some languages (Swahili: NLLB
+high, Global-MMLU low). A grouping file (``eval.resource_groups``: a TSV of ``code<TAB>group`` lines; codes
+may be Belebele or Global-MMLU codes; ``#`` starts a comment) replaces the default levels entirely.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class Language:
     gmmlu_lite: bool
     m2m100: str | None = None  # the M2M100 tokenizer's code, e.g. "de"
     nllb: bool = False  # NLLB-200 has the language
+    resource: str | None = None  # NLLB's resource level: "high" | "low" (see the module docstring)
 
     @property
     def translation(self) -> str | None:
@@ -79,6 +82,7 @@ def table() -> tuple[Language, ...]:
                 gmmlu_lite=r["gmmlu_lite"] == "yes",
                 m2m100=r["m2m100"] or None,
                 nllb=r["nllb"] == "yes",
+                resource=r["resource"] or None,
             )
         )
     return tuple(out)
@@ -105,7 +109,9 @@ def gmmlu_codes(lite: bool = False) -> list[str]:
 
 
 MT_MODELS = ("nllb", "m2m100")
-LANGUAGE_SETS = ("belebele", "global_mmlu")
+# belebele: every variant; global_mmlu: the Global-MMLU languages; global_mmlu_human: those whose Global-MMLU
+# test set was translated or post-edited by people (not English, the original; not the machine-translated ones).
+LANGUAGE_SETS = ("belebele", "global_mmlu", "global_mmlu_human")
 
 
 def mt_codes(model: str, languages: str = "belebele", exclude: Iterable[str] = ()) -> list[str]:
@@ -119,7 +125,15 @@ def mt_codes(model: str, languages: str = "belebele", exclude: Iterable[str] = (
     skip = {lookup(c).code if lookup(c) else c for c in exclude}
     return [lang.code for lang in table()
             if (lang.nllb if model == "nllb" else lang.m2m100 is not None)
-            and (languages == "belebele" or lang.gmmlu_code) and lang.code not in skip]
+            and _in_set(lang, languages) and lang.code not in skip]
+
+
+def _in_set(lang: Language, languages: str) -> bool:
+    if languages == "belebele":
+        return True
+    if languages == "global_mmlu_human":
+        return lang.translation == "human" and lang.gmmlu_source != "original"
+    return lang.gmmlu_code is not None
 
 
 def m2m100_code(code: str) -> str | None:
@@ -186,17 +200,21 @@ def read_groups(path: str | Path) -> dict[str, str]:
 
 
 def resource_level(code: str, groups: dict[str, str] | None = None) -> str:
-    """The resource group of a language: from ``groups`` when given, else its Global-MMLU tier."""
+    """The resource level of a language: from ``groups`` when given, else NLLB's (the table's ``resource``)."""
     lang = lookup(code)
     if groups is not None:
         return groups.get(lang.code if lang else code, UNGROUPED)
-    if lang is None or not lang.gmmlu_tier:
+    if lang is None or not lang.resource:
         return UNGROUPED
-    return lang.gmmlu_tier
+    return lang.resource
+
+
+TAXONOMY = ("NLLB resource levels (NLLB Team, 2022): low = fewer than 1M public bitext samples, else high; "
+            "from the NLLB release's per-language counts")
 
 
 def resource_taxonomy(groups: dict[str, str] | None = None) -> str:
     """Where :func:`resource_level` takes the levels from (said beside every table grouped by them)."""
     if groups is not None:
         return "user grouping file"
-    return "Global-MMLU tiers (Singh et al., 2024), same language code only"
+    return TAXONOMY

@@ -69,13 +69,15 @@ def gmmlu_meta(n: int):
 def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, translate: dict | None = None,
               belebele: dict[str, float] | None = None, belebele_tt: dict[str, float] | None = None,
               gmmlu: dict[str, tuple[float, float]] | None = None, llm: str | None = None, n: int = 40,
-              offset: int = 0, others: dict[str, dict[str, Any]] | None = None) -> Path:
+              offset: int = 0, others: dict[str, dict[str, Any]] | None = None,
+              resource_groups: Path | None = None) -> Path:
     """A finished run: ``belebele`` {code: accuracy}, ``gmmlu`` {code: (CS accuracy, CA accuracy)}.
 
     ``llm`` makes it an LLM run (``eval.scorer=llm``); ``belebele_tt`` adds a translate-test benchmark;
     ``others`` {name: {"kind", "accuracies": {code: accuracy}, "n_options"[, "translate_test", "machine_translated"]}}
     benchmarks of other kinds or variants
-    (e.g. one a test registers; their config entries are added to ``config.yaml`` as recorded, unvalidated).
+    (e.g. one a test registers; their config entries are added to ``config.yaml`` as recorded, unvalidated);
+    ``resource_groups``: a grouping file (``eval.resource_groups``) replacing the table's resource levels.
     """
     benches: dict[str, Any] = {}
     if belebele is not None:
@@ -85,6 +87,8 @@ def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, tr
     if gmmlu is not None:
         benches["global_mmlu"] = {"kind": "global_mmlu", "hub_id": "CohereLabs/Global-MMLU"}
     ev: dict[str, Any] = {"benchmarks": benches}
+    if resource_groups is not None:
+        ev["resource_groups"] = str(resource_groups)
     if llm:
         ev.update({"scorer": "llm", "model": llm, "llm": {"model": llm}})
     cfg = xcfg.validate({"seed": seed, "model": model or MODELS["XLM-R"], "translate": translate or {}, "eval": ev})

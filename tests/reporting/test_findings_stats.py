@@ -125,25 +125,46 @@ def test_systems_are_ranked_only_on_languages_they_all_have(tmp_path):
 
 
 def test_the_lowest_resource_claim_needs_the_lowest_level(tmp_path):
-    """High- and mid-resource languages only: the old check tested "XLM-V is best on the lowest-resource
-    languages" on the mid-resource ones (the lowest level present) and it held; now it cannot be tested,
-    while InfoXLM on the levels above the lowest can."""
+    """A three-level taxonomy (a grouping file with Global-MMLU's high / mid / low tiers) and high- and
+    mid-resource languages only: the old check tested "XLM-V is best on the lowest-resource languages" on the
+    mid-resource ones (the lowest level present) and it held; now it cannot be tested, and neither can InfoXLM
+    on the levels above the lowest."""
+    groups = tmp_path / "tiers.tsv"
+    groups.write_text("deu_Latn\thigh\nfra_Latn\thigh\nell_Grek\tmid\nheb_Hebr\tmid\nyor_Latn\tlow\n")
     accs = {"deu_Latn": 80.0, "fra_Latn": 78.0, "ell_Grek": 60.0, "heb_Hebr": 62.0}  # high, high, mid, mid
     shifts = {"XLM-R": (-20, -20), "XLM-V": (-10, +10), "InfoXLM": (0, 0)}  # (high, mid): XLM-V best on mid
-    runs = [write_run(tmp_path / fam, MODELS[fam], 1,
-                      belebele={k: v + (hi if v > 70 else mid) for k, v in accs.items()}) for fam, (hi, mid) in shifts.items()]
-    f = _findings(runs, samples=200)
+
+    def runs(tag, extra):
+        return [write_run(tmp_path / f"{fam}{tag}", MODELS[fam], 1, resource_groups=groups,
+                          belebele={k: v + (hi if v > 70 else mid) for k, v in accs.items()} | {k: v + mid for k, v in extra.items()})
+                for fam, (hi, mid) in shifts.items()]
+
+    f = _findings(runs("", {}), samples=200)
     low = f["belebele_xlmv_best_lowest"]
     assert low["verdict"] == UNTESTABLE and "lowest resource level ('low')" in low["why"] and "['high', 'mid']" in low["why"]
     hm = f["belebele_infoxlm_best_high_medium"]
     assert hm["verdict"] == UNTESTABLE and "lowest resource level" in hm["why"]
     # with one low-resource language all three have, both are tested: XLM-V best there, InfoXLM not on mid
-    runs = [write_run(tmp_path / f"{fam}2", MODELS[fam], 1,
-                      belebele={k: v + (hi if v > 70 else mid) for k, v in accs.items()} | {"yor_Latn": 30.0 + mid})
-            for fam, (hi, mid) in shifts.items()]
-    f = _findings(runs, samples=200)
+    f = _findings(runs("2", {"yor_Latn": 30.0}), samples=200)
     assert f["belebele_xlmv_best_lowest"]["verdict"] == HOLDS
     assert f["belebele_infoxlm_best_high_medium"]["verdict"] == FAILS  # XLM-V leads the mid level
+
+
+def test_every_belebele_variant_has_an_nllb_resource_level_and_the_claims_use_it(tmp_path):
+    """The default levels are NLLB's (high / low) for all 122 variants: XLM-V best on the low-resource ones
+    is tested on them, InfoXLM on the high-resource ones, over the languages all three systems have."""
+    codes = langtab.codes()
+    assert len(codes) == 122 and {langtab.resource_level(c) for c in codes} == {"high", "low"}
+    low = [c for c in codes if langtab.resource_level(c) == "low"]
+    shift = {"XLM-R": (0, 0), "XLM-V": (-5, 10), "InfoXLM": (8, -5)}
+    runs = [write_run(tmp_path / fam, MODELS[fam], 1, belebele={c: 55.0 + (lo if c in low else hi) for c in codes})
+            for fam, (hi, lo) in shift.items()]
+    f = _findings(runs, samples=100)
+    rows = {r["resource"]: r for r in f["belebele_xlmv_best_lowest"]["numbers"]}
+    assert rows["low"]["languages"] == len(low) == 69 and rows["high"]["languages"] == 53
+    assert f["belebele_xlmv_best_lowest"]["verdict"] == HOLDS and rows["low"]["best"] == "XLM-V"
+    assert f["belebele_infoxlm_best_high_medium"]["verdict"] == HOLDS and rows["high"]["best"] == "InfoXLM"
+    assert "NLLB" in f["belebele_xlmv_best_lowest"]["claim"]
 
 
 def test_human_vs_machine_translation_compares_the_same_language(tmp_path):

@@ -61,7 +61,7 @@ def test_summary_without_subsets_hand_computed():
     })
     s = summarize(df, ("script", "family", "resource"))
     declared = get_benchmark("belebele").summary(df)  # the default definition: these groupings, + the taxonomy
-    assert declared.pop("resource_taxonomy").startswith("Global-MMLU tiers") and declared == s
+    assert declared.pop("resource_taxonomy").startswith("NLLB resource levels") and declared == s
     assert s["mean"] == 55.0 and s["n_languages"] == 4 and "chance" not in s and "full" not in s
     assert s["n_ge_50"] == 3 and s["n_ge_70"] == 1
     assert s["by_script"] == {"Arab": {"mean": 30.0, "n_languages": 1}, "Cyrl": {"mean": 50.0, "n_languages": 1},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from xlt.config.fields import neutral, opt
 from xlt.config.llm import LLMConfig
@@ -33,6 +34,11 @@ class BenchmarkConfig:
     # made by machine-translating the English test set): the findings compare it with the human-translated
     # entry of the same kind, language by language (Global-MMLU's HT vs MT). A label: it changes no result.
     machine_translated: bool = opt(False, affects="report")
+    # xlt makes this entry itself: the items of this language of the same source (e.g. `en`, the English
+    # original) are machine-translated into each evaluated language with the `translate` group's model and
+    # scored (same question ids as the human-translated entry, so questions pair). Implies
+    # machine_translated; the source language itself is not evaluated. See docs/findings.md.
+    machine_translate_from: str | None = None
 
 
 @dataclass
@@ -58,3 +64,22 @@ class EvalConfig:
     num_shards: int = neutral(1, ge=1, split=True, why="how the jobs are split between processes")
     # Causal-LLM options, used when scorer == "llm" (schema owned by xlt/config/llm.py).
     llm: LLMConfig = opt(default_factory=LLMConfig, names_run=True, when=("eval.scorer", "llm"))
+
+
+def machine_translate_source(b: Any) -> str | None:
+    """The language an entry's items are machine-translated from by xlt (``machine_translate_from``), or None.
+    ``b``: a benchmark entry (config node, or the dict recorded in a run's config.yaml)."""
+    src = b.get("machine_translate_from") if hasattr(b, "get") else None
+    return str(src) if src else None
+
+
+def is_machine_translated(b: Any) -> bool:
+    """Whether an entry is a machine-translated version of the benchmark's languages: one xlt makes
+    (``machine_translate_from``) or a copy labelled ``machine_translated: true``."""
+    return bool(b.get("machine_translated")) or machine_translate_source(b) is not None
+
+
+def uses_translator(b: Any) -> bool:
+    """Whether an entry's items pass through the ``translate`` group's model before scoring
+    (translate-test, or a machine-translated version xlt makes): its results depend on the translator."""
+    return bool(b.get("translate_test")) or machine_translate_source(b) is not None

@@ -124,6 +124,15 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
                        "eval.include_path=[folder]")
         if b.languages is not None and len(b.languages) == 0:
             out.append(f"eval.benchmarks.{name}.languages=[] selects nothing; use null for every language")
+        if b.enabled and b.machine_translate_from and b.translate_test:
+            out.append(f"eval.benchmarks.{name}: machine_translate_from (translate the {b.machine_translate_from} "
+                       "items into each language) and translate_test (translate each language into English) "
+                       "exclude each other; use two entries")
+        if (b.enabled and b.machine_translate_from and e.scorer == "llm" and e.llm.num_fewshot
+                and stages and "evaluate" in stages):
+            out.append(f"eval.benchmarks.{name}: few-shot examples of a machine-translated entry would come from "
+                       "the human-translated dev split, not from machine translations; use eval.llm.num_fewshot=0 "
+                       "for this comparison")
     return out
 
 

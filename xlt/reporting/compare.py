@@ -26,6 +26,7 @@ import pandas as pd
 import yaml
 from omegaconf import OmegaConf
 
+from xlt import languages as langtab
 from xlt.config import STAGES, register
 from xlt.config.keys import result_values, stage_values
 from xlt.errors import DataError
@@ -118,7 +119,10 @@ class RunInfo:
         self.key = config_key(self.config)
         # The run's own definition folders: a benchmark it defined there is named and read as in the run.
         include((self.config.get("eval") or {}).get("include_path") or [])
-        self.results: dict[str, BenchmarkResults] = load_run_results(self.path)
+        # Resource levels as the run's own report groups them (its eval.resource_groups file, if any).
+        grouping = (self.config.get("eval") or {}).get("resource_groups")
+        self.results: dict[str, BenchmarkResults] = load_run_results(
+            self.path, langtab.read_groups(grouping) if grouping else None)
 
 
 def side_by_side(runs: list[RunInfo], benchmark: str) -> pd.DataFrame:

@@ -59,6 +59,7 @@ import numpy as np
 from omegaconf import OmegaConf
 
 from xlt import languages as langtab
+from xlt.config.eval import is_machine_translated as machine_translated_entry
 from xlt.config.translate import translate_train_all
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.data.benchmarks.base import Claim
@@ -183,9 +184,10 @@ def is_translate_test(run: Any, benchmark: str) -> bool:
 
 
 def is_machine_translated(run: Any, benchmark: str) -> bool:
-    """Whether the run's benchmark entry is a machine-translated version of the benchmark's languages
-    (``machine_translated: true`` in its config entry)."""
-    return bool(_get(run.config, f"eval.benchmarks.{benchmark}.machine_translated"))
+    """Whether the run's benchmark entry is a machine-translated version of the benchmark's languages: one
+    xlt made (``machine_translate_from`` in its config entry) or a copy labelled ``machine_translated: true``."""
+    entry = _get(run.config, f"eval.benchmarks.{benchmark}")
+    return isinstance(entry, dict) and machine_translated_entry(entry)
 
 
 def direct_benchmark(system: System, kind: str) -> str | None:

@@ -114,8 +114,9 @@ def results_from_files(name: str, kind: str, results: list[dict[str, Any]],
     return BenchmarkResults(name, kind, df, bench.summary(df, groups))
 
 
-def load_run_results(run_path: str | Path) -> dict[str, BenchmarkResults]:
-    """Results of a finished run directory without its config: every ``eval/<benchmark>/plan.json``."""
+def load_run_results(run_path: str | Path, groups: dict[str, str] | None = None) -> dict[str, BenchmarkResults]:
+    """Results of a finished run directory without its config: every ``eval/<benchmark>/plan.json``;
+    ``groups``: the run's resource grouping (``eval.resource_groups``), else the table's levels."""
 
     run = RunDir(run_path)
     out: dict[str, BenchmarkResults] = {}
@@ -130,7 +131,7 @@ def load_run_results(run_path: str | Path) -> dict[str, BenchmarkResults]:
         if missing:
             raise DataError(f"{run.eval}: " + missing_message(missing))
         out[plan["benchmark"]] = results_from_files(plan["benchmark"], plan["kind"],
-                                                    [read_result(run, j) for j in jobs])
+                                                    [read_result(run, j) for j in jobs], groups)
     if not out:
         raise DataError(f"{run.path}: no evaluation results (eval/<benchmark>/plan.json); run the evaluate stage")
     return out

@@ -22,6 +22,8 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
+from xlt import languages as langtab
+from xlt.config.eval import machine_translate_source, uses_translator
 from xlt.config.keys import job_values
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
@@ -69,12 +71,37 @@ def plan_jobs(cfg: Any, run: RunDir | None = None) -> list[Job]:
     """All (benchmark, language) jobs of the config, sorted; written to ``plan.json`` when ``run`` given."""
     jobs: list[Job] = []
     for name, bcfg in enabled_benchmarks(cfg).items():
-        bench = get_benchmark(bcfg.kind)
-        langs = bench.select_languages(bcfg)
+        langs = entry_languages(name, bcfg)
         if run is not None:
             atomic_write_json(plan_path(run, name), {"benchmark": name, "kind": bcfg.kind, "languages": langs})
         jobs.extend(Job(name, lang, bcfg.kind) for lang in langs)
     return sorted(jobs)
+
+
+def entry_languages(name: str, bcfg: Any) -> list[str]:
+    """The languages a benchmark entry evaluates (:meth:`~xlt.data.benchmarks.base.Benchmark.select_languages`).
+    An entry xlt machine-translates (``machine_translate_from``) leaves out its source language, which must be
+    one of the benchmark's: its items are the originals, not a translation."""
+    bench = get_benchmark(bcfg.kind)
+    src = machine_translate_source(bcfg)
+    if src is None:
+        return bench.select_languages(bcfg)
+    available = list(bench.languages(bcfg))
+    source = bench.canonical(src)
+    if source not in available:
+        raise langtab.unknown_code_error(src, available, f"eval.benchmarks.{name}.machine_translate_from: {bcfg.kind} language code")
+    langs = [x for x in bench.select_languages(bcfg, available) if x != source]
+    if not langs:
+        raise ConfigError(f"eval.benchmarks.{name}: no language to machine-translate {source} into (languages: "
+                          f"{list(bcfg.languages or [])}); list the target languages")
+    return langs
+
+
+def source_language(bcfg: Any, language: str) -> str:
+    """The language whose items a job of ``language`` reads: the entry's ``machine_translate_from`` (in the
+    benchmark's spelling), else ``language`` itself."""
+    src = machine_translate_source(bcfg)
+    return get_benchmark(bcfg.kind).canonical(src) if src else language
 
 
 def read_plan(run: RunDir, benchmark: str) -> dict[str, Any] | None:
@@ -94,7 +121,7 @@ def planned_jobs(cfg: Any, run: RunDir) -> list[Job]:
         if plan is not None:
             jobs.extend(Job(name, lang, plan["kind"]) for lang in plan["languages"])
         else:
-            langs = get_benchmark(bcfg.kind).select_languages(bcfg)
+            langs = entry_languages(name, bcfg)
             jobs.extend(Job(name, lang, bcfg.kind) for lang in langs)
     return sorted(jobs)
 
@@ -117,7 +144,7 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
                 "scorer": SCORER_VERSIONS.get(cfg.eval.scorer)}
     settings = {"kind": b.kind, "versions": versions, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
                 "max_questions": b.max_questions, "translate_test": bool(b.translate_test),
-                "model": cfg.eval.model, "scorer": cfg.eval.scorer}
+                "machine_translate_from": machine_translate_source(b), "model": cfg.eval.model, "scorer": cfg.eval.scorer}
     if cfg.eval.scorer == "llm":
         settings["llm"] = OmegaConf.to_container(cfg.eval.llm, resolve=True)
     elif cfg.eval.scorer == "fixed":
@@ -132,21 +159,25 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     applies to this job (:func:`xlt.config.keys.job_values`: this benchmark's entry, the scorer and its
     options, batch size, bootstrap; not the split and selection keys), the fingerprint of the scored model,
     of this language's files in a local copy, the translator's inputs
-    for a translate-test entry (:func:`xlt.contract.translator_inputs`), and the upstream train stage's
+    for an entry translated before scoring (translate-test or ``machine_translate_from``:
+    :func:`xlt.contract.translator_inputs`; the data is then the source language's files), and the upstream train stage's
     output id (a retrain, even to the same weights, recomputes every result).
     """
     b = cfg.eval.benchmarks[job.benchmark]
     files = ctx.detail["files"]
-    data = language_fingerprint(b.path, job.language) if b.path else f"hub:{b.hub_id}@{b.revision or 'main'}"
+    # The files read: this language's, or the source language's for an entry xlt machine-translates.
+    read = source_language(b, job.language)
+    data = language_fingerprint(b.path, read) if b.path else f"hub:{b.hub_id}@{b.revision or 'main'}"
+    translated = uses_translator(b)
     inputs = {
         "versions": job_settings(cfg, job)["versions"],
         "config": job_values(cfg, job.benchmark),
         "model": files.get("model"),
         "data": data,
-        "translate_test": _settled(files.get("translate_test")) if b.translate_test else None,
+        "translate_test": _settled(files.get("translate_test")) if translated else None,
         "upstream": ctx.upstream,
     }
-    extra = {"translator": files["translate_test"].get("resolved")} if b.translate_test and files.get("translate_test") else {}
+    extra = {"translator": files["translate_test"].get("resolved")} if translated and files.get("translate_test") else {}
     return ctx.record(model=inputs["model"], data=data, job=digest(inputs), **extra)
 
 

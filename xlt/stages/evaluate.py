@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from xlt.config.eval import uses_translator
 from xlt.contract import StageContext, check_model
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
@@ -37,6 +38,7 @@ from xlt.scoring.results import (
     read_result,
     result_path,
     shard_jobs,
+    source_language,
     stale_translator,
 )
 from xlt.scoring.scorers import build_scorer, check_scores
@@ -50,12 +52,17 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     """Score one language of one benchmark and write its predictions and result files.
 
     With ``translate_test`` (a :class:`xlt.translation.translate_test.TranslateTestRunner`) and the
-    benchmark's ``translate_test`` flag set, the items are machine-translated into English first.
+    benchmark's ``translate_test`` flag set, the items are machine-translated into English first; for an
+    entry with ``machine_translate_from``, the source language's items are machine-translated into the
+    job's language (the machine-translated version of its test set).
     """
     bcfg = cfg.eval.benchmarks[job.benchmark]
-    items, data_checks = get_benchmark(job.kind).load_checked(bcfg, job.language, split=bcfg.split)
+    read = source_language(bcfg, job.language)  # another language's items for a machine-translated entry
+    items, data_checks = get_benchmark(job.kind).load_checked(bcfg, read, split=bcfg.split)
     if bcfg.translate_test:
         items = translate_test(items, job.benchmark, job.language)
+    elif read != job.language:
+        items = translate_test.into(items, job.benchmark, job.language)
     where = f"{job.benchmark}/{job.language}"
     counts = option_counts(items)  # each item's own number of options
     scores = check_scores(scorer.score(items, benchmark=job.benchmark, language=job.language), counts, where)
@@ -92,6 +99,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "scorer": cfg.eval.scorer,
         "model": cfg.eval.model,
         "translate_test": bool(bcfg.translate_test),
+        **({"machine_translated_from": read} if read != job.language else {}),
         "settings": job_settings(cfg, job),
         **accuracy_with_ci(correct, samples, seed),
         "chance": chance_level(counts),  # % right when guessing among each item's own options
@@ -140,7 +148,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     if todo:
         scorer = build_scorer(cfg, run)
         translate_test = None
-        if any(cfg.eval.benchmarks[j.benchmark].translate_test for j in todo):
+        if any(uses_translator(cfg.eval.benchmarks[j.benchmark]) for j in todo):
             translate_test = TranslateTestRunner(cfg, run)
         with progress_bar(total=len(todo), desc="evaluate", unit="lang") as bar:
             for job in todo:

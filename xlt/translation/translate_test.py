@@ -94,12 +94,15 @@ def translate_items(
 
 
 class TranslateTestRunner:
-    """Translate-test for the evaluate stage: one translator (loaded on first use) and one cache per run.
+    """Test-set translation for the evaluate stage: one translator (loaded on first use) and one cache per run.
 
-    ``runner(items, benchmark, language)`` returns the items in English and writes their quality counts
-    to ``run/data/translate_test/<benchmark>/<language>.json``. The translator comes from the
-    ``translate`` config group (model, batch size, limits; its ``languages`` are not used), the cache
-    from :func:`xlt.translation.layout.cache_path`, so reruns only score.
+    ``runner(items, benchmark, language)`` returns the items in English (translate-test) and writes their
+    quality counts to ``run/data/translate_test/<benchmark>/<language>.json``;
+    ``runner.into(items, benchmark, language)`` translates items of another language (an entry's
+    ``machine_translate_from``) into ``language`` instead: the machine-translated version of a test set,
+    its counts under ``run/data/machine_translated/``. The translator comes from the ``translate`` config
+    group (model, batch size, limits; its ``languages`` are not used), the cache from
+    :func:`xlt.translation.layout.cache_path`, so reruns only score.
     """
 
     def __init__(self, cfg: Any, run: RunDir, translator: Translator | None = None, target: str = "eng_Latn"):
@@ -115,15 +118,25 @@ class TranslateTestRunner:
         return self._translator
 
     def __call__(self, items: Dataset, benchmark: str, language: str) -> Dataset:
+        return self._translate(items, benchmark, language, self.target, "translate_test")
+
+    def into(self, items: Dataset, benchmark: str, language: str) -> Dataset:
+        """``items`` (of the entry's source language) translated into ``language`` (the benchmark's code;
+        its FLORES-200 code from the language table), with ``language`` as their ``language`` column."""
+        out = self._translate(items, benchmark, language, to_flores(language), "machine_translated")
+        return out.map(lambda _: {"language": language}, desc=None)
+
+    def _translate(self, items: Dataset, benchmark: str, language: str, target: str, record: str) -> Dataset:
         stats: dict[str, QualityStats] = {}
         with TranslationCache(cache_path(self.cfg, self.run)) as cache:
-            out = translate_items(items, self.translator, cache, self.target, stats=stats,
+            out = translate_items(items, self.translator, cache, target, stats=stats,
                                   commit_every=int(self.cfg.translate.commit_every))
         merged = QualityStats()
         for st in stats.values():
             merged.merge(st)
         atomic_write_json(
-            self.run.data / "translate_test" / benchmark / f"{language}.json",
-            {"translator": self.translator.identity, "target": self.target, **merged.to_json()},
+            self.run.data / record / benchmark / f"{language}.json",
+            {"translator": self.translator.identity, "target": target,
+             "sources": sorted(stats), **merged.to_json()},
         )
         return out
