@@ -73,6 +73,8 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
                "chance": float(chance) if chance is not None else DEFAULT_CHANCE,
                # argmax ties and odd items of the benchmark file (counted by the loader, see data_checks)
                "ties": r.get("ties", 0), "odd_items": sum((r.get("data_checks") or {}).values())}
+        if r.get("machine_translated_from") and "translation" in row:  # a version xlt machine-translated
+            row["translation"] = f"machine (xlt, from {r['machine_translated_from']})"
         if r.get("truncated") is not None:  # items cut to fit max_length (encoder scorers count them)
             row["truncated"] = int(r["truncated"])
         meta = r.get("scorer_meta") or {}
