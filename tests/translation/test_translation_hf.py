@@ -9,11 +9,11 @@ import os
 import shutil
 
 import pytest
-from datasets import load_from_disk
+from datasets import Dataset, Features, load_from_disk
 
 from tests.translation.conftest import PASSAGES, make_cfg, make_run
 from xlt.contract import call_stage
-from xlt.data.schema import TRANSLATED_FEATURES
+from xlt.data.schema import EVAL_FEATURES, TRANSLATED_FEATURES
 from xlt.errors import ConfigError, HubUnavailableError
 from xlt.stages import translate as stage
 from xlt.translation import ct2
@@ -245,4 +245,22 @@ def test_translate_test_uses_the_engine(run, tiny_mt, engine):
     assert out["id"] == items()["id"] and out[3]["question"] == "Question 3?"  # English stays as it is
     assert out[0]["question"] != items()[0]["question"]
     info = json.loads((run.data / "translate_test" / "belebele" / "mixed.json").read_text())
+    assert info["translator"].startswith({"hf": "hf/", "ctranslate2": "ct2/"}[engine])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_machine_translated_test_set_uses_the_engine_and_the_target_language(run, tiny_mt, engine):
+    """``machine_translate_from``: English items translated into the job's language (Global-MMLU ``de`` ->
+    NLLB's ``deu_Latn``) by the engine the translate group selects, ids and labels kept."""
+    from xlt.translation.translate_test import TranslateTestRunner
+
+    english = Dataset.from_list([{"id": f"q{i}", "language": "en", "passage": "", "question": f"What is true about item {i}?",
+                                  "options": ["Answer one two four", "None of the above", "one", "two"], "label": i % 4}
+                                 for i in range(3)], features=Features(EVAL_FEATURES))
+    runner = TranslateTestRunner(mt_cfg(tiny_mt, engine, max_new_tokens=6), run)
+    out = runner.into(english, "gm_mt", "de")
+    assert out["id"] == english["id"] and out["label"] == english["label"] and set(out["language"]) == {"de"}
+    assert out[0]["question"] != english[0]["question"]
+    info = json.loads((run.data / "machine_translated" / "gm_mt" / "de.json").read_text())
+    assert info["target"] == "deu_Latn" and info["sources"] == ["en"]
     assert info["translator"].startswith({"hf": "hf/", "ctranslate2": "ct2/"}[engine])
