@@ -63,6 +63,22 @@ def test_translate_train_all_adds_the_mt_model_unless_translations_are_imported(
     assert "facebook/nllb-200-distilled-600M" not in {r.repo_id for r in resources_for(cfg)}
 
 
+@pytest.mark.parametrize("evaluation", ["translate_test", "global_mmlu_ht_mt"])
+def test_an_evaluation_that_translates_needs_the_mt_model_and_what_it_translates(evaluation):
+    """Translate-test and the machine-translated Global-MMLU translate in the evaluate stage: the MT model is
+    fetched for a run of that stage alone; the machine-translated entry reads its English config only."""
+    cfg = compose("xlmr_zeroshot", ["stages=[evaluate]", f"eval={evaluation}"])
+    got = by_repo(resources_for(cfg))
+    mt = got[("facebook/nllb-200-distilled-600M", "")]
+    assert mt.kind == "model" and mt.used_by == ("translate.model_name_or_path",)
+    gm = got[("CohereLabs/Global-MMLU", "main")]
+    assert "en" in gm.configs and len(gm.configs) == 42  # the direct entry's 42, the MT entry's English among them
+    if evaluation == "global_mmlu_ht_mt":
+        assert set(gm.used_by) == {"eval.benchmarks.global_mmlu", "eval.benchmarks.global_mmlu_mt"}
+    plain = compose("xlmr_zeroshot", ["stages=[evaluate]"])
+    assert "facebook/nllb-200-distilled-600M" not in {r.repo_id for r in resources_for(plain)}
+
+
 def test_pinned_revisions_are_kept_and_distinct():
     cfg = compose("xlmr_zeroshot", ["model.revision=0123abcd", "eval.benchmarks.belebele.revision=feed"])
     got = by_repo(resources_for(cfg))

@@ -19,6 +19,7 @@ from omegaconf import DictConfig
 
 from xlt import config as xcfg
 from xlt.config import CONF_DIR
+from xlt.config.eval import machine_translate_source, uses_translator
 from xlt.config.model import TINY_MODEL_ID
 from xlt.config.overrides import entry_overrides, new_entries
 from xlt.errors import ConfigError
@@ -117,8 +118,13 @@ def source_resources(cfg: Any) -> list[Resource]:
 
 def translation_resources(cfg: Any) -> list[Resource]:
     """The MT model of the translate stage (nothing when translations are imported or echoed)."""
+    return [] if cfg.translate.import_dir else translator_resources(cfg)
+
+
+def translator_resources(cfg: Any) -> list[Resource]:
+    """The ``translate`` group's MT model (nothing for the echo translator or a local folder)."""
     t = cfg.translate
-    if t.import_dir or t.kind != "hf" or not _on_hub(t.model_name_or_path):
+    if t.kind != "hf" or not _on_hub(t.model_name_or_path):
         return []
     return [Resource("model", t.model_name_or_path, t.revision, used_by=("translate.model_name_or_path",))]
 
@@ -144,6 +150,8 @@ def eval_resources(cfg: Any) -> list[Resource]:
     e = cfg.eval
     out: list[Resource] = []
     for name, b in e.benchmarks.items():
+        if b.enabled and uses_translator(b):  # translate-test, or a machine-translated version xlt makes
+            out += translator_resources(cfg)
         if not b.enabled or b.path:
             continue
         splits = [b.split]
@@ -151,7 +159,9 @@ def eval_resources(cfg: Any) -> list[Resource]:
         if e.scorer == "llm" and e.llm.num_fewshot and fewshot:
             splits.append(fewshot)  # few-shot examples come from their own split
         hub_id = b.hub_id or get_benchmark(b.kind).default_hub_id
-        out.append(Resource("dataset", hub_id, b.revision, benchmark_languages(b.kind, b), tuple(dict.fromkeys(splits)),
+        src = machine_translate_source(b)  # a machine-translated entry reads its source language only
+        langs = (get_benchmark(b.kind).canonical(src),) if src else benchmark_languages(b.kind, b)
+        out.append(Resource("dataset", hub_id, b.revision, langs, tuple(dict.fromkeys(splits)),
                             used_by=(f"eval.benchmarks.{name}",)))
     if e.scorer == "llm":
         if _on_hub(e.llm.model):
