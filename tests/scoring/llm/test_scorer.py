@@ -163,3 +163,14 @@ def test_capped_global_mmlu_says_it_is_not_comparable_with_the_harness(make_cfg,
     cfg.eval.benchmarks.global_mmlu.max_questions = 100
     scorer.score(load_items("global_mmlu", "en"), benchmark="global_mmlu", language="en")
     assert scorer.language_meta("global_mmlu", "en")["comparable_to_harness"] is True
+
+
+def test_a_machine_translated_entry_says_it_is_not_comparable_with_the_harness(make_cfg, loaded_lm, load_items):
+    model, tok = loaded_lm
+    cfg = make_cfg(num_fewshot=0)
+    cfg.eval.benchmarks.global_mmlu.machine_translate_from = "en"
+    scorer = LLMScorer(cfg, model=model, tokenizer=tok, progress=False)
+    scorer.score(load_items("global_mmlu", "en").select(range(3)), benchmark="global_mmlu", language="de")
+    meta = scorer.language_meta("global_mmlu", "de")
+    assert meta["comparable_to_harness"] is False
+    assert "machine-translated version xlt made from the en items" in meta["not_comparable_because"][0]

@@ -153,6 +153,9 @@ class LLMScorer:
         if bcfg is not None and bool(bcfg.get("translate_test")):
             reasons.append("translate-test: the items were machine-translated into English first; the harness "
                            "has no such task")
+        if bcfg is not None and bcfg.get("machine_translate_from"):
+            reasons.append(f"a machine-translated version xlt made from the {bcfg.get('machine_translate_from')} items; "
+                           "the harness has no such task")
         # Fewer items than the cap: the cap cut nothing, the run is the full language.
         unit = bench.harness_task_unit  # the harness splits a language into tasks by this
         if cap is not None and n_items >= int(cap) and unit is not None:
