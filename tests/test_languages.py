@@ -114,3 +114,20 @@ def test_every_belebele_variant_has_the_nllb_resource_level():
     assert levels["srp_Cyrl"] == "low" and L.lookup("sr").gmmlu_tier == "mid"
     header = [ln for ln in L.TABLE_PATH.read_text().splitlines() if ln.startswith("# resource:")]
     assert header and "NLLB" in header[0] and L.resource_taxonomy().startswith("NLLB resource levels")
+
+
+def test_the_report_stage_depends_on_the_language_table(tmp_path, monkeypatch):
+    """Another language table (e.g. other resource levels) is another report: the report stage's inputs change,
+    so a done report is rewritten instead of showing the old levels."""
+    from xlt import config as xcfg
+    from xlt.contract import context
+    from xlt.run import RunDir
+
+    cfg = xcfg.validate({"eval": {"benchmarks": {"b": {"kind": "belebele", "path": str(tmp_path)}}}})
+    run = RunDir(tmp_path / "run")
+    before = context(cfg, run, "report").inputs
+    assert context(cfg, run, "report").inputs == before  # the same table: the same inputs
+    edited = tmp_path / "languages.tsv"
+    edited.write_text(L.TABLE_PATH.read_text().replace("\tyes\thigh\n", "\tyes\tlow\n", 1))
+    monkeypatch.setattr(L, "TABLE_PATH", edited)
+    assert context(cfg, run, "report").inputs != before

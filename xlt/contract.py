@@ -36,6 +36,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from xlt import __version__
+from xlt import languages as langtab
 from xlt.config.eval import uses_translator
 from xlt.config.keys import stage_values, translator_values
 from xlt.config.model import TINY_MODEL_ID
@@ -141,7 +142,9 @@ def _evaluate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
 
 
 def _report_files(cfg: Any, run: RunDir) -> dict[str, Any]:
-    return {"eval.resource_groups": _local(cfg.eval.resource_groups)}
+    # The language table gives the report its names, scripts, families and default resource levels: a new
+    # table (e.g. another taxonomy) is another report. Its content, not its path (installs differ).
+    return {"eval.resource_groups": _local(cfg.eval.resource_groups), "language table": langtab.table_digest()}
 
 
 # --- output checks of a done stage (xlt.state): damaged derivable outputs rerun the stage ----------------

@@ -28,6 +28,7 @@ from __future__ import annotations
 import csv
 import difflib
 import functools
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,6 +87,11 @@ def table() -> tuple[Language, ...]:
             )
         )
     return tuple(out)
+
+
+def table_digest() -> str:
+    """A digest of the table's content (the report stage's input: its levels and names shape the report)."""
+    return hashlib.sha256(TABLE_PATH.read_bytes()).hexdigest()[:16]
 
 
 @functools.lru_cache(maxsize=1)

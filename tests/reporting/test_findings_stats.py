@@ -219,3 +219,24 @@ def test_threshold_counts_are_over_the_languages_all_systems_have(tmp_path):
     counts = {r["model"]: r["languages > 50 (mean over seeds)"] for r in f["numbers"]}
     assert counts == {"XLM-R": 0, "XLM-V": 1, "InfoXLM": 2} and f["verdict"] == FAILS
     assert all(r["languages compared"] == 4 for r in f["numbers"]) and "of the 4 languages" in f["why"]
+
+
+@pytest.mark.parametrize("damage", ["deleted", "malformed"])
+def test_a_damaged_grouping_file_of_a_compared_run_is_named(tmp_path, damage):
+    """A run's eval.resource_groups file gone or broken since: --compare names the run and the file (and the
+    line), never compares with the table's levels as if the run had been reported that way."""
+    from xlt.errors import DataError
+
+    groups = tmp_path / "tiers.tsv"
+    groups.write_text("deu_Latn\thigh\nyor_Latn\tlow\n")
+    run = write_run(tmp_path / "r", MODELS["XLM-R"], 1, resource_groups=groups, belebele={"deu_Latn": 60.0, "yor_Latn": 40.0})
+    assert RunInfo(run).results["belebele"].per_language["resource"].tolist() == ["high", "low"]
+    if damage == "deleted":
+        groups.unlink()
+        match = r"tiers.tsv: resource grouping file not found"
+    else:
+        groups.write_text("deu_Latn\thigh\nyor_Latn low\n")
+        match = r"tiers.tsv:2: expected 'code<TAB>group'"
+    with pytest.raises(DataError, match=match) as err:
+        RunInfo(run)
+    assert str(run) in str(err.value) and "leave the run out of --compare" in str(err.value)

@@ -121,8 +121,12 @@ class RunInfo:
         include((self.config.get("eval") or {}).get("include_path") or [])
         # Resource levels as the run's own report groups them (its eval.resource_groups file, if any).
         grouping = (self.config.get("eval") or {}).get("resource_groups")
-        self.results: dict[str, BenchmarkResults] = load_run_results(
-            self.path, langtab.read_groups(grouping) if grouping else None)
+        try:
+            groups = langtab.read_groups(grouping) if grouping else None
+        except DataError as err:
+            raise DataError(f"{self.path}: its eval.resource_groups: {err}; restore the file, or leave the run "
+                            "out of --compare") from None
+        self.results: dict[str, BenchmarkResults] = load_run_results(self.path, groups)
 
 
 def side_by_side(runs: list[RunInfo], benchmark: str) -> pd.DataFrame:
