@@ -63,6 +63,12 @@ class Language:
             return None
         return "human" if self.gmmlu_source in HUMAN_SOURCES else "machine"
 
+    @property
+    def human_translated(self) -> bool:
+        """Whether the language's Global-MMLU test set was translated or post-edited by people (not English,
+        the original)."""
+        return self.translation == "human" and self.gmmlu_source != "original"
+
 
 @functools.lru_cache(maxsize=1)
 def table() -> tuple[Language, ...]:
@@ -138,7 +144,7 @@ def _in_set(lang: Language, languages: str) -> bool:
     if languages == "belebele":
         return True
     if languages == "global_mmlu_human":
-        return lang.translation == "human" and lang.gmmlu_source != "original"
+        return lang.human_translated
     return lang.gmmlu_code is not None
 
 

@@ -638,8 +638,7 @@ def check_human_above_machine_same_language(c: Check) -> Finding:
         if not ht or not mt:
             continue
         mh, mm = language_means(s, ht[0]), language_means(s, mt[0])
-        human = {x for x in mh if (lang := langtab.lookup(x)) is not None and lang.translation == "human"
-                 and lang.gmmlu_source != "original"}
+        human = {x for x in mh if (lang := langtab.lookup(x)) is not None and lang.human_translated}
         for tier in tiers:
             langs = sorted(x for x in set(mh) & set(mm) & human if langtab.lookup(x).gmmlu_tier == tier)
             tests = [(x, paired_test(s, mt[0], s, ht[0], [x], c.samples, c.seed)) for x in langs]
