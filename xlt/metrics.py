@@ -4,8 +4,10 @@ Accuracies are in percent throughout (results files, tables, plots).
 
 Bootstrap over 0/1 correctness is computed exactly and cheaply: the number of correct answers in a
 resample of ``n`` items drawn with replacement is ``Binomial(n, k/n)``; for a paired comparison the
-per-item differences take values -1/0/+1, so a resample's counts are ``Multinomial(n, p)``. This gives
-the same distribution as resampling indices, in O(B) instead of O(B*n) memory and time.
+per-item differences take few values (-1/0/+1, or multiples of 1/k for means over k seeds), so a
+resample's counts are ``Multinomial(n, p)`` over those values. This gives the same distribution as
+resampling indices, in O(B * values) instead of O(B * n) memory and time; a paired permutation (sign-flip)
+test is computed the same way with ``Binomial(count, 1/2)`` flips per value.
 """
 
 from __future__ import annotations
@@ -53,44 +55,97 @@ def accuracy_with_ci(correct: Sequence[bool] | np.ndarray, samples: int = 1000, 
     return {"accuracy": accuracy(arr), "n": int(arr.size), "correct": int(arr.sum()), "ci_low": lo, "ci_high": hi}
 
 
-def paired_bootstrap(correct_a: Sequence[bool] | np.ndarray, correct_b: Sequence[bool] | np.ndarray,
-                     samples: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, float]:
-    """Paired bootstrap of accuracy(b) - accuracy(a) on the same items (percent points).
+ALTERNATIVES = ("two-sided", "greater", "less")
 
-    Returns the difference, its percentile interval and a two-sided p-value: the share of resampled
-    differences at least as far from the observed one as the observed one is from 0 (the bootstrap
-    distribution shifted to the null, Berg-Kirkpatrick et al. 2012).
-    """
+
+def paired_bootstrap(correct_a: Sequence[bool] | np.ndarray, correct_b: Sequence[bool] | np.ndarray,
+                     samples: int = 1000, seed: int = 0, level: float = 0.95,
+                     alternative: str = "two-sided") -> dict[str, float]:
+    """Paired comparison of accuracy(b) - accuracy(a) on the same items (percent points): the difference,
+    its paired-bootstrap percentile interval and a paired permutation p-value (:func:`bootstrap_mean_diff`)."""
     a = np.asarray(correct_a, dtype=int)
     b = np.asarray(correct_b, dtype=int)
     if a.shape != b.shape:
         raise ValueError(f"paired bootstrap needs the same items: {a.shape} vs {b.shape}")
-    return bootstrap_mean_diff(b - a, samples, seed, level, support=(-1, 0, 1))
+    return bootstrap_mean_diff(b - a, samples, seed, level, alternative=alternative)
+
+
+def distinct_values(diffs: Sequence[float] | np.ndarray, decimals: int = 9) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of ``diffs`` and how often each occurs, values equal to ``decimals`` places counted
+    as one (each represented by the mean of its members).
+
+    Seed means are fractions k/s that floating point does not always write the same way (``1 - 2/3`` and
+    ``1/3 - 0`` differ in the last bit); exact equality would split one value in two. Distinct fractions with
+    denominators up to 10**4 differ by far more than 10**-9, so nothing else is merged.
+    """
+    d = np.asarray(diffs, dtype=float)
+    _, inverse, counts = np.unique(np.round(d, decimals), return_inverse=True, return_counts=True)
+    values = np.bincount(inverse.ravel(), weights=d, minlength=counts.size) / counts
+    return values, counts
+
+
+def resampled_means(values: np.ndarray, counts: np.ndarray, samples: int, rng: np.random.Generator) -> np.ndarray:
+    """``samples`` means of ``n = counts.sum()`` items drawn with replacement from the items with these
+    values: how often each value is drawn is ``Multinomial(n, counts / n)``, the same distribution as
+    drawing ``n`` indices (O(samples * values) instead of O(samples * n))."""
+    n = int(counts.sum())
+    return rng.multinomial(n, counts / n, size=samples) @ values / n
+
+
+def sign_flip_means(values: np.ndarray, counts: np.ndarray, samples: int, rng: np.random.Generator) -> np.ndarray:
+    """``samples`` means of the items' values with each item's sign flipped at random (a paired permutation:
+    the two systems' answers to each item swapped with probability 1/2). The number of flipped items of
+    each value is ``Binomial(count, 1/2)``: the same distribution as flipping every item, in O(samples * values)."""
+    n = int(counts.sum())
+    flipped = rng.binomial(counts, 0.5, size=(samples, counts.size))
+    return (counts - 2 * flipped) @ values / n
+
+
+def permutation_p_value(null: np.ndarray, observed: float, alternative: str = "two-sided") -> float:
+    """Monte-Carlo permutation p-value ``(1 + #{null at least as extreme}) / (1 + B)``: the observed
+    arrangement counts as one of the permutations, so the p-value is valid (P(p <= a) <= a under the null)
+    for any number B of permutations (Phipson & Smyth 2010). ``greater``: large values are extreme."""
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    null = np.asarray(null, dtype=float)
+    tol = 1e-9 * max(1.0, abs(observed))
+    if alternative == "greater":
+        hits = np.sum(null >= observed - tol)
+    elif alternative == "less":
+        hits = np.sum(null <= observed + tol)
+    else:
+        hits = np.sum(np.abs(null) >= abs(observed) - tol)
+    return float((hits + 1) / (null.size + 1))
 
 
 def bootstrap_mean_diff(diffs: Sequence[float] | np.ndarray, samples: int = 1000, seed: int = 0,
-                        level: float = 0.95, support: Sequence[float] | None = None) -> dict[str, float]:
-    """Bootstrap of the mean of per-item differences (fractions in [-1, 1], reported in percent points):
-    the items are resampled with replacement, each resample's mean is one draw.
+                        level: float = 0.95, alternative: str = "two-sided") -> dict[str, float]:
+    """The mean of per-item paired differences (fractions in [-1, 1], reported in percent points) with a
+    bootstrap interval and a permutation p-value.
 
-    The differences take few distinct values (-1/0/+1 for one pair of 0/1 answers; multiples of 1/k for
-    means over seeds), so a resample is a multinomial draw of how often each value occurs: the same
-    distribution as resampling indices, in O(B * values). ``support`` fixes the values (and with them the
-    random stream); by default the distinct values of ``diffs``. Interval and two-sided p-value as in
-    :func:`paired_bootstrap`; an empty input gives NaN throughout.
+    * interval: percentile bootstrap, the items resampled with replacement (:func:`resampled_means`; exact
+      index resampling in distribution, checked against it in tests/scoring/test_bootstrap_reference.py);
+    * p-value: paired permutation (sign-flip) test of "the two systems are exchangeable on every item"
+      (:func:`sign_flip_means`, :func:`permutation_p_value`): exact level for any number of items, which the
+      shifted-bootstrap p-value is not. ``alternative``: ``greater`` tests mean > 0, ``less`` mean < 0.
+
+    Differences of seed means (multiples of 1/k) are grouped by value (:func:`distinct_values`). An empty
+    input gives NaN throughout.
     """
-    d = np.asarray(diffs, dtype=float)
+    if alternative not in ALTERNATIVES:
+        raise ValueError(f"alternative must be one of {ALTERNATIVES}, got {alternative!r}")
+    d = np.asarray(diffs, dtype=float).ravel()
     n = d.size
     delta = float(d.mean() * 100) if n else float("nan")
     if n == 0 or samples <= 0:
         return {"diff": delta, "ci_low": float("nan"), "ci_high": float("nan"), "p_value": float("nan")}
-    values = np.asarray(support if support is not None else np.unique(d), dtype=float)
-    probs = np.array([(np.isclose(d, v)).mean() for v in values])
-    counts = np.random.default_rng(seed).multinomial(n, probs / probs.sum(), size=samples)
-    resampled = counts @ values / n * 100
+    values, counts = distinct_values(d)
+    rng = np.random.default_rng(seed)
+    boot = resampled_means(values, counts, samples, rng) * 100
     alpha = (1 - level) / 2
-    lo, hi = np.quantile(resampled, [alpha, 1 - alpha])
-    p = float(np.mean(np.abs(resampled - delta) >= abs(delta) - 1e-12)) if delta != 0 else 1.0
+    lo, hi = np.quantile(boot, [alpha, 1 - alpha])
+    null = sign_flip_means(values, counts, samples, rng) * 100
+    p = permutation_p_value(null, delta, alternative)
     return {"diff": delta, "ci_low": float(lo), "ci_high": float(hi), "p_value": p}
 
 
