@@ -26,11 +26,15 @@ def compare_main(argv: list[str]) -> int:
     parser.add_argument("--out", required=True, help="folder for the comparison files")
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0, help="seed of the paired bootstrap")
+    parser.add_argument("--include-path", action="append", default=[], metavar="FOLDER",
+                        help="a compared run's eval.include_path folder whose *.py definition files may be run "
+                             "(repeat for several); without it a comparison runs no code of the runs it compares")
     args = parser.parse_args(argv)
     from xlt.reporting.comparison import compare_runs  # lazy: start-up time
 
     try:
-        compare_runs(args.compare, args.out, samples=args.bootstrap_samples, seed=args.seed)
+        compare_runs(args.compare, args.out, samples=args.bootstrap_samples, seed=args.seed,
+                     include_paths=args.include_path)
     except XltError as err:
         print(f"\nxlt: error: {err}", file=sys.stderr)
         return 2

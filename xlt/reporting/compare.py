@@ -31,7 +31,7 @@ from xlt.config import STAGES, register
 from xlt.config.keys import result_values, stage_values
 from xlt.errors import DataError
 from xlt.metrics import paired_bootstrap
-from xlt.registry import include
+from xlt.registry import BENCHMARKS, include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run import RunDir
 from xlt.scoring.results import Job, read_predictions
@@ -110,15 +110,47 @@ def config_key(cfg: dict[str, Any]) -> str:
     return json.dumps(result_values(cfg, drop=("seed",)), sort_keys=True, default=str)
 
 
+def _plan_kinds(path: Path) -> dict[str, str]:
+    """The benchmark kind of each evaluated benchmark of the run (its ``eval/<name>/plan.json``; an unreadable
+    plan is left to the results reader, which names it)."""
+    out = {}
+    for plan in sorted((path / "eval").glob("*/plan.json")):
+        try:
+            data = json.loads(plan.read_text())
+            out[str(data["benchmark"])] = str(data["kind"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def include_allowed(path: Path, folders: list[str], allowed: Sequence[str | Path]) -> None:
+    """Register the definitions in the run's ``eval.include_path`` folders that the user allowed (``allowed``:
+    ``--include-path`` folders); a comparison runs no other code of the runs it compares. A benchmark of a
+    kind that no registry holds then is a :class:`DataError` naming the run, the folder and how to allow it."""
+    ok = {Path(str(a)).expanduser().resolve() for a in allowed}
+    include([f for f in folders if Path(str(f)).expanduser().resolve() in ok])
+    withheld = [str(f) for f in folders if Path(str(f)).expanduser().resolve() not in ok]
+    missing = {name: kind for name, kind in _plan_kinds(path).items() if kind not in BENCHMARKS}
+    if missing:
+        what = ", ".join(f"{name!r} (kind {kind!r})" for name, kind in sorted(missing.items()))
+        where = (f"; the run defined it in a file of its eval.include_path ({', '.join(withheld)}), and --compare "
+                 "runs no code of the runs it compares unless asked: pass --include-path "
+                 f"{' --include-path '.join(withheld)} to run that folder's *.py files (only if you trust them)"
+                 if withheld else "")
+        raise DataError(f"{path}: its benchmark {what} has no definition here{where}; or install the definition "
+                        "as a package (entry point group xlt.benchmarks), or leave the run out of --compare")
+
+
 class RunInfo:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, include_paths: Sequence[str | Path] = ()):
         self.path = Path(path)
         self.label = run_label(self.path)
         self.config = read_config(self.path)
         self.seed = self.config.get("seed")
         self.key = config_key(self.config)
-        # The run's own definition folders: a benchmark it defined there is named and read as in the run.
-        include((self.config.get("eval") or {}).get("include_path") or [])
+        # The run's own definition folders are run only when the user names them (``include_paths``);
+        # a benchmark defined there is then named and read as in the run.
+        include_allowed(self.path, list((self.config.get("eval") or {}).get("include_path") or []), include_paths)
         # Resource levels as the run's own report groups them (its eval.resource_groups file, if any).
         grouping = (self.config.get("eval") or {}).get("resource_groups")
         try:

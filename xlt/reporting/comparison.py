@@ -7,6 +7,7 @@ The per-run pieces (reading runs, side-by-side tables, paired differences, seed 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,11 @@ from xlt.reporting.tables import chance_level
 from xlt.run import atomic_write_json, atomic_write_text
 
 
-def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Compare ``run_dirs`` (the first is the baseline) and write the comparison files under ``out``."""
+def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 1000, seed: int = 0,
+                 include_paths: Sequence[str | Path] = ()) -> dict[str, Any]:
+    """Compare ``run_dirs`` (the first is the baseline) and write the comparison files under ``out``.
+    ``include_paths``: the compared runs' ``eval.include_path`` folders whose definition files may be run
+    (none by default: a comparison runs no code of the runs it compares)."""
     if len(run_dirs) < 2:
         raise DataError("--compare needs at least two run directories")
     seen: dict[Path, str] = {}
@@ -46,7 +50,7 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise DataError(f"--out {out}: is a file; give a folder (it is created if missing)")
-    runs = [RunInfo(Path(p)) for p in run_dirs]
+    runs = [RunInfo(Path(p), include_paths) for p in run_dirs]
     benchmarks = sorted({b for r in runs for b in r.results})
     groups = seed_groups(runs)
     md = ["# Comparison of runs\n", "\nRuns (baseline first): " + ", ".join(f"`{r.label}`" for r in runs) + "\n"]

@@ -65,10 +65,11 @@ from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.data.benchmarks.base import Claim
 from xlt.errors import ConfigError
 from xlt.markdown import markdown_table as md_table
-from xlt.metrics import bootstrap_mean_diff, holm_adjust
+from xlt.metrics import bootstrap_mean_diff, holm_adjust, permutation_p_value
 from xlt.reporting import rank_changes as rc
 from xlt.reporting.compare import group_label, seed_groups
 from xlt.reporting.render import markdown_table
+from xlt.reporting.verdicts import ALPHA, all_significant, count_above_test, group_permutation_test, wins_test
 from xlt.run import RunDir
 from xlt.scoring.results import Job, first_result, read_predictions
 
@@ -81,7 +82,6 @@ _FAMILY_PATTERNS = (("InfoXLM", re.compile(r"infoxlm", re.I)),
                     ("XLM-R", re.compile(r"xlm[-_]?r(oberta)?(?![a-z])|xlm-roberta", re.I)))
 # Resource levels from high to low (the language table's default tiers, or the labels of a user grouping file).
 RESOURCE_ORDER = ("high", "medium", "mid", "low", "lowest")
-ALPHA = 0.05
 
 
 @dataclass
@@ -236,29 +236,41 @@ def _correct(run: Any, benchmark: str, lang: str) -> dict[str, bool]:
     return {str(p["id"]): p["prediction"] == p["gold"] for p in run_predictions(run, benchmark, lang)}
 
 
+_SCORES: dict[tuple[Any, ...], dict[str, float]] = {}
+
+
 def seed_mean_correct(system: System, bench: str, lang: str) -> dict[str, float]:
-    """Per question id answered by every seed of ``system``, the share of its seeds that got it right."""
-    per_seed = [_correct(r, bench, lang) for r in system.runs if bench in r.results]
-    if not per_seed:
-        return {}
-    ids = set.intersection(*(set(p) for p in per_seed))
-    return {i: float(np.mean([p[i] for p in per_seed])) for i in ids}
+    """Per question id answered by every seed of ``system``, the share of its seeds that got it right
+    (``k / seeds``, computed once per :func:`check_findings` call)."""
+    key = (tuple(str(r.path) for r in system.runs), bench, lang)
+    if key not in _SCORES:
+        per_seed = [_correct(r, bench, lang) for r in system.runs if bench in r.results]
+        ids = set.intersection(*(set(p) for p in per_seed)) if per_seed else set()
+        _SCORES[key] = {i: sum(p[i] for p in per_seed) / len(per_seed) for i in ids}
+    return _SCORES[key]
+
+
+def paired_scores(a: System, bench_a: str, b: System, bench_b: str, lang: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per question of ``lang`` that every seed of both systems answered, each system's share of seeds
+    that got it right (a's, b's)."""
+    ma, mb = seed_mean_correct(a, bench_a, lang), seed_mean_correct(b, bench_b, lang)
+    ids = sorted(set(ma) & set(mb))
+    return np.array([ma[i] for i in ids], dtype=float), np.array([mb[i] for i in ids], dtype=float)
 
 
 def paired_test(a: System, bench_a: str, b: System, bench_b: str, languages: list[str],
-                samples: int, seed: int) -> dict[str, Any]:
-    """Paired bootstrap of b - a over the questions of ``languages`` that every seed of both systems answered.
+                samples: int, seed: int, alternative: str = "two-sided") -> dict[str, Any]:
+    """b - a over the questions of ``languages`` that every seed of both systems answered: the difference,
+    its paired-bootstrap interval and the paired permutation p-value (``alternative``: ``greater`` tests
+    b > a) of :func:`xlt.metrics.bootstrap_mean_diff`.
 
     Each question's difference is b's mean correctness over its seeds minus a's (seeds averaged *within*
-    the question), and the bootstrap resamples the questions once: a system's seeds answer the same
-    questions, so pooling seed pairs as if they were more questions would shrink the p-value k-fold.
-    ``questions`` counts distinct questions; NaN diff and p-value when there are none."""
-    diffs: list[float] = []
-    for lang in languages:
-        ma, mb = seed_mean_correct(a, bench_a, lang), seed_mean_correct(b, bench_b, lang)
-        diffs += [mb[i] - ma[i] for i in sorted(set(ma) & set(mb))]
-    test = bootstrap_mean_diff(diffs, samples, seed)
-    return {**test, "questions": len(diffs), "seeds": f"{len(a.runs)} vs {len(b.runs)}",
+    the question), and the questions are resampled (or their two scores swapped) once: a system's seeds
+    answer the same questions, so pooling seed pairs as if they were more questions would shrink the
+    p-value k-fold. ``questions`` counts distinct questions; NaN diff and p-value when there are none."""
+    diffs = [y - x for lang in languages for x, y in zip(*paired_scores(a, bench_a, b, bench_b, lang), strict=True)]
+    test = bootstrap_mean_diff(diffs, samples, seed, alternative=alternative)
+    return {**test, "questions": len(diffs), "seeds": f"{len(a.runs)} vs {len(b.runs)}", "alternative": alternative,
             "significant": bool(test["p_value"] < ALPHA)}  # NaN < ALPHA is False
 
 
@@ -271,13 +283,17 @@ def _seed_stat(system: System, fn) -> tuple[float, float]:
 
 
 def _fmt_test(t: dict[str, Any]) -> str:
-    return (f"diff {t['diff']:+.1f} points [{t['ci_low']:+.1f}, {t['ci_high']:+.1f}], p={t['p_value']:.3f} "
+    side = "" if t.get("alternative", "two-sided") == "two-sided" else "one-sided "
+    return (f"diff {t['diff']:+.1f} points [{t['ci_low']:+.1f}, {t['ci_high']:+.1f}], {side}p={t['p_value']:.3f} "
             f"({'significant' if t['significant'] else 'not significant'} at {ALPHA}; {t['questions']} paired "
             f"questions{'' if t['seeds'] == '1 vs 1' else ', seeds ' + t['seeds'] + ' averaged per question'})")
 
 
-PAIRED_TEST = ("paired bootstrap over questions: each question's score is the mean over a system's seeds, the "
-               "questions are resampled once (B draws), two-sided p-value")
+PAIRED_TEST = ("paired comparison over questions: each question's score is the mean over a system's seeds; 95% "
+               "percentile interval from a bootstrap resampling the questions once, p-value from a paired "
+               "permutation test (each question's two scores swapped at random, B draws)")
+VERDICT_RULE = (f"the verdict holds only when the test is significant at alpha={ALPHA} in the paper's direction "
+                "(one-sided); a claim with several parts needs every part significant (intersection-union test)")
 
 
 # --- the check kinds -----------------------------------------------------------------------------------
@@ -379,28 +395,38 @@ def check_family_best_on_levels(c: Check) -> Finding:
         return c.untestable(f"needs languages of the lowest {label} ({lowest!r}) among those all systems evaluated; the "
                             f"compared languages have {sorted(levels)}")
     ordered = [lv for lv in order if lv in levels]
-    rows, winners, tests = [], {}, {}
+    picked = [lv for lv in ordered if order.index(lv) < order.index(lowest)] if which == "above_lowest" else [lowest]
+    if not picked:
+        return c.untestable(f"needs languages of a {label} above {lowest!r}; the compared languages have {sorted(levels)}")
+    others = [f for f in families if f != target]
+    rows, winners, closest, p_parts = [], {}, {}, []
     for lv in ordered:
         langs = [lang for lang in shared if level_of.get(lang) == lv]
         acc = {f: float(np.mean([means[f][lang] for lang in langs])) for f in families}
         rank = sorted(families, key=lambda f: -acc[f])
         winners[lv] = rank[0] if acc[rank[0]] > acc[rank[1]] else None  # a tie has no winner
-        t = paired_test(fam[rank[1]], benches[rank[1]], fam[rank[0]], benches[rank[0]], langs, c.samples, c.seed)
-        tests[lv] = t
+        # the target against each other family, one-sided (target higher); the part that decides is the
+        # largest p-value (intersection-union), shown with the nearest competitor's difference and interval
+        vs = {f: paired_test(fam[f], benches[f], fam[target], benches[target], langs, c.samples, c.seed, "greater")
+              for f in others}
+        nearest = max(others, key=lambda f: (vs[f]["p_value"], acc[f]))
+        closest[lv] = (nearest, vs[nearest])
+        p_max = max(t["p_value"] for t in vs.values())
+        if lv in picked:
+            p_parts.append(p_max)
         rows.append({column: lv, "languages": len(langs), **{f"{f} ({fam[f].label})": acc[f] for f in families},
-                     "best": winners[lv] or "tie", "runner_up": rank[1], "best_minus_runner_up": t["diff"],
-                     "p_value": t["p_value"], "significant": t["significant"]})
+                     "best": winners[lv] or "tie", f"{target} minus {nearest}": vs[nearest]["diff"],
+                     "ci_low": vs[nearest]["ci_low"], "ci_high": vs[nearest]["ci_high"],
+                     f"p ({target} above each other, one-sided, largest)": p_max, "significant": p_max < ALPHA})
     test = (f"mean {c.title} accuracy over the languages of each {c.bench.label(column)} ({where}; levels from the "
-            f"report's {column} column); paired bootstrap of the best against the runner-up on the pooled "
-            "questions of the level")
-    picked = [lv for lv in ordered if order.index(lv) < order.index(lowest)] if which == "above_lowest" else [lowest]
-    if not picked:
-        return c.untestable(f"needs languages of a {label} above {lowest!r}; the compared languages have {sorted(levels)}")
-    ok = all(winners[lv] == target for lv in picked)
-    why = "; ".join(f"{lv}: best {winners[lv] or 'tie'} ({_fmt_test(tests[lv])} vs {rows[ordered.index(lv)]['runner_up']})"
+            f"report's {column} column); on the pooled questions of the level, {target} against each other family: "
+            f"{PAIRED_TEST}, one-sided ({target} higher); {VERDICT_RULE}: {target} above every other family on "
+            f"{'every level above ' + lowest if which == 'above_lowest' else 'the ' + lowest + ' level'}")
+    ok = all(winners[lv] == target for lv in picked) and all_significant(p_parts)
+    why = "; ".join(f"{lv}: best {winners[lv] or 'tie'}; {target} vs {closest[lv][0]}: {_fmt_test(closest[lv][1])}"
                     for lv in picked)
-    if ok and len(picked) > 1 and not all(tests[lv]["significant"] for lv in picked):
-        why += "; the margin is not significant everywhere"
+    if not ok and all(winners[lv] == target for lv in picked):
+        why += f"; {target} has the highest mean, but not significantly above every other family at {ALPHA}"
     return c.finding(HOLDS if ok else FAILS, why, test, rows)
 
 
@@ -425,20 +451,35 @@ def _family_most(c: Check, strict: bool) -> Finding:
         acc = df.reindex(shared).dropna()
         return int((acc > t).sum() if strict else (acc >= t).sum())
 
-    key = f"languages {op} {t:g} (mean over seeds)"
-    counts = {f: _seed_stat(s, lambda r, b=benches[f]: count(r, b)) for f, s in fam.items()}
-    rows = [{"model": f, "system": fam[f].label, key: counts[f][0], "std over seeds": counts[f][1],
-             "seeds": len(fam[f].runs), "languages compared": len(shared)} for f in families]
-    best = max(counts[f][0] for f in families)
-    leaders = [f for f in families if counts[f][0] == best]
-    margin = counts[family][0] - max(counts[f][0] for f in families if f != family)
-    spread = max(counts[f][1] for f in families)
-    why = (f"{' and '.join(leaders)} {'has' if len(leaders) == 1 else 'share'} the most ({best:.1f} of the "
-           f"{len(shared)} languages all {len(families)} systems have); {family}'s margin over the next: "
-           f"{margin:+.1f} languages (largest std over seeds {spread:.1f})")
-    return c.finding(HOLDS if leaders == [family] else FAILS, why,
-                     f"languages with accuracy {op} {t:g} per run, over the {len(shared)} languages all "
-                     f"{len(families)} systems have, mean ± std over each system's seeds ({where})", rows)
+    key = f"languages {op} {t:g} (seed-mean accuracy)"
+    per_seed = {f: _seed_stat(s, lambda r, b=benches[f]: count(r, b)) for f, s in fam.items()}
+    tests = {}
+    for f in families:
+        if f == family:
+            continue
+        pairs = [paired_scores(fam[f], benches[f], fam[family], benches[family], lang) for lang in shared]
+        tests[f] = count_above_test([y for _, y in pairs], [x for x, _ in pairs], t, strict, c.samples, c.seed)
+    counts = {f: tests[f]["count_other"] for f in tests}
+    counts[family] = next(iter(tests.values()))["count_target"]
+    rows = [{"model": f, "system": fam[f].label, key: counts[f], "mean over seeds of per-run counts": per_seed[f][0],
+             "std over seeds": per_seed[f][1], "seeds": len(fam[f].runs), "languages compared": len(shared),
+             f"{family} minus this": (counts[family] - counts[f]) if f != family else None,
+             "p (one-sided)": tests[f]["p_value"] if f in tests else None} for f in families]
+    best = max(counts.values())
+    leaders = [f for f in families if counts[f] == best]
+    p_max = max(x["p_value"] for x in tests.values())
+    ok = leaders == [family] and all_significant([x["p_value"] for x in tests.values()])
+    nearest = max(tests, key=lambda f: (tests[f]["p_value"], counts[f]))
+    why = (f"{' and '.join(leaders)} {'has' if len(leaders) == 1 else 'share'} the most ({best} of the "
+           f"{len(shared)} languages all {len(families)} systems have); {family} minus {nearest}: "
+           f"{counts[family] - counts[nearest]:+d} languages, one-sided p={p_max:.3f} (largest over the other "
+           f"families; {'significant' if p_max < ALPHA else 'not significant'} at {ALPHA})")
+    return c.finding(HOLDS if ok else FAILS, why,
+                     f"languages whose seed-mean accuracy is {op} {t:g}, over the {len(shared)} languages all "
+                     f"{len(families)} systems have ({where}; per-run counts, mean ± std over seeds, beside them); "
+                     f"{family} against each other family: the difference of the counts, p-value from a paired "
+                     "permutation test (in every language, each question's two scores swapped at random); "
+                     f"{VERDICT_RULE}", rows)
 
 
 def check_family_most_above(c: Check) -> Finding:
@@ -464,7 +505,7 @@ def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
             continue
         mz, mt = language_means(z, bz), language_means(t, bt)
         shared = sorted(set(mz) & set(mt))
-        test = paired_test(z, bz, t, bt, shared, c.samples, c.seed)
+        test = paired_test(z, bz, t, bt, shared, c.samples, c.seed, "greater")
         if not test["questions"]:
             untested.append(f"{z.label} / {t.label}: no {c.title} question both answered"
                             + ("" if shared else " (no language both evaluated)"))
@@ -473,20 +514,24 @@ def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
         rows.append({"model": z.family or z.model_key_name(), "zero-shot": z.label, "translate-train-all": t.label,
                      "languages": len(shared), "zero-shot mean": float(np.mean([mz[x] for x in shared])),
                      "translate-train-all mean": float(np.mean([mt[x] for x in shared])),
-                     "diff": test["diff"], "p_value": test["p_value"], "significant": test["significant"],
+                     "diff": test["diff"], "ci_low": test["ci_low"], "ci_high": test["ci_high"],
+                     "p_value (one-sided)": test["p_value"], "significant": test["significant"],
                      "questions": test["questions"], "seeds": test["seeds"],
                      "languages where translate-train-all is higher": wins})
-        if not test["diff"] > 0:
+        if not (test["diff"] > 0 and test["significant"]):
             fails.append(z.family or z.model_key_name())
     if not rows:
         return c.untestable("; ".join(untested))
     why = "; ".join(f"{r['model']}: {r['translate-train-all mean']:.1f} vs {r['zero-shot mean']:.1f} "
-                    f"(diff {r['diff']:+.1f}, p={r['p_value']:.3f}, higher on {r['languages where translate-train-all is higher']}"
-                    f"/{r['languages']} languages)" for r in rows)
+                    f"(diff {r['diff']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}], one-sided "
+                    f"p={r['p_value (one-sided)']:.3f}, {'significant' if r['significant'] else 'not significant'} at "
+                    f"{ALPHA}; higher on {r['languages where translate-train-all is higher']}/{r['languages']} languages)"
+                    for r in rows)
     if untested:
         why += "; not compared: " + "; ".join(untested)
     return c.finding(FAILS if fails else HOLDS, why,
-                     f"mean accuracy over the languages both evaluated; {PAIRED_TEST}", rows)
+                     f"mean accuracy over the languages both evaluated; {PAIRED_TEST}, one-sided (translate-train-all "
+                     f"higher); {VERDICT_RULE}: every pair", rows)
 
 
 def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
@@ -531,7 +576,9 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
                            "translate-test")
             continue
         held = holm_adjust([t["p_value"] for _, t in tested])
-        wins = sum(mt[x] > md[x] for x, _ in tested)
+        diffs = [np.subtract(*paired_scores(sd, bd, st, bt, x)[::-1]) for x, _ in tested]
+        w = wins_test(diffs, c.samples, c.seed)
+        wins = w["wins"]
         up = [t["diff"] > 0 for _, t in tested]
         rows.append({what: json.loads(k).get("model") if k.startswith("{") else k, "in-language": f"{sd.label}:{bd}",
                      "translate-test": f"{st.label}:{bt}", "languages": len(tested), "translate-test higher": wins,
@@ -540,21 +587,24 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
                      "significantly higher (Holm)": sum(p < ALPHA and u for p, u in zip(held, up, strict=True)),
                      "significantly lower (Holm)": sum(p < ALPHA and not u for p, u in zip(held, up, strict=True)),
                      "in-language mean": float(np.mean([md[x] for x, _ in tested])),
-                     "translate-test mean": float(np.mean([mt[x] for x, _ in tested]))})
-        verdicts.append(wins > len(tested) / 2)
+                     "translate-test mean": float(np.mean([mt[x] for x, _ in tested])),
+                     "p (wins, one-sided)": w["p_value"]})
+        verdicts.append(wins > len(tested) / 2 and w["p_value"] < ALPHA)
     if not rows:
         return c.untestable("; ".join(skipped))
     why = "; ".join(f"{r[what]}: translate-test higher on {r['translate-test higher']}/{r['languages']} languages "
-                    f"(significantly higher on {r['significantly higher (Holm)']} after Holm's correction, "
+                    f"(one-sided p={r['p (wins, one-sided)']:.3f} for that many; significantly higher on {r['significantly higher (Holm)']} after Holm's correction, "
                     f"{r['significantly higher (raw)']} uncorrected; significantly lower on "
                     f"{r['significantly lower (Holm)']} / {r['significantly lower (raw)']})" for r in rows)
     if skipped:
         why += "; not compared: " + "; ".join(skipped)
     return c.finding(HOLDS if all(verdicts) else FAILS, why,
                      f"per language, translate-test vs in-language accuracy of the same {what}; 'most' = more than "
-                     f"half of the languages; per language a {PAIRED_TEST}; the per-language p-values corrected for "
-                     f"multiple comparisons with Holm's step-down method (family-wise error {ALPHA}), counts "
-                     "given corrected and uncorrected", rows)
+                     "half of the languages; the number of languages where translate-test is higher, its p-value "
+                     "from a permutation test (each question's two scores swapped at random, in every language); "
+                     f"{VERDICT_RULE}: more than half the languages and that many significant; beside it, per "
+                     f"language a {PAIRED_TEST}, the p-values corrected with Holm's step-down method (family-wise "
+                     f"error {ALPHA}), counts given corrected and uncorrected", rows)
 
 
 def _subset_question_data(entries: list[tuple[System, str]], lang: str,
@@ -574,12 +624,14 @@ def _subset_question_data(entries: list[tuple[System, str]], lang: str,
 
 def check_rank_changes_per_language(c: Check) -> Finding:
     base, a, b = c.param("base"), c.param("a"), c.param("b")
+    need = int(c.claim.params.get("min_systems", 3))  # two systems: a language's rank changes are 0 or 2
     entries = [(s, direct_benchmark(s, c.bench.kind)) for s in c.systems]
     entries = [(s, name) for s, name in entries if name is not None]
     bench = entries[0][1] if entries else None
     entries = [(s, name) for s, name in entries if name == bench]
-    if len(entries) < 2:
-        return c.untestable(f"needs at least two systems evaluated on {c.title}; found {len(entries)}")
+    if len(entries) < need:
+        return c.untestable(f"needs at least {need} systems evaluated on {c.title} (with two, a language's rank "
+                            f"changes can only be 0 or 2); found {len(entries)}")
     subs = (base, a, b)
     means = [{sub: language_means(s, name, f"acc_{sub}") for sub in subs} for s, name in entries]
     shared = sorted(set.intersection(*(set(m[sub]) for m in means for sub in subs)))
@@ -595,34 +647,45 @@ def check_rank_changes_per_language(c: Check) -> Finding:
     d_shifts = avg[f"position shifts {b}"] - avg[f"position shifts {a}"]
     rows.append({"language": f"mean over {len(shared)}", **avg})
     data = [_subset_question_data(entries, lang, subs) for lang in shared]
+    counts = (f"over {len(shared)} languages and {len(entries)} systems on {bench}: {a} vs {base} "
+              f"{avg[f'rank changes {a}']:.2f} rank changes, {avg[f'position shifts {a}']:.2f} position shifts; "
+              f"{b} vs {base} {avg[f'rank changes {b}']:.2f} and {avg[f'position shifts {b}']:.2f}")
+    if not all(x is not None for x in data):
+        return c.untestable(counts + "; no test: these predictions carry no subset labels (rerun evaluate with "
+                            "this xlt to add them), and the counts alone do not decide (a smaller subset moves "
+                            "rankings more by noise alone)")
+    perm = rc.permutation(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
+    if perm is None:
+        return c.untestable(counts + f"; no test: {a} and {b} share questions, so their labels cannot be exchanged")
+    draws = rc.bootstrap(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
+    ci_c = rc.interval(draws["changes_b"] - draws["changes_a"], d_changes)
+    ci_s = rc.interval(draws["shifts_b"] - draws["shifts_a"], d_shifts)
+    p_c = permutation_p_value(perm["changes_b"] - perm["changes_a"], d_changes, "greater")
+    p_s = permutation_p_value(perm["shifts_b"] - perm["shifts_a"], d_shifts, "greater")
+    null_c = float(np.mean(perm["changes_b"] - perm["changes_a"]))
+    null_s = float(np.mean(perm["shifts_b"] - perm["shifts_a"]))
+    rows[-1].update({"change difference": d_changes, "change difference ci_low": ci_c["ci_low"],
+                     "change difference ci_high": ci_c["ci_high"], "change difference p_value": p_c,
+                     "change difference expected by size": null_c,
+                     "shift difference": d_shifts, "shift difference ci_low": ci_s["ci_low"],
+                     "shift difference ci_high": ci_s["ci_high"], "shift difference p_value": p_s,
+                     "shift difference expected by size": null_s,
+                     "shift difference bootstrap mean": float(np.mean(draws["shifts_b"] - draws["shifts_a"]))})
+    ok = all_significant([p_c, p_s]) and d_changes > 0 and d_shifts > 0
+    why = (counts + f"; {b} - {a}: rank changes {d_changes:+.2f} (95% [{ci_c['ci_low']:+.2f}, {ci_c['ci_high']:+.2f}]; "
+           f"{null_c:+.2f} expected from the subset sizes alone; one-sided permutation p={p_c:.3f}), position shifts "
+           f"{d_shifts:+.2f} ([{ci_s['ci_low']:+.2f}, {ci_s['ci_high']:+.2f}]; {null_s:+.2f} expected; p={p_s:.3f})")
+    if not ok and d_changes > 0 and d_shifts > 0:
+        why += f"; {b} moves more, but not more than its size explains at {ALPHA}"
     test = (f"per language, the {len(entries)} systems ranked on {base}, {a} and {b} (mean accuracy over each "
             f"system's seeds); rank changes (systems whose rank differs from their {base} rank) and position "
             f"shifts (sum of |rank difference|) of {a} and of {b} against {base}, averaged over the {len(shared)} "
-            f"languages all systems have; holds when {b} moves more than {a} on both")
-    if all(x is not None for x in data):
-        draws = rc.bootstrap(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
-        ci_c = rc.interval(draws["changes_b"] - draws["changes_a"], d_changes)
-        ci_s = rc.interval(draws["shifts_b"] - draws["shifts_a"], d_shifts)
-        perm = rc.permutation(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
-        p_c = rc.permutation_p(perm["changes_b"] - perm["changes_a"], d_changes) if perm else float("nan")
-        p_s = rc.permutation_p(perm["shifts_b"] - perm["shifts_a"], d_shifts) if perm else float("nan")
-        unc = (f"; {b} - {a}: rank changes {d_changes:+.2f} (bootstrap 95% [{ci_c['ci_low']:+.2f}, "
-               f"{ci_c['ci_high']:+.2f}], permutation p={p_c:.3f}), position shifts {d_shifts:+.2f} "
-               f"([{ci_s['ci_low']:+.2f}, {ci_s['ci_high']:+.2f}], p={p_s:.3f})")
-        rows[-1].update({"shift difference ci_low": ci_s["ci_low"], "shift difference ci_high": ci_s["ci_high"],
-                         "shift difference p_value": p_s, "change difference p_value": p_c,
-                         "shift difference bootstrap mean": float(np.mean(draws["shifts_b"] - draws["shifts_a"]))})
-        test += ("; uncertainty: paired bootstrap over questions (the same questions drawn for every system, per "
-                 "language), 95% percentile intervals of the differences (rank statistics are not smooth: "
-                 "resampling noise alone adds rank changes, so the bootstrap mean is given beside them); "
-                 f"significance: permutation test shuffling the {a}/{b} labels among their questions in every "
-                 "language (subset sizes kept, so a smaller subset's extra noise is not counted as an effect)")
-    else:
-        unc = "; no bootstrap: these predictions carry no subset labels (rerun evaluate with this xlt to add them)"
-    ok = d_changes > 0 and d_shifts > 0
-    why = (f"over {len(shared)} languages and {len(entries)} systems on {bench}: {a} vs {base} "
-           f"{avg[f'rank changes {a}']:.2f} rank changes, {avg[f'position shifts {a}']:.2f} position shifts; "
-           f"{b} vs {base} {avg[f'rank changes {b}']:.2f} and {avg[f'position shifts {b}']:.2f}" + unc)
+            f"languages all systems have; significance: permutation test shuffling the {a}/{b} labels among their "
+            "questions in every language (subset sizes kept, so the extra noise of a smaller subset is in the null "
+            f"distribution, not counted as an effect), one-sided ({b} moves more); {VERDICT_RULE}: rank changes and "
+            "position shifts; intervals: paired bootstrap over questions (the same questions drawn for every "
+            "system, per language), 95% percentile intervals of the differences (rank statistics are not smooth: "
+            "resampling noise alone adds rank changes, so the bootstrap mean is given beside them)")
     return c.finding(HOLDS if ok else FAILS, why, test, rows)
 
 
@@ -647,16 +710,22 @@ def check_human_above_machine_same_language(c: Check) -> Finding:
                 continue
             held = holm_adjust([t["p_value"] for _, t in tests])
             diff = float(np.mean([mh[x] - mm[x] for x, _ in tests]))
+            side = {"human": "greater", "machine": "less"}.get(expect.get(tier, ""), "two-sided")
+            pooled = paired_test(s, mt[0], s, ht[0], [x for x, _ in tests], c.samples, c.seed, side)
             rows.append({"system": s.label, "tier": tier, "HT": ht[0], "MT": mt[0], "languages": len(tests),
                          "HT mean": float(np.mean([mh[x] for x, _ in tests])),
                          "MT mean": float(np.mean([mm[x] for x, _ in tests])), "HT - MT": diff,
+                         "pooled HT - MT": pooled["diff"], "ci_low": pooled["ci_low"], "ci_high": pooled["ci_high"],
+                         "p_value": pooled["p_value"], "alternative": side,
+                         "expected": expect.get(tier, "reported only"),
                          "HT higher": sum(mh[x] > mm[x] for x, _ in tests),
                          "HT significantly higher (Holm)": sum(p < ALPHA and t["diff"] > 0
                                                                for p, (_, t) in zip(held, tests, strict=True)),
                          "MT significantly higher (Holm)": sum(p < ALPHA and t["diff"] < 0
                                                                for p, (_, t) in zip(held, tests, strict=True))})
             if tier in expect:
-                verdicts.append(diff > 0 if expect[tier] == "human" else diff < 0)
+                right_way = pooled["diff"] > 0 if expect[tier] == "human" else pooled["diff"] < 0
+                verdicts.append(right_way and pooled["significant"])
     if not any(r["tier"] in expect for r in rows):
         if not have_mt:
             why = (f"needs a machine-translated version of {c.title}'s human-translated languages (a {c.bench.kind} "
@@ -668,12 +737,16 @@ def check_human_above_machine_same_language(c: Check) -> Finding:
                    f"{', '.join(expect)}-tier language(s); found none in common")
         return c.untestable(why)
     why = "; ".join(f"{r['system']} {r['tier']}: HT {r['HT mean']:.1f} vs MT {r['MT mean']:.1f} ({r['HT - MT']:+.1f}; "
+                    f"pooled {r['pooled HT - MT']:+.1f} [{r['ci_low']:+.1f}, {r['ci_high']:+.1f}], "
+                    f"{'' if r['alternative'] == 'two-sided' else 'one-sided '}p={r['p_value']:.3f}; "
                     f"HT higher on {r['HT higher']}/{r['languages']}, significantly after Holm: HT "
                     f"{r['HT significantly higher (Holm)']}, MT {r['MT significantly higher (Holm)']})" for r in rows)
     return c.finding(HOLDS if all(verdicts) else FAILS, why,
                      "per resource tier, the same languages in their human-translated and machine-translated "
-                     f"versions (same question ids): mean HT - MT; per language a {PAIRED_TEST}, Holm-corrected "
-                     f"within each tier; the verdict reads the tiers {', '.join(f'{k}: {v} higher' for k, v in expect.items())}",
+                     f"versions (same question ids): mean HT - MT; on the pooled questions of a tier a {PAIRED_TEST}, "
+                     f"one-sided where the claim expects a side; {VERDICT_RULE}: the tiers "
+                     f"{', '.join(f'{k}: {v} higher' for k, v in expect.items())}, for every system; beside it, per "
+                     "language the same test (two-sided), Holm-corrected within each tier",
                      rows)
 
 
@@ -695,22 +768,22 @@ def check_higher_where_column_is(c: Check) -> Finding:
             continue
         xa, xb = np.array([means[x] for x in in_a]), np.array([means[x] for x in in_b])
         diff = float(xa.mean() - xb.mean())
-        p = permutation_p(xa, xb, c.samples, c.seed)
+        p = group_permutation_test(xa, xb, c.samples, c.seed, "greater")
         per_seed = _seed_stat(s, lambda r, bench=bench, in_a=in_a, in_b=in_b: _group_diff(r, bench, in_a, in_b))
         rows.append({"system": s.label, f"{na} languages": len(in_a), f"{nb} languages": len(in_b),
                      f"{na} mean": float(xa.mean()), f"{nb} mean": float(xb.mean()), f"{na} - {nb}": diff,
                      "std over seeds": per_seed[1], "p_value": p, "significant": bool(p < ALPHA)})
-        verdicts.append(diff > 0)
+        verdicts.append(diff > 0 and p < ALPHA)
     if not rows:
         return c.untestable(f"needs a {c.title} evaluation with both {la} ({na}) and {lb} ({nb}) languages "
                             f"(column {column!r} of the report)")
     why = "; ".join(f"{r['system']}: {na} {r[f'{na} mean']:.1f} vs {nb} {r[f'{nb} mean']:.1f} "
-                    f"({r[f'{na} - {nb}']:+.1f}, p={r['p_value']:.3f})" for r in rows)
+                    f"({r[f'{na} - {nb}']:+.1f}, one-sided p={r['p_value']:.3f})" for r in rows)
     left_out = f" ({', '.join(sorted(skip))}, the pivot language, left out)" if skip else ""
     return c.finding(HOLDS if all(verdicts) else FAILS, why,
                      f"mean accuracy over {na} languages{left_out} minus over {nb} languages, per system; languages "
-                     "differ between the groups, so the test is a seeded permutation test of the language labels "
-                     "(two-sided)", rows)
+                     "differ between the groups, so the test is a seeded permutation test of the language labels, "
+                     f"one-sided ({na} higher); {VERDICT_RULE}: every system", rows)
 
 
 def _group_diff(run: Any, bench: str, in_a: list[str], in_b: list[str]) -> float | None:
@@ -733,18 +806,6 @@ CHECKS = {
 }
 
 
-def permutation_p(a: np.ndarray, b: np.ndarray, samples: int = 1000, seed: int = 0) -> float:
-    """Two-sided permutation p-value of mean(a) - mean(b) (seeded; the observed split counts once)."""
-    pooled = np.concatenate([a, b])
-    observed = abs(a.mean() - b.mean())
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for _ in range(samples):
-        perm = rng.permutation(pooled)
-        hits += abs(perm[: len(a)].mean() - perm[len(a):].mean()) >= observed - 1e-12
-    return float((hits + 1) / (samples + 1))
-
-
 # --- all -----------------------------------------------------------------------------------------------
 
 
@@ -760,6 +821,7 @@ def check_findings(runs: list[Any], samples: int = 1000, seed: int = 0) -> list[
     systems = make_systems(groups)
     findings = []
     _ROWS.clear()
+    _SCORES.clear()
     try:
         for kind in evaluated_kinds(runs):
             bench = get_benchmark(kind)
@@ -770,6 +832,7 @@ def check_findings(runs: list[Any], samples: int = 1000, seed: int = 0) -> list[
                 findings.append(CHECKS[claim.check](Check(systems, groups, bench, claim, samples, seed)))
     finally:
         _ROWS.clear()
+        _SCORES.clear()
     return [f.to_dict() for f in findings]
 
 

@@ -51,7 +51,8 @@ def bootstrap(questions: Sequence[tuple[np.ndarray, dict[str, np.ndarray]]], bas
         n = correct.shape[1]
         for start in range(0, samples, chunk):
             m = min(chunk, samples - start)
-            w = rng.multinomial(n, np.full(n, 1.0 / n), size=m).astype(float)  # how often each question is drawn
+            drawn = rng.integers(0, n, size=(m, n)) + (np.arange(m) * n)[:, None]
+            w = np.bincount(drawn.ravel(), minlength=m * n).reshape(m, n).astype(float)  # times each question is drawn
             acc = {}
             for s in (base, a, b):
                 ws = w * masks[s]

@@ -1,0 +1,139 @@
+"""Simulated comparisons with known truth, in memory, for the calibration suite (test_calibration.py).
+
+A simulated run looks to :mod:`xlt.reporting.findings` like a :class:`~xlt.reporting.compare.RunInfo`: its
+``config`` as recorded, ``results[name].per_language`` (accuracy, resource level, subset accuracies) and
+predictions, which are put in the checks' per-call cache of prediction rows (``findings._ROWS``) instead of
+files, so a simulation costs no disk and thousands of them run in seconds.
+
+Answers: per language, each question has a difficulty ``p`` drawn once (shared by every system: the same
+questions are easy for all); a system with effect ``e`` answers it right with probability ``clip(p + e)``,
+each seed independently. Equal effects: equal systems (the null).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xlt import languages as langtab
+from xlt.reporting import findings as fnd
+
+MODELS = {
+    "XLM-R": {"name": "xlmr_base", "name_or_path": "FacebookAI/xlm-roberta-base"},
+    "XLM-V": {"name": "xlmv_base", "name_or_path": "facebook/xlm-v-base"},
+    "InfoXLM": {"name": "infoxlm_base", "name_or_path": "microsoft/infoxlm-base"},
+}
+
+
+@dataclass
+class SimResults:
+    kind: str
+    per_language: pd.DataFrame
+
+
+@dataclass
+class SimRun:
+    label: str
+    seed: int
+    config: dict[str, Any]
+    results: dict[str, SimResults] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return Path("/simulated") / self.label / f"seed={self.seed}"
+
+    @property
+    def key(self) -> str:
+        return json.dumps({k: v for k, v in self.config.items() if k != "seed"}, sort_keys=True, default=str)
+
+
+@dataclass
+class Bench:
+    """One benchmark entry of a simulated system: per language, each question's difficulty and the
+    system's effect on it (``effect``: per language, an array of per-question additions), and each
+    question's subsets (``subsets``: per language, a list of label lists, or None)."""
+
+    name: str
+    kind: str
+    difficulty: dict[str, np.ndarray]
+    effect: dict[str, np.ndarray]
+    subsets: dict[str, list[list[str]]] | None = None
+    translate_test: bool = False
+    machine_translated: bool = False
+
+
+def system(label: str, seeds: int, benches: list[Bench], rng: np.random.Generator, model: str | None = "XLM-R",
+           translate: bool = False, llm: str | None = None,
+           levels: dict[str, str] | None = None) -> list[SimRun]:
+    """The runs (one per seed) of one simulated system; their predictions go into ``findings._ROWS``."""
+    ev: dict[str, Any] = {"benchmarks": {b.name: {"kind": b.kind, "translate_test": b.translate_test,
+                                                  **({"machine_translated": True} if b.machine_translated else {})}
+                                         for b in benches}}
+    if llm:
+        ev.update({"scorer": "llm", "model": llm, "llm": {"model": llm}})
+    cfg = {"model": MODELS[model] if model else {"name": "llm"}, "eval": ev, "stages": [],
+           "translate": {"languages": ["fra_Latn"] if translate else [], "import_dir": None}}
+    runs = []
+    for seed in range(1, seeds + 1):
+        run = SimRun(label, seed, {**cfg, "seed": seed})
+        for b in benches:
+            rows = []
+            for lang, p in b.difficulty.items():
+                correct = rng.random(p.size) < np.clip(p + b.effect[lang], 0, 1)
+                row: dict[str, Any] = {"language": lang, "accuracy": correct.mean() * 100,
+                                       "resource": (levels or {}).get(lang) or langtab.resource_level(lang)}
+                subsets = b.subsets[lang] if b.subsets else None
+                if subsets is not None:
+                    for sub in sorted({s for labels in subsets for s in labels}):
+                        mask = np.array([sub in labels for labels in subsets])
+                        row[f"acc_{sub}"] = correct[mask].mean() * 100
+                rows.append(row)
+                ids = _ids(p.size)
+                if subsets is not None:
+                    rows_ = [{"id": i, "gold": 0, "prediction": int(not c), "subsets": s}
+                             for i, c, s in zip(ids, correct.tolist(), subsets, strict=True)]
+                else:
+                    rows_ = [{"id": i, "gold": 0, "prediction": int(not c)} for i, c in zip(ids, correct.tolist(), strict=True)]
+                fnd._ROWS[(str(run.path), b.name, lang)] = rows_
+            run.results[b.name] = SimResults(b.kind, pd.DataFrame(rows))
+        runs.append(run)
+    return runs
+
+
+@cache
+def _ids(n: int) -> list[str]:
+    return [f"q{i}" for i in range(n)]
+
+
+def difficulties(rng: np.random.Generator, languages: list[str], n: int, low: float = 0.3,
+                 high: float = 0.9) -> dict[str, np.ndarray]:
+    """Per language, ``n`` question difficulties (probability of a right answer) uniform in [low, high]."""
+    return {lang: rng.uniform(low, high, n) for lang in languages}
+
+
+def shift(difficulty: dict[str, np.ndarray], by: float | dict[str, float] = 0.0) -> dict[str, np.ndarray]:
+    """A system's effect: ``by`` on every question (or per language)."""
+    return {lang: np.full(p.size, by.get(lang, 0.0) if isinstance(by, dict) else by) for lang, p in difficulty.items()}
+
+
+def verdict(runs: list[SimRun], kind: str, claim_id: str, samples: int, seed: int = 0) -> fnd.Finding:
+    """The finding ``claim_id`` of benchmark ``kind`` checked on the simulated ``runs`` (its predictions
+    read from the cache the runs filled, which is then emptied)."""
+    from xlt.data.benchmarks import get_benchmark
+    from xlt.reporting.compare import seed_groups
+
+    try:
+        groups = seed_groups(runs)  # type: ignore[arg-type]
+        systems = fnd.make_systems(groups)
+        bench = get_benchmark(kind)
+        claim = next(c for c in bench.findings if c.id == claim_id)
+        return fnd.CHECKS[claim.check](fnd.Check(systems, groups, bench, claim, samples, seed))
+    finally:
+        fnd._ROWS.clear()
+        getattr(fnd, "_SCORES", {}).clear()  # (absent before issue 35)
