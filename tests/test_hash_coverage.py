@@ -213,3 +213,70 @@ def test_what_the_translator_resolves_to_is_recorded_and_recomputes_on_the_evalu
     call_stage("evaluate", cfg, run)
     assert json.loads(tt.read_text())["provenance"]["translator"] == {"engine": "ctranslate2", "dtype": "int8"}
     assert (run.eval / PLAIN / "fra_Latn.json").stat().st_mtime_ns == plain  # the plain result is kept
+
+
+class _Reads:
+    """A config node that records the dotted key of every leaf read through it."""
+
+    def __init__(self, node: Any, prefix: str, seen: set[str]):
+        self._node, self._prefix, self._seen = node, prefix, seen
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._node, name)
+        key = f"{self._prefix}{name}"
+        if OmegaConf.is_config(value) and not OmegaConf.is_list(value):
+            return _Reads(value, key + ".", self._seen)
+        self._seen.add(key)
+        return value
+
+
+def _external(tmp_path: Path) -> Any:
+    cfg = _base(tmp_path)
+    OmegaConf.update(cfg, "eval.scorer", "mc")
+    OmegaConf.update(cfg, "eval.model", "org/another-model")  # a Hub id: never loaded here
+    return cfg
+
+
+def test_what_the_scorer_reads_of_an_external_model_enters_the_job_hash(tmp_path, monkeypatch):
+    """eval.model != run: every config key the MC scorer reads to load and score the model changes every job
+    hash (or is declared neutral); a read the hashes do not account for fails here (issue 35)."""
+    from xlt.config.keys import key_info
+    from xlt.contract import MC_MODEL_READS
+    from xlt.modeling import load as modeling_load
+    from xlt.scoring import mc
+
+    run = RunDir(tmp_path / "run")
+    cfg = _external(tmp_path)
+    seen: set[str] = set()
+    monkeypatch.setattr(modeling_load, "load_trained", lambda *a, **k: ("model", "tokenizer"))
+    monkeypatch.setattr(mc.MCScorer, "__init__", lambda self, *a, **k: None)
+    mc.MCScorer.from_config(_Reads(cfg, "", seen), run)
+    assert {"model.max_length", "model.revision", "model.trust_remote_code"} <= seen
+    assert set(MC_MODEL_READS) <= seen
+    before = _hashes(cfg, run)
+    for key in sorted(seen):
+        info = key_info(key)
+        assert info is not None, key
+        changed = _changed(cfg, key, run, before)
+        if info.affects is None:
+            assert not changed, f"{key} is declared neutral but changes {changed}"
+            continue
+        assert {"evaluate", f"job {PLAIN}", f"job {TT}"} <= changed, (
+            f"the MC scorer reads {key} for an external eval.model, but it changes only {changed}")
+    # the same keys change nothing while the run scores its own model (they reach it through training)
+    own = _base(tmp_path)
+    OmegaConf.update(own, "eval.scorer", "mc")
+    for key in MC_MODEL_READS:
+        assert not _changed(own, key, run) & {"evaluate", f"job {PLAIN}", f"job {TT}"}, key
+
+
+def test_an_external_model_is_recorded_at_the_revision_loaded(tmp_path):
+    from xlt.contract import context
+
+    run = RunDir(tmp_path / "run")
+    cfg = _external(tmp_path)
+    OmegaConf.update(cfg, "model.revision", "v2")
+    ctx = context(cfg, run, "evaluate")
+    assert job_provenance(cfg, run, Job(PLAIN, "fra_Latn", "belebele"), ctx)["model"] == "hub:org/another-model@v2"
+    assert ctx.record()["data"]["model settings"] == {"model.max_length": cfg.model.max_length,
+                                                      "model.revision": "v2", "model.trust_remote_code": False}

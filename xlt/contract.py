@@ -106,7 +106,22 @@ def scored_model(cfg: Any, run: RunDir) -> str | None:
         return f"{model}+tokenizer:{tokenizer}" if tokenizer else model
     if e.scorer != "mc":
         return None
-    return path_fingerprint(run.model) if e.model == "run" else resource_fingerprint(e.model)
+    # another model than the run's is loaded at model.revision (xlt.scoring.mc): its identity is that commit
+    return path_fingerprint(run.model) if e.model == "run" else resource_fingerprint(e.model, cfg.model.revision)
+
+
+# What the multiple-choice scorer reads of the ``model`` section (xlt.scoring.mc.MCScorer.from_config) when it
+# scores another model than the run's (``eval.model`` not ``run``): these keys affect the train stage, so
+# with eval.model=run they reach results through the train stage's output; for another model they are read
+# by the evaluate stage itself and enter its inputs and every job hash (tests/test_hash_coverage.py walks them).
+MC_MODEL_READS = ("model.max_length", "model.revision", "model.trust_remote_code")
+
+
+def scorer_model_settings(cfg: Any) -> dict[str, Any] | None:
+    """The ``model`` keys the evaluate stage's scorer reads for an external ``eval.model`` (None otherwise)."""
+    if cfg.eval.scorer != "mc" or cfg.eval.model == "run":
+        return None
+    return {key: OmegaConf.select(cfg, key) for key in MC_MODEL_READS}
 
 
 def translator_inputs(cfg: Any) -> dict[str, Any]:
@@ -135,6 +150,9 @@ def translate_test_values(cfg: Any) -> dict[str, Any] | None:
 
 def _evaluate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     files: dict[str, Any] = {"model": scored_model(cfg, run), "translate_test": translate_test_values(cfg)}
+    settings = scorer_model_settings(cfg)
+    if settings is not None:  # absent otherwise: the hashes of runs that score their own model are unchanged
+        files["model settings"] = settings
     for name, b in sorted(cfg.eval.benchmarks.items()):
         if b.enabled and b.path:
             files[f"eval.benchmarks.{name}.path"] = _local(b.path)

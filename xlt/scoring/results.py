@@ -177,6 +177,8 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
         "translate_test": _settled(files.get("translate_test")) if translated else None,
         "upstream": ctx.upstream,
     }
+    if files.get("model settings") is not None:  # what the scorer reads of an external eval.model's settings
+        inputs["model settings"] = files["model settings"]
     extra = {"translator": files["translate_test"].get("resolved")} if translated and files.get("translate_test") else {}
     return ctx.record(model=inputs["model"], data=data, job=digest(inputs), **extra)
 
