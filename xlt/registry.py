@@ -32,6 +32,16 @@ from xlt.errors import ConfigError
 
 
 @cache
+def _entry_point_dists(group: str) -> dict[str, str]:
+    """The installed distribution (``name==version``) that provides each entry point of ``group``."""
+    out = {}
+    for ep in entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        out[ep.name] = f"{dist.metadata['Name']}=={dist.version}" if dist is not None else "unknown distribution"
+    return out
+
+
+@cache
 def _entry_points(group: str) -> dict[str, str]:
     """The installed packages' entry points of ``group``: name -> ``"module:attr"`` (not loaded)."""
     return {ep.name: ep.value for ep in sorted(entry_points(group=group), key=lambda ep: ep.name)}
@@ -104,6 +114,20 @@ class Registry(MutableMapping):
                               f"A new one is {folder}an installed package's entry point in the group '{self.group}'")
         return self[name]
 
+    def identity(self, name: str) -> str | None:
+        """What identifies the code of a definition from outside xlt's tree, for the job hash: a definition
+        file's content (``file:<name>@sha256:<digest>``, of the file as it was run) or the installed
+        distribution of an entry point (``dist:<name>==<version>``); None for xlt's own definitions and
+        those registered in code (their ``version`` attribute counts)."""
+        origin = self._origin.get(name)
+        if origin is not None and origin in _file_digests:
+            return f"file:{Path(origin).name}@sha256:{_file_digests[origin]}"
+        if name in self._added or name in self._builtin:
+            return None
+        if name in _entry_points(self.group):
+            return f"dist:{_entry_point_dists(self.group).get(name, 'unknown distribution')}"
+        return None
+
     def add(self, name: str, obj: Any, origin: str) -> None:
         """Register ``obj`` as ``name`` (from ``origin``, for messages); a name taken by another definition is an error."""
         taken = self._origin.get(name) or self._refs().get(name)
@@ -140,6 +164,7 @@ SCORERS = Registry("scorer", "eval.scorer", "xlt.scorers", {
 
 REGISTRIES = (BENCHMARKS, SOURCES, SCORERS)
 _included: dict[Path, list[tuple[Registry, str]]] = {}
+_file_digests: dict[str, str] = {}  # definition file -> sha256 of the content that was run
 
 
 def _error_line(err: BaseException, file: Path) -> str:
@@ -148,6 +173,7 @@ def _error_line(err: BaseException, file: Path) -> str:
 
 
 def _run_file(file: Path) -> Any:
+    _file_digests[str(file)] = hashlib.sha256(file.read_bytes()).hexdigest()[:16]
     name = f"xlt_include_{hashlib.sha1(str(file).encode()).hexdigest()[:12]}_{file.stem}"
     spec = importlib.util.spec_from_file_location(name, file)
     assert spec is not None and spec.loader is not None

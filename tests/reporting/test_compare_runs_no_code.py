@@ -11,7 +11,7 @@ import yaml
 
 from tests.reporting.fake_runs import MODELS, write_run
 from xlt.errors import DataError
-from xlt.registry import BENCHMARKS, _included
+from xlt.registry import BENCHMARKS
 from xlt.reporting.comparison import compare_runs
 
 KIND = "marker_pairs_issue35"
@@ -50,16 +50,7 @@ def _runs(tmp_path: Path) -> tuple[Path, list[Path]]:
     return folder, runs
 
 
-@pytest.fixture
-def clean_registry():
-    yield
-    for file in [f for f in _included if f.name == "marker.py"]:
-        for reg, name in _included.pop(file):
-            reg._added.pop(name, None)
-            reg._origin.pop(name, None)
-
-
-def test_a_compared_runs_include_path_is_not_executed_without_consent(tmp_path, clean_registry):
+def test_a_compared_runs_include_path_is_not_executed_without_consent(tmp_path):
     folder, runs = _runs(tmp_path)
     with pytest.raises(DataError) as err:
         compare_runs(runs, tmp_path / "cmp")
@@ -72,7 +63,7 @@ def test_a_compared_runs_include_path_is_not_executed_without_consent(tmp_path, 
     assert proc.returncode == 2 and "--include-path" in proc.stderr and not (folder / "EXECUTED").exists()
 
 
-def test_the_folder_named_by_the_user_is_run(tmp_path, clean_registry):
+def test_the_folder_named_by_the_user_is_run(tmp_path):
     folder, runs = _runs(tmp_path)
     payload = compare_runs(runs, tmp_path / "cmp", samples=50, include_paths=[folder])
     assert (folder / "EXECUTED").exists() and "pairs" in payload["benchmarks"]

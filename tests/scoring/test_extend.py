@@ -156,3 +156,33 @@ def test_an_installed_package_adds_a_benchmark_to_a_wheel_installed_xlt(tmp_path
     where = subprocess.run([python, "-c", "import xlt, xcsqa_plugin; print(xlt.__file__, xcsqa_plugin.__file__)"],
                            cwd=elsewhere, env=env, capture_output=True, text=True, check=True).stdout.split()
     assert all(Path(p).is_relative_to(tmp_path / "venv") for p in where), where  # not the checkout's xlt
+
+
+def test_a_definition_file_enters_the_job_hash_by_its_content(tmp_path):
+    """Editing a definition file of eval.include_path without bumping its version recomputes its results:
+    its content is in the job hash (issue 35). Each process runs a file once, so the next process is
+    simulated by forgetting the registration (as tests/conftest.py does after every test)."""
+    import shutil
+
+    from xlt import registry
+    from xlt.scoring.results import Job, job_settings
+
+    folder = tmp_path / "defs"
+    folder.mkdir()
+    shutil.copy(FOLDER / "xcsqa.py", folder / "xcsqa.py")
+    data = write_data(tmp_path / "xcsqa")
+
+    def versions() -> dict:
+        cfg = compose("demo", [f"eval.include_path=[{folder}]", *new_benchmark(data, tmp_path / "m")])
+        return job_settings(cfg, Job("xcsqa", "fr", "xcsqa"))["versions"]
+
+    first = versions()
+    assert first["benchmark definition"].startswith("file:xcsqa.py@sha256:")
+    assert versions() == first  # the same file: the same results
+    for reg, name in registry._included.pop(folder / "xcsqa.py"):  # the next process
+        del reg._added[name], reg._origin[name]
+    (folder / "xcsqa.py").write_text((folder / "xcsqa.py").read_text() + "\n# edited, version not bumped\n")
+    second = versions()
+    assert second["benchmark"] == first["benchmark"] and second["benchmark definition"] != first["benchmark definition"]
+    # xlt's own definitions keep their hashes: identified by their version only
+    assert BENCHMARKS.identity("belebele") is None and SCORERS.identity("mc") is None

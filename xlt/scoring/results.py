@@ -29,6 +29,7 @@ from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
 from xlt.fingerprint import digest, language_fingerprint
 from xlt.metrics import chance_level
+from xlt.registry import BENCHMARKS, SCORERS
 from xlt.run import RunDir, atomic_write_json, shard
 from xlt.scoring.scorers import SCORER_VERSIONS
 from xlt.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
@@ -142,6 +143,14 @@ def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
     # results it affects).
     versions = {"benchmark": int(get_benchmark(b.kind).version),
                 "scorer": SCORER_VERSIONS.get(cfg.eval.scorer)}
+    # A definition from outside xlt's tree (a definition file of eval.include_path, an installed package's
+    # entry point): its file's content or its distribution's version, so an edit without a version bump
+    # recomputes its results (absent for xlt's own: their hashes are unchanged).
+    for what, registry, name in (("benchmark definition", BENCHMARKS, b.kind), ("scorer definition", SCORERS,
+                                                                                cfg.eval.scorer)):
+        identity = registry.identity(name)
+        if identity is not None:
+            versions[what] = identity
     settings = {"kind": b.kind, "versions": versions, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
                 "max_questions": b.max_questions, "translate_test": bool(b.translate_test),
                 "machine_translate_from": machine_translate_source(b), "model": cfg.eval.model, "scorer": cfg.eval.scorer}
