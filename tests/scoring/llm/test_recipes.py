@@ -6,6 +6,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from hydra import compose, initialize_config_dir
 
 from xlt import cli
@@ -44,6 +45,8 @@ def test_llm_5shot_recipe_runs_evaluate_and_report(llm_files, tmp_path):
     assert res["scorer"] == "llm" and res["n"] == 9
     meta = res["scorer_meta"]
     assert meta["mode"] == "loglikelihood" and meta["fewshot"]["k"] == 5 and meta["single_pass_questions"] == 9
+    # eval.llm.dtype=auto is recorded as what it resolved to (float32 on a CPU, bfloat16 on a GPU)
+    assert cfg.eval.llm.dtype == "auto" and meta["dtype"] == ("bfloat16" if torch.cuda.is_available() else "float32")
     side = json.loads((tmp_path / "run" / "eval" / "belebele" / "llm_meta" / "eng_Latn.json").read_text())
     assert side["forward"] == meta["forward"]
     gm = json.loads((tmp_path / "run" / "eval" / "global_mmlu" / "en.json").read_text())

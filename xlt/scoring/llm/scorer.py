@@ -61,6 +61,8 @@ class LLMScorer:
             model, tokenizer, device = load_causal_lm(self.llm)
         self.model, self.tokenizer = model, tokenizer
         self.device = device if device is not None else next(model.parameters()).device
+        # what eval.llm.dtype (auto: bfloat16 on a GPU, float32 elsewhere) resolved to: recorded in every result
+        self.dtype = str(next(model.parameters()).dtype).removeprefix("torch.")
         self.max_length = resolve_max_length(model.config, tokenizer, self.llm.max_length)
         pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.engine = LoglikelihoodEngine(model, device=self.device, batch_size=self.llm.batch_size,
@@ -83,7 +85,7 @@ class LLMScorer:
         else:
             scores, meta = self._score_loglikelihood(items, benchmark, bench, language)
         self.last_meta = {"benchmark": benchmark, "language": language, "kind": kind, "model": self.llm.model,
-                          "mode": self.llm.mode, "questions": len(items), **meta}
+                          "mode": self.llm.mode, "questions": len(items), "dtype": self.dtype, **meta}
         self._metas[(benchmark, language)] = self.last_meta
         self._write_meta(benchmark, language)
         return scores
