@@ -127,8 +127,8 @@ SCENARIOS: dict[str, tuple[str, str, Scenario]] = {
     "xcopa_translate_test_beats_in_language": (
         "xcopa", "translate_test_beats_in_language", translate_test("xcopa", ["it", "tr", "id", "zh", "sw", "vi", "th", "et"],
                                                                     None, 100, 0.5, 0.9)),
-    "global_mmlu_rankings_change_cs_ca": ("global_mmlu", "rankings_change_cs_ca", rank_changes(250, 50)),
-    "global_mmlu_human_translated_above_machine_translated": (
+    "gmmlu_rankings_change_cs_ca": ("global_mmlu", "rankings_change_cs_ca", rank_changes(250, 50)),
+    "gmmlu_human_translated_above_machine_translated": (
         "global_mmlu", "human_translated_above_machine_translated", human_machine),
 }
 
@@ -178,7 +178,7 @@ def test_rank_changes_null_keeps_the_size_effect_at_every_ratio():
     """Equal systems on subsets of different sizes: the smaller subset moves rankings more by noise alone,
     which the verdict must not count as the paper's effect (issue 35: 98.5% / 87.5% / 43.5% "holds" before)."""
     for ca, cs in ((280, 120), (150, 150)):  # (250, 50) is the scenario above
-        kind, claim, _ = SCENARIOS["global_mmlu_rankings_change_cs_ca"]
+        kind, claim, _ = SCENARIOS["gmmlu_rankings_change_cs_ca"]
         rng = np.random.default_rng([ca, cs])
         held = sum(verdict(rank_changes(ca, cs)(rng, False), kind, claim, SAMPLES, i).verdict == HOLDS
                    for i in range(60))

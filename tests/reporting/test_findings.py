@@ -8,10 +8,12 @@ evaluated in-language and translate-test, all written as real run directories.
 from __future__ import annotations
 
 import json
+from functools import partial
 
 import pytest
 
-from tests.reporting.fake_runs import MODELS, TTA, write_run
+from tests.reporting.fake_runs import MODELS, TTA
+from tests.reporting.fake_runs import write_run as _write_run
 from xlt.reporting.comparison import compare_runs
 from xlt.reporting.findings import FAILS, HOLDS, UNTESTABLE, model_family, model_size, training_setting
 
@@ -40,6 +42,11 @@ def mt(accs):
     return {"a_global_mmlu_mt": {"kind": "global_mmlu", "machine_translated": True, "n_options": 4, "accuracies": accs}}
 
 
+# 200 questions per language: the planted differences (5 to 30 points) are significant at 0.05 one-sided,
+# as the verdicts now require (with 40, a 5-point gain has p ~ 0.1)
+write_run = partial(_write_run, n=200)
+
+
 def findings(payload):
     return {f["id"]: f for f in payload["findings"]}
 
@@ -56,7 +63,7 @@ def holds(tmp_path_factory):
                   offset=1),
         write_run(root / "b" / "default", MODELS["XLM-V"], 1, belebele=bel(70, 60, 60), gmmlu=gm(50, 62, 10),
                   others=mt({"de": 40.0, "fr": 40.0, "sw": 50.0})),
-        write_run(root / "xlmr_zs" / "default", MODELS["InfoXLM"], 1, belebele=bel(90, 80, 40), gmmlu=gm(60, 45, 10)),
+        write_run(root / "xlmr_zs" / "default", MODELS["InfoXLM"], 1, belebele=bel(90, 80, 45), gmmlu=gm(60, 45, 10)),
         write_run(root / "t1" / "default", MODELS["XLM-R"], 1, translate=TTA, belebele=bel(70, 65, 40)),
         write_run(root / "t2" / "default", MODELS["XLM-V"], 1, translate=TTA, belebele=bel(75, 65, 65)),
         write_run(root / "t3" / "default", MODELS["InfoXLM"], 1, translate=TTA, belebele=bel(95, 85, 45)),
@@ -121,31 +128,36 @@ def test_every_finding_holds(holds):
     assert len(f) == 8 and {x["verdict"] for x in f.values()} == {HOLDS}
     hm = {r["resource"]: r for r in f["belebele_infoxlm_best_high_medium"]["numbers"]}
     assert set(hm) == {"high", "low"} and hm["high"]["best"] == "InfoXLM" and hm["low"]["best"] == "XLM-V"
-    # XLM-R is a seed group: mean over seeds 1 and 2 of (60, 60, 55, 55) and (62.5, 62.5, 55, 55) (62% of 40
-    # questions is 25 right) on the high-resource languages
-    assert hm["high"]["XLM-R (infoxlm_zs/seed=1 (+1 seeds))"] == pytest.approx(58.125)
-    # InfoXLM (90, 90, 80, 80) against XLM-V (70, 70, 60, 60)
-    assert hm["high"]["significant"] and hm["high"]["best_minus_runner_up"] == pytest.approx(20.0)
+    # XLM-R is a seed group: mean over seeds 1 and 2 of (60, 60, 55, 55) and (62, 62, 55, 55) on the
+    # high-resource languages
+    assert hm["high"]["XLM-R (infoxlm_zs/seed=1 (+1 seeds))"] == pytest.approx(58.0)
+    # InfoXLM (90, 90, 80, 80) against XLM-V (70, 70, 60, 60), its nearest competitor
+    assert hm["high"]["significant"] and hm["high"]["InfoXLM minus XLM-V"] == pytest.approx(20.0)
+    assert hm["high"]["ci_low"] < 20.0 < hm["high"]["ci_high"]
     ge50 = {r["model"]: r for r in f["belebele_xlmv_most_ge_50"]["numbers"]}
-    assert ge50["XLM-V"]["languages > 50 (mean over seeds)"] == 6 and ge50["InfoXLM"]["languages > 50 (mean over seeds)"] == 4
+    key = "languages > 50 (seed-mean accuracy)"
+    assert ge50["XLM-V"][key] == 6 and ge50["InfoXLM"][key] == 4 and ge50["InfoXLM"]["p (one-sided)"] < 0.05
     ge70 = {r["model"]: r for r in f["belebele_infoxlm_most_ge_70"]["numbers"]}
     # strictly above, as the paper says: XLM-V's 70.0 on the high-resource languages does not count
-    assert ge70["InfoXLM"]["languages > 70 (mean over seeds)"] == 4 and ge70["XLM-V"]["languages > 70 (mean over seeds)"] == 0
+    key = "languages > 70 (seed-mean accuracy)"
+    assert ge70["InfoXLM"][key] == 4 and ge70["XLM-V"][key] == 0
     tta = {r["model"]: r for r in f["belebele_translate_train_all_beats_zero_shot"]["numbers"]}
-    assert set(tta) == {"XLM-R", "XLM-V", "InfoXLM"} and all(r["diff"] > 0 for r in tta.values())
+    assert set(tta) == {"XLM-R", "XLM-V", "InfoXLM"} and all(r["diff"] > 0 and r["significant"] for r in tta.values())
     llm = f["belebele_translate_test_beats_in_language_llm"]["numbers"][0]
     assert llm["translate-test higher"] == 7 and llm["languages"] == 7 and llm["significantly lower (raw)"] == 0
-    assert llm["significantly higher (Holm)"] >= 4 <= llm["significantly higher (raw)"]  # the 30- and 40-point gains (n=40); smaller ones may not be
+    assert llm["significantly higher (Holm)"] >= 4 <= llm["significantly higher (raw)"]
+    assert llm["p (wins, one-sided)"] < 0.05
     ranks = f["gmmlu_rankings_change_cs_ca"]["numbers"]
     assert len(ranks) == 8 and ranks[-1]["language"] == "mean over 7"  # 7 languages, then their mean
     # per language: CA ranks as MA (0 changes), CS reverses it (XLM-R and InfoXLM swap: 2 changes, shifts 2+2)
     assert all(r["rank changes CA"] == 0 and r["rank changes CS"] == 2 and r["position shifts CS"] == 4 for r in ranks)
-    # 20 questions per subset and language: the permutation test (CS/CA labels shuffled) rarely matches the gap
-    assert ranks[-1]["shift difference p_value"] < 0.1 and 0 < ranks[-1]["shift difference ci_high"] <= 4
+    # the permutation test (CS/CA labels shuffled, sizes kept) never matches the gap
+    assert ranks[-1]["shift difference p_value"] < 0.05 and ranks[-1]["change difference p_value"] < 0.05
+    assert 0 < ranks[-1]["shift difference ci_high"] <= 4
     ht = {r["tier"]: r for r in f["gmmlu_human_translated_above_machine_translated"]["numbers"]}
     assert set(ht) == {"high", "low"} and ht["high"]["languages"] == 2 and ht["low"]["languages"] == 1
-    # (12 + 14) of 40 right, against 16
-    assert ht["high"]["HT - MT"] == pytest.approx(25.0) and ht["high"]["MT"] == "a_global_mmlu_mt"
+    # CS 60% and CA 72% of 100 questions each (66%), against 40%
+    assert ht["high"]["HT - MT"] == pytest.approx(26.0) and ht["high"]["p_value"] < 0.05 and ht["high"]["MT"] == "a_global_mmlu_mt"
     # in the Markdown, the JSON and the page
     md = (out / "compare.md").read_text()
     assert "## Findings of the papers" in md and "| **holds** |" in md
@@ -170,7 +182,7 @@ def test_every_finding_does_not_hold(fails):
     assert hm == {"high": "XLM-R", "low": "XLM-R"}
     assert "XLM-R has the most" in f["belebele_xlmv_most_ge_50"]["why"]
     tta = f["belebele_translate_train_all_beats_zero_shot"]["numbers"]
-    assert len(tta) == 1 and tta[0]["model"] == "InfoXLM" and tta[0]["diff"] < 0 and tta[0]["significant"]
+    assert len(tta) == 1 and tta[0]["model"] == "InfoXLM" and tta[0]["diff"] < 0 and not tta[0]["significant"]
     llm = f["belebele_translate_test_beats_in_language_llm"]["numbers"][0]
     assert llm["translate-test higher"] == 2 and llm["languages"] == 7
     assert "CA vs MA 0.00 rank changes" in f["gmmlu_rankings_change_cs_ca"]["why"]
@@ -187,7 +199,8 @@ def test_findings_that_cannot_be_tested_say_why(untestable):
         assert "zero-shot base: XLM-R" in f[key]["why"] and "translate-train-all base: InfoXLM" in f[key]["why"]
     assert "same model config" in f["belebele_translate_train_all_beats_zero_shot"]["why"]
     assert "found the LLM llm/default only in-language" in f["belebele_translate_test_beats_in_language_llm"]["why"]
-    assert "at least two systems evaluated on Global-MMLU; found 1" in f["gmmlu_rankings_change_cs_ca"]["why"]
+    assert "at least 3 systems evaluated on Global-MMLU" in f["gmmlu_rankings_change_cs_ca"]["why"]
+    assert "found 1" in f["gmmlu_rankings_change_cs_ca"]["why"]
     assert "machine-translated" in f["gmmlu_human_translated_above_machine_translated"]["why"]
     assert all(not x["numbers"] for x in f.values())
 
@@ -207,4 +220,4 @@ def test_resource_findings_need_two_known_resource_levels(tmp_path):
         assert "['high']" in f[key]["why"]
     assert f["belebele_infoxlm_most_ge_70"]["verdict"] == HOLDS  # above 70: InfoXLM 2, XLM-V 0 (70.0 is not above)
     assert f["belebele_xlmv_most_ge_50"]["verdict"] == FAILS  # all three have 2: a tie is not "the most"
-    assert "XLM-R and XLM-V and InfoXLM share the most (2.0 of the 3 languages" in f["belebele_xlmv_most_ge_50"]["why"]
+    assert "XLM-R and XLM-V and InfoXLM share the most (2 of the 3 languages" in f["belebele_xlmv_most_ge_50"]["why"]

@@ -53,6 +53,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from math import comb
 from typing import Any
 
 import numpy as np
@@ -651,12 +652,13 @@ def check_rank_changes_per_language(c: Check) -> Finding:
               f"{avg[f'rank changes {a}']:.2f} rank changes, {avg[f'position shifts {a}']:.2f} position shifts; "
               f"{b} vs {base} {avg[f'rank changes {b}']:.2f} and {avg[f'position shifts {b}']:.2f}")
     if not all(x is not None for x in data):
-        return c.untestable(counts + "; no test: these predictions carry no subset labels (rerun evaluate with "
-                            "this xlt to add them), and the counts alone do not decide (a smaller subset moves "
-                            "rankings more by noise alone)")
+        return c.finding(UNTESTABLE, counts + "; no test: these predictions carry no subset labels (rerun evaluate "
+                         "with this xlt to add them), and the counts alone do not decide (a smaller subset moves "
+                         "rankings more by noise alone)", "", rows)
     perm = rc.permutation(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
     if perm is None:
-        return c.untestable(counts + f"; no test: {a} and {b} share questions, so their labels cannot be exchanged")
+        return c.finding(UNTESTABLE, counts + f"; no test: {a} and {b} share questions, so their labels cannot be "
+                         "exchanged", "", rows)
     draws = rc.bootstrap(data, base, a, b, c.samples, c.seed)  # type: ignore[arg-type]
     ci_c = rc.interval(draws["changes_b"] - draws["changes_a"], d_changes)
     ci_s = rc.interval(draws["shifts_b"] - draws["shifts_a"], d_shifts)
@@ -779,6 +781,10 @@ def check_higher_where_column_is(c: Check) -> Finding:
                             f"(column {column!r} of the report)")
     why = "; ".join(f"{r['system']}: {na} {r[f'{na} mean']:.1f} vs {nb} {r[f'{nb} mean']:.1f} "
                     f"({r[f'{na} - {nb}']:+.1f}, one-sided p={r['p_value']:.3f})" for r in rows)
+    fewest = min(comb(r[f"{na} languages"] + r[f"{nb} languages"], r[f"{na} languages"]) for r in rows)
+    if 1 / fewest > ALPHA:
+        why += (f"; with so few languages no arrangement of the labels is rarer than 1 in {fewest}, so the "
+                f"permutation test cannot reach p < {ALPHA}")
     left_out = f" ({', '.join(sorted(skip))}, the pivot language, left out)" if skip else ""
     return c.finding(HOLDS if all(verdicts) else FAILS, why,
                      f"mean accuracy over {na} languages{left_out} minus over {nb} languages, per system; languages "
