@@ -82,7 +82,7 @@ def translate_test(kind: str, langs: list[str], llm: str | None, n: int, low=0.3
     def make(rng, planted):
         diff = difficulties(rng, langs, n, low, high)
         return system("s", 1, [Bench(kind, kind, diff, shift(diff)),
-                               Bench(f"{kind}_tt", kind, diff, shift(diff, 0.06 if planted else 0.0), translate_test=True)],
+                               Bench(f"{kind}_tt", kind, diff, shift(diff, 0.08 if planted else 0.0), translate_test=True)],
                       rng, None if llm else "XLM-R", llm=llm)
     return make
 
@@ -98,7 +98,7 @@ def rank_changes(ca: int, cs: int) -> Scenario:
         diff = difficulties(rng, GMMLU10, ca + cs)
         runs = []
         for i in range(3):
-            step = 0.06 * (i - 1)
+            step = 0.08 * (i - 1)
             eff = {x: np.concatenate([np.full(ca, step), np.full(cs, -2 * step)]) if planted else np.zeros(ca + cs)
                    for x in GMMLU10}
             b = Bench("global_mmlu", "global_mmlu", diff, eff, subsets={x: labels for x in GMMLU10})
@@ -123,13 +123,33 @@ SCENARIOS: dict[str, tuple[str, str, Scenario]] = {
     "belebele_infoxlm_most_ge_70": ("belebele", "infoxlm_most_ge_70", most_above("InfoXLM", 0.7)),
     "belebele_translate_train_all_beats_zero_shot": ("belebele", "translate_train_all_beats_zero_shot", tta),
     "belebele_translate_test_beats_in_language_llm": (
-        "belebele", "translate_test_beats_in_language_llm", translate_test("belebele", BELEBELE10, "Qwen/Qwen2.5-7B", 60)),
+        "belebele", "translate_test_beats_in_language_llm", translate_test("belebele", BELEBELE10, "Qwen/Qwen2.5-7B", 100)),
     "xcopa_translate_test_beats_in_language": (
         "xcopa", "translate_test_beats_in_language", translate_test("xcopa", ["it", "tr", "id", "zh", "sw", "vi", "th", "et"],
                                                                     None, 100, 0.5, 0.9)),
     "gmmlu_rankings_change_cs_ca": ("global_mmlu", "rankings_change_cs_ca", rank_changes(250, 50)),
     "gmmlu_human_translated_above_machine_translated": (
         "global_mmlu", "human_translated_above_machine_translated", human_machine),
+}
+
+
+# What each scenario simulates (docs/findings.md shows it beside the numbers).
+DESIGN = {
+    "belebele_infoxlm_best_high_medium": ("XLM-R (3 seeds), XLM-V, InfoXLM; 3 high + 3 low languages x 80 questions",
+                                          "InfoXLM +10 points on the high ones"),
+    "belebele_xlmv_best_lowest": ("the same", "XLM-V +10 points on the low ones"),
+    "belebele_xlmv_most_ge_50": ("the same three; 10 languages x 150 questions spread around 50%",
+                                 "XLM-V +8 points"),
+    "belebele_infoxlm_most_ge_70": ("the same, around 70%", "InfoXLM +8 points"),
+    "belebele_translate_train_all_beats_zero_shot": ("XLM-R zero-shot and translate-train-all, 3 seeds each; "
+                                                     "4 languages x 100 questions", "+5 points"),
+    "belebele_translate_test_beats_in_language_llm": ("one LLM; 10 languages x 100 questions", "translate-test +8 points"),
+    "xcopa_translate_test_beats_in_language": ("one encoder; 8 languages x 100 two-option questions",
+                                               "translate-test +8 points"),
+    "gmmlu_rankings_change_cs_ca": ("3 systems (one with 3 seeds); 10 languages x (250 CA + 50 CS) questions, MA all",
+                                    "systems 8 points apart on CA, in reverse order (16 apart) on CS"),
+    "gmmlu_human_translated_above_machine_translated": ("one system, 2 seeds; 4 high-tier + 1 low-tier language "
+                                                        "x 100 questions, HT and MT", "HT +6 points"),
 }
 
 
@@ -147,7 +167,7 @@ def holds_rate(finding: str, planted: bool, n: int, seed: int = 0) -> float:
 def test_every_declared_finding_has_a_calibration_scenario():
     declared = {f"{get_benchmark(k).finding_prefix}_{c.id}" for k in ("belebele", "global_mmlu", "xcopa")
                 for c in get_benchmark(k).findings}
-    assert declared == set(SCENARIOS)
+    assert declared == set(SCENARIOS) == set(DESIGN)
 
 
 def allowed(n: int, alpha: float = ALPHA) -> float:
@@ -186,7 +206,9 @@ def test_rank_changes_null_keeps_the_size_effect_at_every_ratio():
 
 
 if __name__ == "__main__":
-    print(f"| finding | holds under the null ({N_NULL} simulations) | power ({N_POWER} simulations) |")
-    print("|---|---|---|")
+    print(f"| finding | simulated | planted effect | holds under the null ({N_NULL} simulations; allowed "
+          f"{allowed(N_NULL):.3f}) | power ({N_POWER} simulations) |")
+    print("|---|---|---|---|---|")
     for fid in sorted(SCENARIOS):
-        print(f"| {fid} | {holds_rate(fid, False, N_NULL):.3f} | {holds_rate(fid, True, N_POWER):.2f} |")
+        print(f"| `{fid}` | {DESIGN[fid][0]} | {DESIGN[fid][1]} | {holds_rate(fid, False, N_NULL):.3f} | "
+              f"{holds_rate(fid, True, N_POWER):.2f} |", flush=True)
