@@ -137,10 +137,12 @@ SCENARIOS: dict[str, tuple[str, str, Scenario]] = {
 DESIGN = {
     "belebele_infoxlm_best_high_medium": ("XLM-R (3 seeds), XLM-V, InfoXLM; 3 high + 3 low languages x 80 questions",
                                           "InfoXLM +10 points on the high ones"),
-    "belebele_xlmv_best_lowest": ("the same", "XLM-V +10 points on the low ones"),
-    "belebele_xlmv_most_ge_50": ("the same three; 10 languages x 150 questions spread around 50%",
+    "belebele_xlmv_best_lowest": ("XLM-R (3 seeds), XLM-V, InfoXLM; 3 high + 3 low languages x 80 questions",
+                                  "XLM-V +10 points on the low ones"),
+    "belebele_xlmv_most_ge_50": ("XLM-R (3 seeds), XLM-V, InfoXLM; 10 languages x 150 questions spread around 50%",
                                  "XLM-V +8 points"),
-    "belebele_infoxlm_most_ge_70": ("the same, around 70%", "InfoXLM +8 points"),
+    "belebele_infoxlm_most_ge_70": ("XLM-R (3 seeds), XLM-V, InfoXLM; 10 languages x 150 questions spread around 70%",
+                                    "InfoXLM +8 points"),
     "belebele_translate_train_all_beats_zero_shot": ("XLM-R zero-shot and translate-train-all, 3 seeds each; "
                                                      "4 languages x 100 questions", "+5 points"),
     "belebele_translate_test_beats_in_language_llm": ("one LLM; 10 languages x 100 questions", "translate-test +8 points"),
