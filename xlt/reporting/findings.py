@@ -15,16 +15,20 @@ run's recorded config (``config.yaml``), never from its name:
 * **translate-test**: a benchmark whose config entry has ``translate_test: true``.
 
 A *system* is a seed group of :func:`xlt.reporting.compare.seed_groups` (runs that differ only in
-``seed``); its per-language accuracy is the mean over its seeds. Significance uses a paired bootstrap
-over questions (:func:`paired_test`): each question's score is the mean over a system's seeds, and the
-questions are resampled once (seeds are not extra questions: pooling them would shrink p-values k-fold).
-Per-language tests of one finding are corrected with Holm's step-down method, the counts given raw and
-corrected. No shared language or question is "cannot be tested", with the reason, never a verdict on NaN.
+``seed``); its per-language accuracy is the mean over its seeds. Comparisons on the same questions use
+:func:`paired_test`: each question's score is the mean over a system's seeds, the interval comes from a
+bootstrap resampling the questions once and the p-value from a paired permutation test (seeds are not extra
+questions: pooling them would shrink p-values k-fold). No shared language or question is "cannot be
+tested", with the reason, never a verdict on NaN.
 
-A finding *holds* when the point estimates go the paper's way; whether the margin is significant is
-reported beside it (``why`` and the ``significant`` / ``p_value`` numbers), not folded into the verdict.
-Each finding carries the paper's sentence it checks (``paper_says``: quoted when verified against the
-paper's text, else marked as a paraphrase) and what it needs (``needs``). docs/findings.md has the table.
+**Verdicts are decided by tests** (:mod:`xlt.reporting.verdicts`): a finding *holds* only when its test is
+significant at ``ALPHA`` (0.05), one-sided in the paper's direction, with the null hypothesis the design
+implies; a claim with several parts needs every part significant (intersection-union). The effect, its
+interval and the p-value are reported beside the verdict; per-language tests are given raw and
+Holm-corrected. tests/reporting/test_calibration.py checks every finding's rate of "holds" on simulated
+equal systems and its power (docs/findings.md). Each finding carries the paper's sentence it checks
+(``paper_says``: quoted when it is the paper's text, else marked as a paraphrase, with where it comes from)
+and what it needs (``needs``).
 
 Check kinds (``Claim.check``) and their ``params``:
 
@@ -37,9 +41,10 @@ Check kinds (``Claim.check``) and their ``params``:
 * ``translate_train_all_beats_zero_shot``: for the same model config, translate-train-all is higher;
 * ``translate_test_beats_in_language_llm``: for an LLM (``systems: any``: any system), translate-test is higher
   on more than half the languages;
-* ``rank_changes_per_language``: per language, the systems ranked on ``base`` and on ``a`` and ``b``; rank
-  changes and position shifts against ``base``, averaged over the shared languages; holds when ``b``
-  moves more than ``a`` (:mod:`xlt.reporting.rank_changes`);
+* ``rank_changes_per_language``: per language, the systems (at least ``min_systems``, default 3) ranked on
+  ``base`` and on ``a`` and ``b``; rank changes and position shifts against ``base``, averaged over the
+  shared languages; holds when ``b`` moves more than ``a`` beyond what the subsets' sizes explain (a
+  permutation of the ``a`` / ``b`` labels, sizes kept; :mod:`xlt.reporting.rank_changes`);
 * ``human_above_machine_same_language``: a human-translated and a machine-translated
   (``machine_translated: true``) entry of the benchmark, compared on the same languages per ``tiers``;
   ``expect`` says which side each tier's verdict expects higher;
