@@ -18,7 +18,7 @@ from tests.cli import ENV, REPO
 from tests.fixtures.plugin.xcsqa import write_data
 from xlt.contract import call_stage
 from xlt.errors import ConfigError
-from xlt.registry import BENCHMARKS, SCORERS, SOURCES, _entry_points, include
+from xlt.registry import BENCHMARKS, SCORERS, SOURCES, _entry_point_dists, _entry_points, include
 from xlt.resources import compose
 from xlt.run import RunDir
 
@@ -94,6 +94,7 @@ def test_entry_points_of_the_sources_and_scorers_groups_register(tmp_path, monke
                                            "[xlt.scorers]\nalways_gold = xlt.scoring.scorers:GoldScorer\n")
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     _entry_points.cache_clear()
+    _entry_point_dists.cache_clear()
     try:
         from xlt.data.sources.race import Race
         from xlt.scoring.scorers import GoldScorer
@@ -101,9 +102,12 @@ def test_entry_points_of_the_sources_and_scorers_groups_register(tmp_path, monke
         assert SOURCES.names()[-1] == "race_copy" and SOURCES["race_copy"] is Race  # after xlt's own, in order
         assert SCORERS["always_gold"] is GoldScorer
         assert compose("demo", ["eval.scorer=always_gold"]).eval.scorer == "always_gold"
+        # its distribution's version enters the job hash of every result it scores (issue 35)
+        assert SCORERS.identity("always_gold") == "dist:extra==0.1" and SCORERS.identity("gold") is None
     finally:
         monkeypatch.undo()
         _entry_points.cache_clear()
+        _entry_point_dists.cache_clear()
     assert "always_gold" not in SCORERS and "race_copy" not in SOURCES.names()
 
 
