@@ -58,10 +58,11 @@ from datasets import Dataset  # noqa: E402
 
 from xlt.data.schema import TRAIN_FEATURES  # noqa: E402
 from xlt.translation.cache import TranslationCache  # noqa: E402
-from xlt.translation.engine import translate_dataset  # noqa: E402
+from xlt.translation.dataset import translate_dataset  # noqa: E402
+from xlt.translation.engines.base import EngineSettings  # noqa: E402
+from xlt.translation.engines.hf import HFSeq2SeqTranslator  # noqa: E402
 from xlt.translation.segment import segment_passage  # noqa: E402
 from xlt.translation.tiny import build_tiny_nllb  # noqa: E402
-from xlt.translation.translator import HFSeq2SeqTranslator  # noqa: E402
 
 WORDS = (
     "the a student teacher school river city market house friend mother father book letter story "
@@ -151,8 +152,8 @@ SHAPES = {  # name -> build_tiny_nllb keywords
 def engine_rows(shape: str, args, segments: list[str], corpus: list[str], tmp: Path) -> dict:
     from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-    from xlt.translation.ct2 import CT2Translator
-    from xlt.translation.translator import length_sorted_batches
+    from xlt.translation.engines.base import EngineSettings, length_sorted_batches
+    from xlt.translation.engines.ct2 import CT2Translator
 
     path = build_tiny_nllb(tmp / f"nllb-{shape}", corpus, vocab_size=2000, **SHAPES[shape])
     src, tgt, bs, cap = "eng_Latn", "fra_Latn", args.batch_size, args.max_new_tokens
@@ -160,14 +161,14 @@ def engine_rows(shape: str, args, segments: list[str], corpus: list[str], tmp: P
     model = AutoModelForSeq2SeqLM.from_pretrained(str(path), dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(str(path))
     model_mib = {"hf": rss_mib() - before}
-    hf = HFSeq2SeqTranslator(str(path), batch_size=bs, max_new_tokens=cap, device="cpu", precision="fp32",
+    hf = HFSeq2SeqTranslator(str(path), EngineSettings(batch_size=bs, max_new_tokens=cap, device="cpu", precision="fp32"),
                              model=model, tokenizer=tok)
     n_params = sum(p.numel() for p in model.parameters())
     engines = {}
     for ctype in ("float32", "int8"):
         before = rss_mib()
-        engines[ctype] = CT2Translator(str(path), batch_size=bs, max_new_tokens=cap, compute_type=ctype,
-                                       device="cpu", tokenizer=tok)  # conversion happens here, untimed
+        engines[ctype] = CT2Translator(str(path), EngineSettings(batch_size=bs, max_new_tokens=cap, device="cpu"),
+                                       compute_type=ctype, tokenizer=tok)  # conversion happens here, untimed
         gc.collect()
         model_mib[ctype] = rss_mib() - before
     lengths = hf.lengths(segments)
@@ -269,8 +270,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         corpus = [r["passage"] for r in ds] + [r["question"] for r in ds]
         path = build_tiny_nllb(Path(tmp) / "tiny-nllb", corpus, d_model=args.d_model, layers=2)
-        tr = HFSeq2SeqTranslator(str(path), batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
-                                 device="cpu")
+        tr = HFSeq2SeqTranslator(str(path), EngineSettings(batch_size=args.batch_size,
+                                                           max_new_tokens=args.max_new_tokens, device="cpu"))
         tr.translate(["Warm up the model."], "eng_Latn", "fra_Latn")
 
         t0 = time.perf_counter()

@@ -197,8 +197,7 @@ def test_ctranslate2_on_cuda_agrees_with_float32(tmp_path, monkeypatch, compute_
     on the tiny NLLB-shaped model (greedy search): the share of identical translations (allowed >= 80%
     for half precision, >= 60% for int8 weights: a random model has near-ties a real one rarely has)."""
     from tests.translation.conftest import PASSAGES, make_cfg
-    from xlt.translation import ct2
-    from xlt.translation.backends import build_translator
+    from xlt.translation.engines import build_translator, ct2
     from xlt.translation.tiny import build_tiny_nllb
 
     if not ct2.available():

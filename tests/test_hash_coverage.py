@@ -194,13 +194,13 @@ def test_what_the_translator_resolves_to_is_recorded_and_recomputes_on_the_evalu
     """engine=auto and compute_type=auto resolve on the machine: a result translated by another engine is
     recomputed by the evaluate stage, while a report elsewhere (same settings) does not call it stale."""
     from xlt.scoring.results import current_jobs, plan_jobs
-    from xlt.translation import backends
+    from xlt.translation import engines
 
     write_belebele(tmp_path / "bele", ["fra_Latn"], n=4)
     run = RunDir(tmp_path / "run")
     cfg = _base(tmp_path)
     ran = {"engine": "hf", "dtype": "float32"}
-    monkeypatch.setattr(backends, "resolved_settings", lambda tcfg: dict(ran))
+    monkeypatch.setattr(engines, "resolved_settings", lambda tcfg: dict(ran))
     call_stage("evaluate", cfg, run)
     tt = run.eval / TT / "fra_Latn.json"
     first = json.loads(tt.read_text())["provenance"]

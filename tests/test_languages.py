@@ -70,11 +70,11 @@ def test_machine_translation_coverage_is_in_the_table():
 
 
 def test_the_m2m100_engine_reads_its_codes_from_the_table():
-    from xlt.translation.translator import LanguageTokens
+    from xlt.translation.engines.base import EngineSettings, LanguageTokens
 
     class M2M100Tokens(LanguageTokens):  # what _model_code looks at in an M2M100 tokenizer
         tokenizer = type("Tok", (), {"get_lang_id": None, "lang_code_to_token": {"__fr__": 1}})()
-        user_code_map = {"oci_Latn": "oc"}
+        settings = EngineSettings(lang_code_map={"oci_Latn": "oc"})
 
     tokens = M2M100Tokens.__new__(M2M100Tokens)
     assert tokens._model_code("fra_Latn") == "fr" and tokens._model_code("oci_Latn") == "oc"

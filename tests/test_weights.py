@@ -89,18 +89,19 @@ def test_encoder_loads_every_published_layout(tmp_path, tiny_encoder, layout, ca
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_translator_loads_every_published_layout(tmp_path, tiny_mt, layout, caplog, monkeypatch):
-    from xlt.translation.ct2 import CT2Translator
-    from xlt.translation.translator import HFSeq2SeqTranslator
+    from xlt.translation.engines.base import EngineSettings
+    from xlt.translation.engines.ct2 import CT2Translator
+    from xlt.translation.engines.hf import HFSeq2SeqTranslator
 
     monkeypatch.setenv("XLT_CACHE", str(tmp_path / "xlt-cache"))  # the CTranslate2 conversions
     folder = relayout(tiny_mt, tmp_path / layout, layout)
     texts = ["hello world", "the cat"]
-    ref = HFSeq2SeqTranslator(str(tiny_mt), device="cpu", precision="fp32", max_new_tokens=8)
+    ref = HFSeq2SeqTranslator(str(tiny_mt), EngineSettings(device="cpu", precision="fp32", max_new_tokens=8))
     want = ref.translate(texts, "eng_Latn", "fra_Latn")
     with caplog.at_level(logging.INFO, logger="xlt"):
-        hf = HFSeq2SeqTranslator(str(folder), device="cpu", precision="fp32", max_new_tokens=8)
+        hf = HFSeq2SeqTranslator(str(folder), EngineSettings(device="cpu", precision="fp32", max_new_tokens=8))
         assert hf.translate(texts, "eng_Latn", "fra_Latn") == want
-        ct = CT2Translator(str(folder), device="cpu", compute_type="float32", max_new_tokens=8)
+        ct = CT2Translator(str(folder), EngineSettings(device="cpu", max_new_tokens=8), compute_type="float32")
         assert len(ct.translate(texts, "eng_Latn", "fra_Latn")) == 2
     assert f"weights from {EXPECTED_FILE[layout]}" in caplog.text
 
@@ -130,14 +131,15 @@ logging.basicConfig(level=logging.INFO, stream=sys.stdout)
 from xlt.fingerprint import resource_fingerprint
 from xlt.prefetch import Planned, fetch_all, fetch_model
 from xlt.resources import Resource
-from xlt.translation.ct2 import CT2Translator
-from xlt.translation.translator import HFSeq2SeqTranslator
+from xlt.translation.engines.base import EngineSettings
+from xlt.translation.engines.ct2 import CT2Translator
+from xlt.translation.engines.hf import HFSeq2SeqTranslator
 fetch_all([Planned(["+recipe=x"], None, [Resource("model", "org/tiny-nllb")])], report=print)
 folder = fetch_model(Resource("model", "org/tiny-nllb"), local_only=True)
 print("FETCHED", folder)
 print("FINGERPRINT", resource_fingerprint("org/tiny-nllb"))
-hf = HFSeq2SeqTranslator("org/tiny-nllb", device="cpu", precision="fp32", max_new_tokens=8)
-ct = CT2Translator("org/tiny-nllb", device="cpu", compute_type="float32", max_new_tokens=8)
+hf = HFSeq2SeqTranslator("org/tiny-nllb", EngineSettings(device="cpu", precision="fp32", max_new_tokens=8))
+ct = CT2Translator("org/tiny-nllb", EngineSettings(device="cpu", max_new_tokens=8), compute_type="float32")
 print("HF", json.dumps(hf.translate(["hello world"], "eng_Latn", "fra_Latn")))
 print("CT2", json.dumps(ct.translate(["hello world"], "eng_Latn", "fra_Latn")))
 """

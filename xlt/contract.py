@@ -57,7 +57,7 @@ from xlt.state import (
     read_or_redo,
     read_state,
 )
-from xlt.translation import backends
+from xlt.translation import engines
 
 log = logging.getLogger("xlt")
 
@@ -128,11 +128,11 @@ def translator_inputs(cfg: Any) -> dict[str, Any]:
     """What the ``translate`` group's translator computes from: its settings (the schema's ``translator``
     keys, :func:`xlt.config.keys.translator_values`), its checkpoint (a local folder's fingerprint, or the
     commit the Hub cache resolves its revision to) and what it resolves to on this machine (engine, dtype
-    or compute type: :func:`xlt.translation.backends.resolved_settings`)."""
+    or compute type: :func:`xlt.translation.engines.resolved_settings`)."""
     t = cfg.translate
     hf = t.kind == "hf"
     try:
-        resolved = backends.resolved_settings(t)
+        resolved = engines.resolved_settings(t)
     except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so
         resolved = {"unresolved": str(err).splitlines()[0]}
     return {"settings": translator_values(cfg),

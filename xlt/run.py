@@ -1,4 +1,7 @@
-"""The run directory: its name, stage markers and sharding (writes go through :mod:`xlt.files`).
+"""The run directory (:class:`RunDir`): its folders and stage markers, plus the rank helpers every stage
+uses (:func:`shard`, :func:`is_main_process`, :func:`world_size`). Its name comes from
+:func:`xlt.config.keys.run_name`, its files are written through :mod:`xlt.files` (re-exported here) and read
+back through :mod:`xlt.state`; what each stage reads and writes is declared in :mod:`xlt.contract`.
 
 A run directory is derived from the recipe and the command-line overrides (never the clock), so the
 same command finds the same directory: finished stages are skipped, interrupted ones resume.

@@ -15,8 +15,8 @@ from tests.translation.conftest import make_cfg, make_train_set
 from xlt.contract import call_stage
 from xlt.errors import DataError
 from xlt.stages import translate as stage
-from xlt.translation.engine import translate_dataset
-from xlt.translation.translator import Translator
+from xlt.translation.dataset import translate_dataset
+from xlt.translation.engines.base import Translator
 
 ROOT = Path(__file__).resolve().parents[2]
 

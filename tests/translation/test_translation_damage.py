@@ -56,8 +56,8 @@ def test_a_damaged_part_is_translated_again(run, caplog):
     cfg = make_cfg()
     source = stage.load_train_set(run)
     unit = stage.plan_units({s: source[s].num_rows for s in stage.SPLITS}, ["fra_Latn"], 5000)[0]
-    from xlt.translation.backends import build_translator
     from xlt.translation.cache import TranslationCache
+    from xlt.translation.engines import build_translator
 
     with TranslationCache(stage.cache_path(cfg, run)) as cache:
         stage.translate_unit(cfg, run, unit, source, build_translator(cfg.translate), cache)

@@ -16,11 +16,10 @@ from xlt.contract import call_stage
 from xlt.data.schema import EVAL_FEATURES, TRANSLATED_FEATURES
 from xlt.errors import ConfigError, HubUnavailableError
 from xlt.stages import translate as stage
-from xlt.translation import ct2
-from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
+from xlt.translation.engines import build_translator, ct2
+from xlt.translation.engines.hf import HFSeq2SeqTranslator
 from xlt.translation.tiny import build_tiny_nllb
-from xlt.translation.translator import HFSeq2SeqTranslator
 
 ENGINES = ["hf", pytest.param("ctranslate2", marks=pytest.mark.skipif(not ct2.available(), reason="no ctranslate2"))]
 

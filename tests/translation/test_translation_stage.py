@@ -13,7 +13,7 @@ from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.stages import translate as stage
 from xlt.translation.cache import TranslationCache
-from xlt.translation.translator import EchoTranslator
+from xlt.translation.engines.base import EchoTranslator
 
 
 class CountingEcho(EchoTranslator):

@@ -8,9 +8,9 @@ from datasets import Dataset, Features, Value
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import ConfigError
 from xlt.translation.cache import TranslationCache
+from xlt.translation.engines.base import EchoTranslator
 from xlt.translation.quality import QualityStats
 from xlt.translation.translate_test import to_flores, translate_items
-from xlt.translation.translator import EchoTranslator
 
 
 def items() -> Dataset:

@@ -9,10 +9,10 @@ from tests.translation.conftest import english_rows
 from xlt.data.schema import TRAIN_FEATURES
 from xlt.errors import ConfigError
 from xlt.translation.cache import TranslationCache, segment_key
-from xlt.translation.engine import QualityRules, translate_dataset
+from xlt.translation.dataset import QualityRules, translate_dataset
+from xlt.translation.engines.base import EchoTranslator, Translator, length_sorted_batches
 from xlt.translation.quality import has_runaway
 from xlt.translation.segment import join_sentences, segment_passage
-from xlt.translation.translator import EchoTranslator, Translator, length_sorted_batches
 
 
 def test_segment_and_join_keep_layout():

@@ -31,15 +31,15 @@ from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError, XltError
 from xlt.run import RunDir, atomic_dir, remove_path, shard
 from xlt.state import Damaged, StateError, read_sealed, redo, seal
-from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
-from xlt.translation.engine import QualityRules, translate_dataset
+from xlt.translation.dataset import QualityRules, translate_dataset
+from xlt.translation.engines import build_translator
+from xlt.translation.engines.base import Translator
 from xlt.translation.importer import import_translations
 from xlt.translation.layout import MERGED_FILE, cache_path, language_dir, translated_dir  # noqa: F401  (re-exported)
 from xlt.translation.quality import QualityStats
 from xlt.translation.report import REPORT_COLUMNS, report_markdown, write_report  # noqa: F401  (re-exported)
 from xlt.translation.storage import save_dataset
-from xlt.translation.translator import Translator
 
 log = logging.getLogger(__name__)
 

@@ -3,10 +3,10 @@
 Modules, in the order data flows through them:
 
 * :mod:`~xlt.translation.segment`   passages -> sentences (and back), so MT never sees multi-sentence inputs.
-* :mod:`~xlt.translation.translator` the translator interface: a transformers seq2seq backend (NLLB,
-  M2M100) and a deterministic ``echo`` backend for tests; length-sorted batching.
+* :mod:`~xlt.translation.engines`   the MT engines (``translate.engine``: hf, ctranslate2) behind one
+  translator interface and one settings object, the deterministic ``echo`` translator for tests.
 * :mod:`~xlt.translation.cache`     SQLite cache of translated segments, committed in batches.
-* :mod:`~xlt.translation.engine`    translate one dataset into one language: unique segments, cache,
+* :mod:`~xlt.translation.dataset`   translate one dataset into one language: unique segments, cache,
   batches, re-assembly, quality rules.
 * :mod:`~xlt.translation.quality`   empty / unchanged / runaway / duplicate-option checks and their rules.
 * :mod:`~xlt.translation.layout`    where the stage (:mod:`xlt.stages.translate`) keeps translations and the cache.

@@ -20,12 +20,12 @@ from datasets import Dataset, concatenate_datasets
 from xlt import languages
 from xlt.errors import ConfigError
 from xlt.run import RunDir, atomic_write_json
-from xlt.translation.backends import build_translator
 from xlt.translation.cache import TranslationCache
-from xlt.translation.engine import QualityRules, translate_dataset
+from xlt.translation.dataset import QualityRules, translate_dataset
+from xlt.translation.engines import build_translator
+from xlt.translation.engines.base import Translator
 from xlt.translation.layout import cache_path
 from xlt.translation.quality import QualityStats
-from xlt.translation.translator import Translator
 
 _FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 

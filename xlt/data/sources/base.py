@@ -246,23 +246,33 @@ class Source:
         return out, stats
 
     def convert_split(self, split: str, rows: Iterable[Row], ctx: BuildContext, stats: SourceStats) -> list[dict[str, Any]]:
-        """Convert the rows of one split. The default calls :meth:`convert_row` per row."""
-        records = []
-        for row in rows:
+        """Convert the rows of one split. The default calls :meth:`begin_split`, then :meth:`convert_row`
+        per row with the row's index in the split; a source whose records need several rows at once (a
+        question spread over rows) overrides this instead."""
+        self.begin_split(split)
+        records: list[dict[str, Any]] = []
+        for index, row in enumerate(rows):
             stats.candidates[split] += 1
             try:
-                result = self.convert_row(split, row, ctx)
+                result = self.convert_row(split, index, row, ctx)
             except OddRow as odd:
                 result = odd.reason
-            if isinstance(result, str):
-                stats.drop(split, result)
-            else:
-                records.append(result)
+            self.keep(split, result, records)
         return records
 
-    def convert_row(self, split: str, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
-        """One record, or the reason the row is dropped."""
+    def begin_split(self, split: str) -> None:
+        """Called before the first row of a split (e.g. to reset per-split numbering); does nothing."""
+
+    def convert_row(self, split: str, index: int, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
+        """One record, or the reason the row is dropped; ``index`` is the row's position in the split."""
         raise NotImplementedError(f"{type(self).__name__} must implement convert_row or convert_split")
+
+    def keep(self, split: str, result: dict[str, Any] | str, records: list[dict[str, Any]]) -> None:
+        """Append a converted record to ``records``, or count the drop when ``result`` is its reason."""
+        if isinstance(result, str):
+            self.stats.drop(split, result)
+        else:
+            records.append(result)
 
     def passage_problem(self, split: str, text: str, ctx: BuildContext) -> str | None:
         """The sentence filter (and the absurd-length check) for a passage; notes its length."""

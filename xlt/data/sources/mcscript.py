@@ -136,10 +136,7 @@ class MCScript(Source):
         for iid, qs in kept.items():
             for row in qs:
                 result = self._convert(split, iid, row, qs, pool, ctx, stats)
-                if isinstance(result, str):
-                    stats.drop(split, result)
-                else:
-                    records.append(result)
+                self.keep(split, result, records)
         return records
 
     def _convert(

@@ -55,7 +55,7 @@ class MCTest(Source):
             with hub_resource("dataset", cfg.hub_id, "refs/convert/parquet", config_key=f"data.sources.{self.name}.path"):
                 return load_dataset(cfg.hub_id, revision="refs/convert/parquet", data_dir=cfg.config_name, split=split)
 
-    def convert_row(self, split: str, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
+    def convert_row(self, split: str, index: int, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
         idx = get(row, "idx", (str, int, dict), "a string, int or struct")
         raw_story = get_str(row, "story")
         question = strip_prefix(get_str(row, "question"))

@@ -123,10 +123,7 @@ class MultiRC(Source):
         for (pid, qid), q in groups.items():
             stats.candidates[split] += 1
             result = odd.get((pid, qid)) or self._convert(split, str(pid), str(qid), q, ctx, passages)
-            if isinstance(result, str):
-                stats.drop(split, result)
-            else:
-                records.append(result)
+            self.keep(split, result, records)
         return records
 
     def _convert(

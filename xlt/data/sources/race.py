@@ -8,15 +8,12 @@ and passages of more than ``max_passage_sentences`` sentences; options keep thei
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from typing import Any
 
 from xlt.data.sources.base import (
     BuildContext,
-    OddRow,
     Row,
     Source,
-    SourceStats,
     get_letter,
     get_str,
     get_str_list,
@@ -30,25 +27,13 @@ class Race(Source):
     dataset = "RACE"
     default_license = "RACE: non-commercial research and educational use only (CMU RACE terms)"
 
-    def convert_split(self, split: str, rows: Iterable[Row], ctx: BuildContext, stats: SourceStats) -> list[dict[str, Any]]:
-        seen: Counter[str] = Counter()  # questions per passage, to number them
-        records = []
-        for row in rows:
-            stats.candidates[split] += 1
-            example_id = get_str(row, "example_id")
-            number = seen[example_id]
-            seen[example_id] += 1
-            try:
-                result = self._convert(split, row, example_id, number, ctx)
-            except OddRow as odd:
-                result = odd.reason
-            if isinstance(result, str):
-                stats.drop(split, result)
-            else:
-                records.append(result)
-        return records
+    def begin_split(self, split: str) -> None:
+        self._seen: Counter[str] = Counter()  # questions per passage, to number them
 
-    def _convert(self, split: str, row: Row, example_id: str, number: int, ctx: BuildContext) -> dict[str, Any] | str:
+    def convert_row(self, split: str, index: int, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
+        example_id = get_str(row, "example_id")
+        number = self._seen[example_id]
+        self._seen[example_id] += 1
         article = get_str(row, "article")
         question = get_str(row, "question")
         options = get_str_list(row, "options")

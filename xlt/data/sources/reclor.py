@@ -18,7 +18,7 @@ class ReClor(Source):
     dataset = "ReClor"
     default_license = "ReClor: non-commercial research only, obtained under the ReClor data agreement"
 
-    def convert_row(self, split: str, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
+    def convert_row(self, split: str, index: int, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
         context = get_str(row, "context")
         question = get_str(row, "question")
         answers = get_str_list(row, "answers")

@@ -8,15 +8,12 @@ Rules: drop cloze questions (``_``), rows with an empty ``support`` and passages
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from xlt.data.sources.base import (
     BuildContext,
-    OddRow,
     Row,
     Source,
-    SourceStats,
     get_str,
     is_cloze,
     option_problem,
@@ -29,22 +26,8 @@ class SciQ(Source):
     dataset = "sciQ"
     default_license = "CC BY-NC 3.0 (SciQ, Allen Institute for AI)"
 
-    def convert_split(self, split: str, rows: Iterable[Row], ctx: BuildContext, stats: SourceStats) -> list[dict[str, Any]]:
-        # SciQ rows have no id: number them within the split.
-        records: list[dict[str, Any]] = []
-        for i, row in enumerate(rows):
-            stats.candidates[split] += 1
-            try:
-                result = self._convert(split, i, row, ctx)
-            except OddRow as odd:
-                result = odd.reason
-            if isinstance(result, str):
-                stats.drop(split, result)
-            else:
-                records.append(result)
-        return records
-
-    def _convert(self, split: str, i: int, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
+    def convert_row(self, split: str, index: int, row: Row, ctx: BuildContext) -> dict[str, Any] | str:
+        # SciQ rows have no id: they are numbered within the split.
         question = get_str(row, "question")
         correct = get_str(row, "correct_answer")
         distractors = [get_str(row, f"distractor{k}") for k in (1, 2, 3)]
@@ -60,6 +43,6 @@ class SciQ(Source):
         reason = option_problem(options)
         if reason:
             return reason
-        ctx.rng(self.name, split, i).shuffle(options)
+        ctx.rng(self.name, split, index).shuffle(options)
         label = options.index(correct)
-        return self.record(split, row.where, text_id(support), f"{split}-{i}", support, question, options, label, correct)
+        return self.record(split, row.where, text_id(support), f"{split}-{index}", support, question, options, label, correct)

@@ -1,4 +1,4 @@
-"""The translator interface and its backends.
+"""What every MT engine shares: the translator interface, the engine settings, language tokens.
 
 A :class:`Translator` turns a list of texts from one language into another. It exposes:
 
@@ -8,24 +8,23 @@ A :class:`Translator` turns a list of texts from one language into another. It e
   commit each batch to the cache before the next one starts (a killed run loses at most one batch).
 
 Batches are made from length-sorted texts (:func:`length_sorted_batches`), so a batch pads little and
-stops generating early. Backends: :class:`HFSeq2SeqTranslator` (NLLB, M2M100 through transformers),
-:class:`xlt.translation.ct2.CT2Translator` (the same models through CTranslate2) and
+stops generating early. Engines: :class:`~xlt.translation.engines.hf.HFSeq2SeqTranslator` (NLLB, M2M100
+through transformers), :class:`~xlt.translation.engines.ct2.CT2Translator` (the same models through
+CTranslate2), both configured by one :class:`EngineSettings` and sharing :class:`LanguageTokens`; and
 :class:`EchoTranslator` (deterministic, no model: ``"[<lang>] " + text``).
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from xlt import languages as langtab
 from xlt.batching import AdaptiveBatcher
 from xlt.errors import ConfigError
-from xlt.hub import hub_resource
-from xlt.weights import from_pretrained_kwargs, log_weights
 
 log = logging.getLogger(__name__)
 
@@ -130,21 +129,73 @@ def pick_dtype(precision: str, device: str) -> Any:
     return table[precision]
 
 
-class LanguageTokens(Translator):
-    """What both NLLB / M2M100 engines share: language codes and tokens, input lengths, truncation.
+@dataclass(frozen=True)
+class EngineSettings:
+    """The ``translate`` settings both NLLB / M2M100 engines take: the checkpoint's revision, batching
+    limits, decoding and device (``translate.engine``, ``compute_type`` and threads are the CTranslate2
+    engine's own arguments)."""
 
-    Subclasses set ``tokenizer``, ``user_code_map`` and ``max_input_tokens``.
-    """
+    revision: str | None = None
+    batch_size: int = 32
+    max_batch_tokens: int | None = None
+    max_input_tokens: int = 256
+    max_new_tokens: int = 256
+    max_new_tokens_ratio: float | None = 2.0
+    num_beams: int = 1
+    length_penalty: float = 1.0
+    precision: str = "auto"
+    device: str = "auto"
+    lang_code_map: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_cfg(cls, tcfg: Any) -> EngineSettings:
+        """The settings of ``translate`` config ``tcfg``."""
+        return cls(revision=tcfg.revision, batch_size=tcfg.batch_size, max_batch_tokens=tcfg.max_batch_tokens,
+                   max_input_tokens=tcfg.max_input_tokens, max_new_tokens=tcfg.max_new_tokens,
+                   max_new_tokens_ratio=tcfg.max_new_tokens_ratio, num_beams=tcfg.num_beams,
+                   length_penalty=tcfg.length_penalty, precision=tcfg.precision, device=str(tcfg.device),
+                   lang_code_map=dict(tcfg.lang_code_map or {}))
+
+    def check(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ConfigError(f"translate.max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+    def generation_limit(self, input_tokens: int) -> int:
+        """New tokens a batch whose longest input has ``input_tokens`` tokens may generate."""
+        if self.max_new_tokens_ratio is None:
+            return self.max_new_tokens
+        return min(self.max_new_tokens, math.ceil(self.max_new_tokens_ratio * input_tokens) + 10)
+
+    def identity(self, model_name_or_path: str, **engine: Any) -> dict[str, Any]:
+        """What enters a translator's identity (its cache key): the checkpoint, the decoding settings and
+        ``engine``'s own; a language-code map only when one is set, so identities without one stay as
+        they were."""
+        settings = {
+            "model": str(model_name_or_path),
+            "revision": self.revision,
+            "max_input_tokens": self.max_input_tokens,
+            "max_new_tokens": self.max_new_tokens,
+            "max_new_tokens_ratio": self.max_new_tokens_ratio,
+            "num_beams": self.num_beams,
+            **engine,
+        }
+        if self.lang_code_map:
+            settings["lang_code_map"] = dict(sorted(self.lang_code_map.items()))
+        return settings
+
+
+class LanguageTokens(Translator):
+    """What both NLLB / M2M100 engines share: their settings, language codes and tokens, input lengths,
+    truncation. Subclasses set ``tokenizer`` and ``settings``."""
 
     tokenizer: Any
-    user_code_map: dict[str, str]
-    max_input_tokens: int
+    settings: EngineSettings
 
     # Language codes ---------------------------------------------------------------------------------
     def _model_code(self, code: str) -> str:
         """The tokenizer's spelling of FLORES ``code`` (unchanged for NLLB, mapped for M2M100)."""
-        if code in self.user_code_map:
-            return self.user_code_map[code]
+        if code in self.settings.lang_code_map:
+            return self.settings.lang_code_map[code]
         if hasattr(self.tokenizer, "get_lang_id"):
             if code in getattr(self.tokenizer, "lang_code_to_token", {}):
                 return code
@@ -184,105 +235,6 @@ class LanguageTokens(Translator):
     def lengths(self, texts: Sequence[str]) -> list[int]:
         enc = self.tokenizer(list(texts), add_special_tokens=True, truncation=False)
         lens = [len(ids) for ids in enc["input_ids"]]
-        self.stats["truncated_inputs"] += sum(n > self.max_input_tokens for n in lens)
-        return [min(n, self.max_input_tokens) for n in lens]
-
-
-def engine_settings(tcfg: Any) -> dict[str, Any]:
-    """The ``translate`` config values both engines' translators take (limits, decoding, device)."""
-    return dict(revision=tcfg.revision, batch_size=tcfg.batch_size, max_batch_tokens=tcfg.max_batch_tokens,
-                max_input_tokens=tcfg.max_input_tokens, max_new_tokens=tcfg.max_new_tokens,
-                max_new_tokens_ratio=tcfg.max_new_tokens_ratio, num_beams=tcfg.num_beams,
-                length_penalty=tcfg.length_penalty, precision=tcfg.precision, device=str(tcfg.device),
-                lang_code_map=dict(tcfg.lang_code_map or {}))
-
-
-class HFSeq2SeqTranslator(LanguageTokens):
-    """NLLB / M2M100 (any ``AutoModelForSeq2SeqLM`` with language tokens) through transformers.
-
-    The source language is set on the tokenizer (``tokenizer.src_lang``) and the target forced as the
-    first generated token (``forced_bos_token_id``): the FLORES code's token for NLLB, ``get_lang_id``
-    for M2M100 (FLORES codes mapped to its ISO codes). Greedy or beam search, never sampling.
-    """
-
-    def __init__(
-        self,
-        model_name_or_path: str,
-        revision: str | None = None,
-        batch_size: int = 32,
-        max_batch_tokens: int | None = None,
-        max_input_tokens: int = 256,
-        max_new_tokens: int = 256,
-        max_new_tokens_ratio: float | None = 2.0,
-        num_beams: int = 1,
-        length_penalty: float = 1.0,
-        precision: str = "auto",
-        device: str = "auto",
-        lang_code_map: dict[str, str] | None = None,
-        model: Any = None,
-        tokenizer: Any = None,
-    ) -> None:
-        super().__init__()
-        import torch  # noqa: F401  (fail early with a clear import error)
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-        if max_new_tokens < 1:
-            raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")
-        self.device = pick_device(device)
-        self.dtype = pick_dtype(precision, self.device)
-        if tokenizer is None:
-            with hub_resource("tokenizer", model_name_or_path, revision, "translate.model_name_or_path"):
-                tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, revision=revision)
-        if model is None:
-            with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
-                model = AutoModelForSeq2SeqLM.from_pretrained(
-                    model_name_or_path, revision=revision, dtype=self.dtype,
-                    **from_pretrained_kwargs(model_name_or_path, revision)
-                )
-            log_weights("translate model", model_name_or_path, revision)
-        self.tokenizer = tokenizer
-        self.model = model.to(device=self.device, dtype=self.dtype).eval()
-        self.batch_size = batch_size
-        self.max_batch_tokens = max_batch_tokens
-        self.max_input_tokens = max_input_tokens
-        self.max_new_tokens = max_new_tokens
-        self.max_new_tokens_ratio = max_new_tokens_ratio
-        self.num_beams = num_beams
-        self.length_penalty = length_penalty
-        self.user_code_map = dict(lang_code_map or {})
-        settings = {
-            "model": str(model_name_or_path),
-            "revision": revision,
-            "max_input_tokens": max_input_tokens,
-            "max_new_tokens": max_new_tokens,
-            "max_new_tokens_ratio": max_new_tokens_ratio,
-            "num_beams": num_beams,
-            "dtype": str(self.dtype).replace("torch.", ""),
-        }
-        if self.user_code_map:  # the language tokens used: identities without a map stay as they were
-            settings["lang_code_map"] = dict(sorted(self.user_code_map.items()))
-        if num_beams > 1:  # greedy identities (and their cached translations) stay as they were
-            settings.update(length_penalty=length_penalty, early_stopping=True)
-        self.identity = "hf/" + json.dumps(settings, sort_keys=True)
-
-    def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
-        import torch
-
-        self.tokenizer.src_lang = self._model_code(src_lang)
-        enc = self.tokenizer(
-            texts, return_tensors="pt", padding=True, truncation=True, max_length=self.max_input_tokens
-        ).to(self.device)
-        limit = self.max_new_tokens
-        if self.max_new_tokens_ratio is not None:
-            limit = min(limit, math.ceil(self.max_new_tokens_ratio * enc["input_ids"].shape[1]) + 10)
-        with torch.inference_mode():
-            out = self.model.generate(
-                **enc,
-                forced_bos_token_id=self.lang_token_id(tgt_lang),
-                max_new_tokens=limit,
-                num_beams=self.num_beams,
-                do_sample=False,
-                # Beam search: stop once num_beams hypotheses are finished (CTranslate2's patience=1).
-                **({"early_stopping": True, "length_penalty": self.length_penalty} if self.num_beams > 1 else {}),
-            )
-        return [t.strip() for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
+        limit = self.settings.max_input_tokens
+        self.stats["truncated_inputs"] += sum(n > limit for n in lens)
+        return [min(n, limit) for n in lens]

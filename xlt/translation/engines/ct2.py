@@ -4,7 +4,7 @@ The checkpoint is converted once per (checkpoint fingerprint, quantization, CTra
 ``$XLT_CACHE/ct2/<key>``: converted into a temporary folder and renamed into place under a file lock,
 so shards starting together convert once and never see a half-written model. Tokenization, language
 codes, truncation and the per-batch generation limit are the transformers engine's
-(:class:`~xlt.translation.translator.LanguageTokens`), and decoding is mapped setting by setting:
+(:class:`~xlt.translation.engines.base.LanguageTokens`), and decoding is mapped setting by setting:
 
 * greedy / beam search: ``beam_size=num_beams``; sampling is never used (``sampling_topk=1``);
 * beam search stops when ``num_beams`` hypotheses are finished (``patience=1``), the rule the hf engine
@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import shutil
 from pathlib import Path
@@ -36,7 +35,7 @@ from xlt.config.translate import device_error
 from xlt.errors import ConfigError
 from xlt.fingerprint import resource_fingerprint
 from xlt.hub import hub_resource
-from xlt.translation.translator import LanguageTokens, engine_settings
+from xlt.translation.engines.base import EngineSettings, LanguageTokens
 from xlt.weights import log_weights, snapshot
 
 log = logging.getLogger(__name__)
@@ -167,44 +166,28 @@ def _generation_config(model_name_or_path: str, revision: str | None, config: An
 class CT2Translator(LanguageTokens):
     """NLLB / M2M100 through CTranslate2 (see the module docstring for how settings map)."""
 
-    def __init__(
-        self,
-        model_name_or_path: str,
-        revision: str | None = None,
-        batch_size: int = 32,
-        max_batch_tokens: int | None = None,
-        max_input_tokens: int = 256,
-        max_new_tokens: int = 256,
-        max_new_tokens_ratio: float | None = 2.0,
-        num_beams: int = 1,
-        length_penalty: float = 1.0,
-        compute_type: str = "auto",
-        precision: str = "auto",
-        device: str = "auto",
-        lang_code_map: dict[str, str] | None = None,
-        tokenizer: Any = None,
-        intra_threads: int | None = None,
-    ) -> None:
+    def __init__(self, model_name_or_path: str, settings: EngineSettings | None = None, *,
+                 compute_type: str = "auto", tokenizer: Any = None, intra_threads: int | None = None) -> None:
         super().__init__()
         if not available():
             raise ConfigError("translate.engine=ctranslate2 needs the ctranslate2 package: pip install 'xlt[ct2]'")
         import ctranslate2
         from transformers import AutoConfig, AutoTokenizer
 
-        if max_new_tokens < 1:
-            raise ConfigError(f"translate.max_new_tokens must be >= 1, got {max_new_tokens}")
-        with hub_resource("model", model_name_or_path, revision, "translate.model_name_or_path"):
-            config = AutoConfig.from_pretrained(model_name_or_path, revision=revision)
+        self.settings = s = settings or EngineSettings()
+        s.check()
+        with hub_resource("model", model_name_or_path, s.revision, "translate.model_name_or_path"):
+            config = AutoConfig.from_pretrained(model_name_or_path, revision=s.revision)
             if tokenizer is None:
-                tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, revision=revision)
+                tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, revision=s.revision)
         if config.model_type not in MODEL_TYPES:
             raise ConfigError(f"translate.engine=ctranslate2 supports NLLB / M2M100 checkpoints (model_type "
                               f"{'/'.join(MODEL_TYPES)}); {model_name_or_path} is {config.model_type!r}: use engine=hf")
         self.tokenizer = tokenizer
-        self.device, self.device_index = parse_device(device)
-        self.compute_type = resolve_compute_type(compute_type, precision, self.device, self.device_index[0])
-        path = converted_model(model_name_or_path, revision, self.compute_type)
-        log_weights("translate model (ctranslate2)", model_name_or_path, revision)
+        self.device, self.device_index = parse_device(s.device)
+        self.compute_type = resolve_compute_type(compute_type, s.precision, self.device, self.device_index[0])
+        path = converted_model(model_name_or_path, s.revision, self.compute_type)
+        log_weights("translate model (ctranslate2)", model_name_or_path, s.revision)
         if intra_threads is None:
             import torch
 
@@ -212,39 +195,21 @@ class CT2Translator(LanguageTokens):
         self.model = ctranslate2.Translator(str(path), device=self.device, device_index=self.device_index,
                                             compute_type=self.compute_type, intra_threads=intra_threads)
         # One of our batches feeds every GPU: CTranslate2 splits it into max_batch_size pieces.
-        self.replicas = len(self.device_index) if self.device == "cuda" else 1
-        self.batch_size = batch_size * self.replicas
-        self.max_batch_tokens = max_batch_tokens * self.replicas if max_batch_tokens else None
-        self.sub_batch = (max_batch_tokens, "tokens") if max_batch_tokens else (batch_size, "examples")
-        self.max_input_tokens = max_input_tokens
-        self.max_new_tokens = max_new_tokens
-        self.max_new_tokens_ratio = max_new_tokens_ratio
-        self.num_beams = num_beams
-        self.length_penalty = length_penalty
-        self.forced_eos = _generation_config(model_name_or_path, revision, config).forced_eos_token_id is not None
-        self.user_code_map = dict(lang_code_map or {})
-        settings = {
-            "model": str(model_name_or_path),
-            "revision": revision,
-            "max_input_tokens": max_input_tokens,
-            "max_new_tokens": max_new_tokens,
-            "max_new_tokens_ratio": max_new_tokens_ratio,
-            "num_beams": num_beams,
-            "length_penalty": length_penalty,
-            "compute_type": self.compute_type,
-            "ctranslate2": ctranslate2.__version__,
-        }
-        if self.user_code_map:  # the language tokens used: identities without a map stay as they were
-            settings["lang_code_map"] = dict(sorted(self.user_code_map.items()))
-        self.identity = "ct2/" + json.dumps(settings, sort_keys=True)
+        replicas = len(self.device_index) if self.device == "cuda" else 1
+        self.batch_size = s.batch_size * replicas
+        self.max_batch_tokens = s.max_batch_tokens * replicas if s.max_batch_tokens else None
+        self.sub_batch = (s.max_batch_tokens, "tokens") if s.max_batch_tokens else (s.batch_size, "examples")
+        self.forced_eos = _generation_config(model_name_or_path, s.revision, config).forced_eos_token_id is not None
+        identity = s.identity(model_name_or_path, length_penalty=s.length_penalty, compute_type=self.compute_type,
+                              ctranslate2=ctranslate2.__version__)
+        self.identity = "ct2/" + json.dumps(identity, sort_keys=True)
 
     def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
+        s = self.settings
         tok = self.tokenizer
         tok.src_lang = self._model_code(src_lang)
-        ids = tok(texts, truncation=True, max_length=self.max_input_tokens)["input_ids"]
-        limit = self.max_new_tokens
-        if self.max_new_tokens_ratio is not None:
-            limit = min(limit, math.ceil(self.max_new_tokens_ratio * max(map(len, ids))) + 10)
+        ids = tok(texts, truncation=True, max_length=s.max_input_tokens)["input_ids"]
+        limit = s.generation_limit(max(map(len, ids)))
         prefix = tok.convert_ids_to_tokens(self.lang_token_id(tgt_lang))
         size, kind = self.sub_batch
         results = self.model.translate_batch(
@@ -252,9 +217,9 @@ class CT2Translator(LanguageTokens):
             target_prefix=[[prefix]] * len(texts),
             max_batch_size=size,
             batch_type=kind,
-            beam_size=self.num_beams,
+            beam_size=s.num_beams,
             patience=1,
-            length_penalty=self.length_penalty,
+            length_penalty=s.length_penalty,
             sampling_topk=1,
             max_decoding_length=max(1, limit - 1) if self.forced_eos else limit,
             return_scores=False,
@@ -265,5 +230,4 @@ class CT2Translator(LanguageTokens):
 
 def build_ct2_translator(tcfg: Any, **kw: Any) -> CT2Translator:
     """The CTranslate2 translator for ``translate`` config ``tcfg``."""
-    return CT2Translator(tcfg.model_name_or_path, compute_type=tcfg.compute_type, **engine_settings(tcfg), **kw)
-
+    return CT2Translator(tcfg.model_name_or_path, EngineSettings.from_cfg(tcfg), compute_type=tcfg.compute_type, **kw)

@@ -1,5 +1,11 @@
-"""The translator a ``translate`` config selects: echo, or an NLLB / M2M100 checkpoint on the engine that
-``translate.engine`` names (``auto``: :func:`xlt.translation.ct2.resolve_engine`)."""
+"""The MT engines and the translator a ``translate`` config selects: echo, or an NLLB / M2M100 checkpoint
+on the engine that ``translate.engine`` names (``auto``: :func:`xlt.translation.engines.ct2.resolve_engine`).
+
+* :mod:`~xlt.translation.engines.base` the translator interface, :class:`EngineSettings` (the settings
+  both engines take), language tokens, length-sorted batching, the deterministic ``echo`` translator;
+* :mod:`~xlt.translation.engines.hf`   ``translate.engine=hf``: transformers' ``generate``;
+* :mod:`~xlt.translation.engines.ct2`  ``translate.engine=ctranslate2``: the converted checkpoint.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +13,16 @@ import logging
 from typing import Any
 
 from xlt.errors import ConfigError
-from xlt.translation import ct2
-from xlt.translation.translator import (
-    EchoTranslator,
-    HFSeq2SeqTranslator,
-    Translator,
-    engine_settings,
-    pick_device,
-    pick_dtype,
-)
+from xlt.translation.engines import ct2
+from xlt.translation.engines.base import EchoTranslator, EngineSettings, Translator, pick_device, pick_dtype
+from xlt.translation.engines.hf import HFSeq2SeqTranslator
 
 log = logging.getLogger(__name__)
 
 
 def build_translator(tcfg: Any) -> Translator:
     """The translator that ``translate`` config ``tcfg`` selects (``kind``: "hf" or "echo"; for "hf",
-    ``engine``: "hf", "ctranslate2" or "auto", see :func:`xlt.translation.ct2.resolve_engine`)."""
+    ``engine``: "hf", "ctranslate2" or "auto", see :func:`xlt.translation.engines.ct2.resolve_engine`)."""
     kind = tcfg.kind
     if kind == "echo":
         return EchoTranslator(batch_size=tcfg.batch_size, max_batch_tokens=tcfg.max_batch_tokens)
@@ -34,7 +34,7 @@ def build_translator(tcfg: Any) -> Translator:
         if tcfg.compute_type != "auto":
             raise ConfigError(f"translate.compute_type={tcfg.compute_type} needs engine ctranslate2, but "
                               f"translate.engine={tcfg.engine} resolved to hf (is ctranslate2 installed?)")
-        return HFSeq2SeqTranslator(tcfg.model_name_or_path, **engine_settings(tcfg))
+        return HFSeq2SeqTranslator(tcfg.model_name_or_path, EngineSettings.from_cfg(tcfg))
     raise ConfigError(f"translate.kind must be 'hf' or 'echo', got {kind!r}")
 
 

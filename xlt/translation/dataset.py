@@ -18,9 +18,9 @@ from datasets import Dataset, Features, Value
 
 from xlt.progress import progress_bar
 from xlt.translation.cache import TranslationCache
+from xlt.translation.engines.base import Translator
 from xlt.translation.quality import QualityStats, check_segment
 from xlt.translation.segment import Segmented, join_sentences, segment_passage
-from xlt.translation.translator import Translator
 
 log = logging.getLogger(__name__)
 
