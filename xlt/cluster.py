@@ -6,6 +6,12 @@ N-th run (1-based), one argument per line, for sbatch array scripts; ``count FIL
 of runs; ``recipes FILE`` the distinct recipes; ``rundirs FILE [overrides]`` the run directories; ``stages +recipe=NAME [overrides]`` the stages a run
 has (one per line).
 
+The preemption record: once a preempted run's checkpoint is complete, rank 0 writes ``preempted.json``
+into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there too: slurm/common.sh
+sets it). Launchers rewrite exit statuses (``accelerate launch`` and ``torchrun`` turn 75 into 1), a file
+they cannot rewrite: slurm/common.sh requeues when the record exists, whatever the status. A run that
+starts again removes the run directory's record.
+
 Preemption (docs/preemption.md): SLURM sends ``USR1`` to the batch shell (``#SBATCH --signal=B:USR1@300``)
 before the time limit; the sbatch script's trap (slurm/common.sh) sends ``TERM`` to the command it runs:
 python itself, or ``accelerate launch`` / ``srun``, whose torch-elastic agent forwards ``TERM`` (only
@@ -109,6 +115,41 @@ def recipe_of(args: list[str]) -> str:
 
 # -- preemption ---------------------------------------------------------------------------------------
 
+PREEMPTION_FILE = "preempted.json"
+RECORD_ENV = "XLT_PREEMPTION_RECORD"
+
+
+def record_preemption(run_path: str | os.PathLike[str] | None, reason: str) -> list[Path]:
+    """Write the preemption record (see the module docstring) into the run directory and to
+    ``$XLT_PREEMPTION_RECORD``; return the files written. A record that cannot be written is logged: the
+    exit status (75) still says it, where no launcher rewrites it."""
+    import socket
+    import time
+
+    from xlt.files import atomic_write_json
+    from xlt.lock import slurm_identity
+
+    record = {"preempted": True, "reason": reason, "signal": preemption_requested(), "time": time.time(),
+              "host": socket.gethostname(), "pid": os.getpid(), "slurm": slurm_identity(),
+              "run": str(run_path) if run_path is not None else None, "exit_status": REQUEUE_EXIT}
+    targets = [Path(run_path) / PREEMPTION_FILE] if run_path is not None else []
+    if os.environ.get(RECORD_ENV):
+        targets.append(Path(os.environ[RECORD_ENV]))
+    written = []
+    for path in targets:
+        try:
+            atomic_write_json(path, record)
+            written.append(path)
+        except OSError as err:  # WriteError: an XltError and an OSError
+            log.warning("could not write the preemption record: %s", err)
+    return written
+
+
+def clear_preemption(run_path: str | os.PathLike[str]) -> None:
+    """A run starts: the run directory's preemption record of an earlier run is history."""
+    (Path(run_path) / PREEMPTION_FILE).unlink(missing_ok=True)
+
+
 _requested: dict[str, Any] = {"signal": None}
 _active_callbacks: list[Any] = []
 
@@ -181,6 +222,7 @@ def checkpoint_callback() -> Any:
                     _requested["signal"] = "a signal to another rank"
                     log.warning("another rank was asked to stop: saving a checkpoint at step %d", state.global_step)
                 control.should_save = True
+                control.should_log = True  # the checkpoint's log history covers every step (see checkpoints.py)
             return control
 
         def on_save(self, args, state, control, **kwargs):
