@@ -20,8 +20,8 @@ TERM/INT/HUP/QUIT are handled there) to every worker. :func:`install_signal_hand
 the current optimizer step. Under several ranks the request is reduced across them at every step end
 (``all_reduce`` MAX of the local flag), so every rank saves at the same step, even when the signal reached
 only some of them or at different steps; one full checkpoint is written with its completeness record, then
-every rank stops with :class:`Preempted`, and the entry points exit with :data:`REQUEUE_EXIT` (the status
-slurm/common.sh requeues on). Outside training (no callback active) the signal raises :class:`Preempted`
+every rank stops with :class:`Preempted`, rank 0 writes the preemption record and the entry points exit with
+:data:`REQUEUE_EXIT` (slurm/common.sh requeues on either). Outside training (no callback active) the signal raises :class:`Preempted`
 at once; every stage writes atomically and resumes, so nothing is lost but the unfinished item. Workers of
 a launcher die with it (:func:`die_with_launcher`: ``PR_SET_PDEATHSIG`` = TERM, so a launcher killed by
 any signal still gets its workers' checkpoint, and none outlives it holding the run's lock).

@@ -4,6 +4,7 @@ a file, a tokenization cache left truncated beside the training set."""
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import subprocess
 from pathlib import Path
@@ -35,7 +36,6 @@ SETTINGS = {"training.max_steps": 10, "training.eval_steps": 5, "training.loggin
 def test_train_loss_after_a_resume_is_the_uninterrupted_runs(tmp_path):
     """The Trainer's ``training_loss`` of a resumed run averages the steps since the resume only (step 7
     here); train_metrics.json's ``train_loss`` is over every step, as in the uninterrupted run."""
-    import json
 
     full = RunDir(tmp_path / "full")
     write_train_set(full, 160, 16)
@@ -84,7 +84,7 @@ def _checkpoint(folder: Path, step: int) -> None:
     ckpt.mkdir(parents=True)
     for name in ("model.safetensors", "optimizer.pt", "scheduler.pt", "rng_state.pth"):
         (ckpt / name).write_bytes(b"x" * step)
-    (ckpt / "trainer_state.json").write_text('{"global_step": %d, "log_history": []}' % step)
+    (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
     ck.mark_complete(ckpt)
 
 

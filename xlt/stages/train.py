@@ -42,7 +42,13 @@ from xlt.training.checkpoints import best_problem, completeness_callback, newest
 from xlt.training.data import load_training_set, rows_by_language, tokenized_splits
 from xlt.training.launch import quiet_deepspeed_deprecations, report_launch
 from xlt.training.lora import BASE_SUBDIR, merge_and_save, point_adapter_at_base, wrap_lora
-from xlt.training.trainer import best_step, make_trainer, mean_train_loss, metrics_history, release_training_state
+from xlt.training.trainer import (
+    best_step,
+    make_trainer,
+    mean_train_loss,
+    metrics_history,
+    release_training_state,
+)
 
 log = logging.getLogger("xlt.training")
 
