@@ -17,6 +17,7 @@ from xlt import lock as xlock
 from xlt.lock import RunLock, RunLockedError
 
 OTHER_HOST = "node-17"
+SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_RESTART_COUNT")
 
 
 def _holder(tmp_path, **fields) -> tuple:
@@ -31,7 +32,7 @@ def _holder(tmp_path, **fields) -> tuple:
 
 def _slurm(monkeypatch, job: str, restart: str | None, array: tuple[str, str] | None = ("555", "3")) -> None:
     """The variables SLURM sets in a job (SLURM_RESTART_COUNT only from the first requeue on)."""
-    for key in xlock.SLURM_KEYS:
+    for key in SLURM_KEYS:
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("SLURM_JOB_ID", job)
     if array:
@@ -69,7 +70,7 @@ def test_a_live_holder_on_another_host_that_is_not_this_jobs_predecessor_is_kept
 def test_a_holder_on_another_host_whose_lease_expired_is_taken_over(tmp_path, monkeypatch, caplog):
     now = time.time()
     path, _ = _holder(tmp_path, heartbeat=now - 700, expires=now - 100)
-    for key in xlock.SLURM_KEYS:
+    for key in SLURM_KEYS:
         monkeypatch.delenv(key, raising=False)
     with caplog.at_level(logging.WARNING, logger="xlt.lock"), RunLock(tmp_path):
         assert json.loads(path.read_text())["host"] != OTHER_HOST

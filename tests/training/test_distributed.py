@@ -314,8 +314,9 @@ def _same_bytes(run: RunDir, reference: RunDir) -> bool:
 
 
 # The mean training loss of a resumed run against the uninterrupted one: the Trainer's float32 loss
-# accumulator is reset at other steps (at the preemption's save), so the sums differ in their last bits
-# (relative 1e-7 measured); the since-resume average the Trainer reports differs by ~1e-4.
+# accumulator is reset at other steps (at the preemption's save), so the sums may differ in their last bits
+# (6 sums of float32: within 1e-6). The case where the since-resume mean is far off is
+# tests/training/test_resume_faults.py (a learning rate at which the loss moves).
 TRAIN_LOSS_REL = 2e-6
 
 
@@ -379,7 +380,8 @@ def test_torchrun_preemption_is_requeued_and_a_prune_that_cannot_delete_does_not
     # checkpoint-4 is pruned at the save of step 6: it is never the best (no evaluation at step 4).
     with undeletable(run.checkpoints / f"checkpoint-{PAUSE_AT}" / ".nfs0000000000a1b2c3"):
         rerun = _rerun(tmp_path, _torchrun(2), "training.save_total_limit=1")
-    assert "could not delete" in rerun.stderr and "training goes on" in rerun.stderr
+    logs = rerun.stdout + rerun.stderr  # Hydra's log handler writes to stdout
+    assert "could not delete" in logs and "training goes on" in logs
     m = _metrics(run)
     assert m["resumed_from"].endswith(f"checkpoint-{PAUSE_AT}") and m["global_step"] == STEPS
     assert _same_bytes(run, ddp_pipeline)
@@ -395,8 +397,10 @@ def test_a_requeued_job_on_another_host_takes_over_its_lock_and_finishes(tmp_pat
         pytest.skip("unshare -u (a UTS namespace for another host name) is not permitted here")
     slurm = {"SLURM_JOB_ID": "557", "SLURM_ARRAY_JOB_ID": "550", "SLURM_ARRAY_TASK_ID": "7"}
     on_node17 = ["unshare", "-u", "bash", "-c", 'hostname node-17 && exec "$@"', "node-17"]
-    job, _ = _start_paused(tmp_path, [*on_node17, *_accelerate(2, "--multi_gpu"), "-m", "xlt.train", *ARGS,
-                                      f"run_root={tmp_path}"], slurm)
+    job, pids = _start_paused(tmp_path, [*on_node17, *_accelerate(2, "--multi_gpu"), "-m", "xlt.train", *ARGS,
+                                         f"run_root={tmp_path}"], slurm)
+    for pid in pids:  # every process of the job, as SLURM kills a job (the workers have their own session)
+        os.kill(pid, signal.SIGKILL)
     os.killpg(job.pid, signal.SIGKILL)
     job.wait(timeout=60)
     run = RunDir(tmp_path / run_name(ARGS))
@@ -410,7 +414,7 @@ def test_a_requeued_job_on_another_host_takes_over_its_lock_and_finishes(tmp_pat
     assert f"rm '{run.path / 'locks' / 'run.json'}'" in other.stderr
 
     requeued = _rerun(tmp_path, _accelerate(2, "--multi_gpu"), env={**slurm, "SLURM_RESTART_COUNT": "1"})
-    assert "an earlier incarnation of this SLURM job 557" in requeued.stderr
+    assert "an earlier incarnation of this SLURM job 557" in requeued.stdout + requeued.stderr
     m = _metrics(run)
     assert m["resumed_from"].endswith("checkpoint-3") and m["global_step"] == STEPS
     assert _same_bytes(run, ddp_pipeline)
