@@ -271,6 +271,19 @@ def test_a_preemption_record_requeues_whatever_status_the_launcher_returns(tmp_p
     assert not Path(written[0]).exists()  # consumed: the next command of the job starts without one
 
 
+def test_under_submitit_the_job_that_wrote_a_preemption_record_requeues_itself(tmp_path):
+    """Hydra's slurm launcher (submitit): no batch shell of xlt's reads the record; rank 0 requeues the job
+    as submitit's own preemption handler does."""
+    child = ("import sys\nfrom xlt.cluster import record_preemption, requeue_under_submitit\n"
+             f"sys.exit(0 if requeue_under_submitit(record_preemption({str(tmp_path)!r}, 'SIGUSR1 received')) else 1)\n")
+    env = {**os.environ, "PATH": f"{stub_bin(tmp_path)}:{os.environ['PATH']}", "PYTHONPATH": str(REPO),
+           "SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "4243", "SLURM_ARRAY_JOB_ID": "4240", "SLURM_ARRAY_TASK_ID": "3"}
+    proc = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "scontrol requeue 4240_3" in (tmp_path / "calls.log").read_text()
+    assert json.loads((tmp_path / "preempted.json").read_text())["slurm"]["array_task_id"] == "3"
+
+
 def test_without_a_preemption_record_a_failed_launch_is_not_requeued(tmp_path):
     proc = _start(tmp_path, "import sys; sys.exit(1)", XLT_RECORD_DIR=str(tmp_path / "records"))
     out, _ = proc.communicate(timeout=60)

@@ -28,6 +28,7 @@ from xlt.cluster import (
     die_with_launcher,
     install_signal_handlers,
     record_preemption,
+    requeue_under_submitit,
 )
 from xlt.config import CONF_DIR
 from xlt.config.overrides import check_overrides, check_parsable, entry_overrides, new_entries, override_form
@@ -140,7 +141,7 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
         except Preempted as err:
             _leave_process_group()
             if is_main_process():  # every rank is past the checkpoint's record (a barrier): rank 0 says so
-                record_preemption(run.path if run is not None else None, str(err))
+                requeue_under_submitit(record_preemption(run.path if run is not None else None, str(err)))
             print(f"\nxlt: preempted ({err}); rerun the same command to resume (exit status {REQUEUE_EXIT}, and "
                   f"the record {PREEMPTION_FILE}: slurm/common.sh requeues the job).", file=sys.stderr)
             sys.exit(REQUEUE_EXIT)

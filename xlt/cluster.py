@@ -9,7 +9,9 @@ has (one per line).
 The preemption record: once a preempted run's checkpoint is complete, rank 0 writes ``preempted.json``
 into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there too: slurm/common.sh
 sets it). Launchers rewrite exit statuses (``accelerate launch`` and ``torchrun`` turn 75 into 1), a file
-they cannot rewrite: slurm/common.sh requeues when the record exists, whatever the status. A run that
+they cannot rewrite: slurm/common.sh requeues when the record exists, whatever the status; under submitit
+(Hydra's ``slurm`` launcher) rank 0 requeues its job itself once the record is written
+(:func:`requeue_under_submitit`). A run that
 starts again removes the run directory's record.
 
 Preemption (docs/preemption.md): SLURM sends ``USR1`` to the batch shell (``#SBATCH --signal=B:USR1@300``)
@@ -143,6 +145,25 @@ def record_preemption(run_path: str | os.PathLike[str] | None, reason: str) -> l
         except OSError as err:  # WriteError: an XltError and an OSError
             log.warning("could not write the preemption record: %s", err)
     return written
+
+
+def requeue_under_submitit(written: list[Path]) -> bool:
+    """Under submitit's SLURM executor (Hydra's ``slurm`` launcher), the job that wrote a preemption record
+    is requeued here, as submitit's own preemption handler does (``scontrol requeue <job>``): the entry point
+    then exits without a result, so the requeued job runs the same submission and resumes. True: requeued."""
+    if os.environ.get("SUBMITIT_EXECUTOR") != "slurm" or not written:
+        return False
+    try:
+        import submitit
+
+        env = submitit.JobEnvironment()
+        env._requeue(0)  # what submitit's SignalHandler calls after a checkpoint (SlurmJobEnvironment)
+    except Exception as err:  # noqa: BLE001 - scontrol missing or refusing: the run resumes when rerun by hand
+        log.warning("could not requeue the submitit job after the preemption (%s: %s); rerun it to resume",
+                    type(err).__name__, err)
+        return False
+    log.warning("preempted: submitit job %s requeued", env.job_id)
+    return True
 
 
 def clear_preemption(run_path: str | os.PathLike[str]) -> None:
