@@ -7,14 +7,18 @@
 #                                 to every worker; the agent handles TERM but not USR1), waits up to
 #                                 XLT_GRACE seconds for it, then `scontrol requeue`s the job.
 #
-# xlt treats TERM like USR1: every rank saves one checkpoint at the same step, then exits with status 75,
-# which is requeued too (a signal delivered to the processes directly). The requeued job runs the same
-# command; finished stages are skipped and training resumes from its last checkpoint. A TERM to the
-# batch shell itself (scancel, preemption) is forwarded, without requeueing. See docs/preemption.md.
+# xlt treats TERM like USR1: every rank saves one checkpoint at the same step, rank 0 writes the preemption
+# record (the file $XLT_PREEMPTION_RECORD, set here for each command) once that checkpoint is complete, and
+# every rank exits with status 75. A command that leaves the record is requeued too (a signal delivered
+# to the processes directly), whatever its exit status: `accelerate launch` and `torchrun` turn the
+# workers' 75 into 1. The requeued job runs the same command; finished stages are skipped and training
+# resumes from its last checkpoint. A TERM to the batch shell itself (scancel, preemption) is forwarded,
+# without requeueing. See docs/preemption.md.
 #
 # Knobs (environment variables): XLT_PYTHON (python executable), XLT_SETUP (a file sourced first:
 # module load / conda activate), XLT_GRACE (seconds to wait after USR1, default 240), XLT_DRY_RUN=1
-# (print the commands instead of running them).
+# (print the commands instead of running them), XLT_RECORD_DIR (a folder every node sees, for the preemption
+# records; default slurm-logs/ in the submission folder, $TMPDIR outside SLURM).
 
 set -uo pipefail
 
@@ -56,6 +60,11 @@ xlt_exec() {
         printf 'XLT_CMD'; printf ' %q' "$@"; printf '\n'
         return 0
     fi
+    local record_dir="${XLT_RECORD_DIR:-${SLURM_SUBMIT_DIR:+$SLURM_SUBMIT_DIR/slurm-logs}}"
+    record_dir="${record_dir:-${TMPDIR:-/tmp}}"
+    mkdir -p "$record_dir"
+    export XLT_PREEMPTION_RECORD="$record_dir/.xlt-preempted-${SLURM_JOB_ID:-local}-${SLURM_RESTART_COUNT:-0}-$$-${RANDOM}.json"
+    rm -f "$XLT_PREEMPTION_RECORD"
     "$@" &
     XLT_CHILD=$!
     trap xlt_on_usr1 USR1
@@ -77,8 +86,12 @@ xlt_exec() {
         wait "$XLT_CHILD" 2>/dev/null; rc=$?
     fi
     trap - USR1 TERM
-    if [[ "$rc" == "$XLT_REQUEUE_EXIT" && "$XLT_TERMINATED" == 0 ]]; then
-        XLT_REQUEUE=1  # preempted by a signal delivered to the processes themselves: checkpoint written
+    if [[ -f "$XLT_PREEMPTION_RECORD" ]]; then
+        xlt_log "preemption record $XLT_PREEMPTION_RECORD: $(tr -d '\n' < "$XLT_PREEMPTION_RECORD" | cut -c1-300)"
+        rm -f "$XLT_PREEMPTION_RECORD"
+        [[ "$XLT_TERMINATED" == 0 ]] && XLT_REQUEUE=1  # preempted, checkpoint complete: whatever the launcher's status
+    elif [[ "$rc" == "$XLT_REQUEUE_EXIT" && "$XLT_TERMINATED" == 0 ]]; then
+        XLT_REQUEUE=1  # exit 75 without a record (it could not be written): checkpoint written all the same
     fi
     if [[ "$XLT_REQUEUE" == 1 && -n "${SLURM_JOB_ID:-}" ]]; then
         xlt_log "requeueing job ${SLURM_JOB_ID} (exit status of the command: $rc)"

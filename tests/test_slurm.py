@@ -4,6 +4,7 @@ SLURM tools on PATH), and the USR1 -> forward -> requeue handler with real signa
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shlex
@@ -247,6 +248,46 @@ def test_the_requeue_status_of_a_run_preempted_directly_requeues(tmp_path):
     proc = _start(tmp_path, "import sys; sys.exit(75)")
     out, _ = proc.communicate(timeout=60)
     assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text() and "rc=0" in out
+
+
+RECORDING_CHILD = """
+import json, os, sys
+from xlt.cluster import record_preemption
+written = record_preemption(None, "SIGUSR1 received; checkpoint saved at step 4")
+json.dump([str(p) for p in written], open(os.path.join(sys.argv[1], "written.json"), "w"))
+sys.exit(1)  # what accelerate launch and torchrun return when their workers exit 75
+"""
+
+
+def test_a_preemption_record_requeues_whatever_status_the_launcher_returns(tmp_path):
+    """accelerate launch and torchrun turn the workers' 75 into 1: the record rank 0 leaves decides."""
+    proc = _start(tmp_path, RECORDING_CHILD, XLT_RECORD_DIR=str(tmp_path / "records"),
+                  PYTHONPATH=str(REPO))
+    out, err = proc.communicate(timeout=120)
+    written = json.loads((tmp_path / "written.json").read_text())
+    assert len(written) == 1 and Path(written[0]).parent == tmp_path / "records", written
+    assert "preemption record" in err and "checkpoint saved at step 4" in err, err
+    assert "scontrol requeue 4242" in (tmp_path / "calls.log").read_text() and "rc=0" in out
+    assert not Path(written[0]).exists()  # consumed: the next command of the job starts without one
+
+
+def test_under_submitit_the_job_that_wrote_a_preemption_record_requeues_itself(tmp_path):
+    """Hydra's slurm launcher (submitit): no batch shell of xlt's reads the record; rank 0 requeues the job
+    as submitit's own preemption handler does."""
+    child = ("import sys\nfrom xlt.cluster import record_preemption, requeue_under_submitit\n"
+             f"sys.exit(0 if requeue_under_submitit(record_preemption({str(tmp_path)!r}, 'SIGUSR1 received')) else 1)\n")
+    env = {**os.environ, "PATH": f"{stub_bin(tmp_path)}:{os.environ['PATH']}", "PYTHONPATH": str(REPO),
+           "SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "4243", "SLURM_ARRAY_JOB_ID": "4240", "SLURM_ARRAY_TASK_ID": "3"}
+    proc = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "scontrol requeue 4240_3" in (tmp_path / "calls.log").read_text()
+    assert json.loads((tmp_path / "preempted.json").read_text())["slurm"]["array_task_id"] == "3"
+
+
+def test_without_a_preemption_record_a_failed_launch_is_not_requeued(tmp_path):
+    proc = _start(tmp_path, "import sys; sys.exit(1)", XLT_RECORD_DIR=str(tmp_path / "records"))
+    out, _ = proc.communicate(timeout=60)
+    assert "rc=1" in out and not (tmp_path / "calls.log").exists()
 
 
 def test_a_term_to_the_batch_shell_is_forwarded_without_requeue(tmp_path):

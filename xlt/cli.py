@@ -19,9 +19,19 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from xlt import config as xcfg
-from xlt.cluster import REQUEUE_EXIT, SIGNALS, Preempted, die_with_launcher, install_signal_handlers
+from xlt.cluster import (
+    PREEMPTION_FILE,
+    REQUEUE_EXIT,
+    SIGNALS,
+    Preempted,
+    clear_preemption,
+    die_with_launcher,
+    install_signal_handlers,
+    record_preemption,
+    requeue_under_submitit,
+)
 from xlt.config import CONF_DIR
-from xlt.config.overrides import check_overrides, entry_overrides, new_entries
+from xlt.config.overrides import check_overrides, check_parsable, entry_overrides, new_entries, override_form
 from xlt.contract import run_stages
 from xlt.errors import XltError
 from xlt.lock import RunLock, lock_name
@@ -99,13 +109,14 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
 
     @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
     def _hydra_main(cfg: DictConfig) -> None:
-        _setup_logging()
-        # SLURM warns with USR1 before the time limit: checkpoint, stop, and let the requeued job resume.
-        # Under submitit, TERM is left to submitit's own handler.
-        install_signal_handlers(("SIGUSR1",) if os.environ.get("SUBMITIT_EXECUTOR") else SIGNALS)
-        if world_size() > 1:
-            die_with_launcher()
-        try:
+        run = None
+        try:  # from the first line: a stop signal (or a launcher already dead) takes the exit-75 path
+            _setup_logging()
+            # SLURM warns with USR1 before the time limit: checkpoint, stop, and let the requeued job resume.
+            # Under submitit, TERM is left to submitit's own handler.
+            install_signal_handlers(("SIGUSR1",) if os.environ.get("SUBMITIT_EXECUTOR") else SIGNALS)
+            if world_size() > 1:
+                die_with_launcher()
             validated, run = resolve_run(cfg, default_stages)
             stages = list(default_stages) if default_stages is not None else list(validated.stages)
             log.info("run directory: %s (world size %d)", run.path, world_size())
@@ -116,16 +127,23 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
 
             rank = int(os.environ.get("RANK", "0"))
             with RunLock(run.path, lock_name(validated), rank=rank) as lock:
+                if is_main_process():
+                    clear_preemption(run.path)
                 ran = run_stages(validated, run, stages, on_first_run=write_config, launch=lock.owner)
                 if is_main_process():
                     _record_call(run, stages, ran)
+                    if "train" in ran and run.model.exists():  # a path with '=' and ',': quoted as it is typed
+                        log.info("trained model: %s; to score it from another run: %s", run.model,
+                                 override_form("eval.model", run.model))
         except XltError as err:
             if not _multirun_continues(cfg, err):
                 _fail(err)
         except Preempted as err:
             _leave_process_group()
-            print(f"\nxlt: preempted ({err}); rerun the same command to resume (exit status {REQUEUE_EXIT}: "
-                  "slurm/common.sh requeues the job).", file=sys.stderr)
+            if is_main_process():  # every rank is past the checkpoint's record (a barrier): rank 0 says so
+                requeue_under_submitit(record_preemption(run.path if run is not None else None, str(err)))
+            print(f"\nxlt: preempted ({err}); rerun the same command to resume (exit status {REQUEUE_EXIT}, and "
+                  f"the record {PREEMPTION_FILE}: slurm/common.sh requeues the job).", file=sys.stderr)
             sys.exit(REQUEUE_EXIT)
         except KeyboardInterrupt:
             print("\nxlt: interrupted; rerun the same command to resume.", file=sys.stderr)
@@ -136,7 +154,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
         # command line gets a clear message (and a secret never reaches the run directory's name).
         overrides = [a for a in sys.argv[1:] if "=" in a and not a.startswith("-")]
         try:
-            check_overrides(overrides)
+            check_overrides(overrides)  # first: a secret on the command line is never echoed
+            check_parsable(overrides)
         except XltError as err:
             _fail(err)
         xcfg.register(new_entries(overrides))  # a benchmark entry added on the command line

@@ -6,6 +6,14 @@ N-th run (1-based), one argument per line, for sbatch array scripts; ``count FIL
 of runs; ``recipes FILE`` the distinct recipes; ``rundirs FILE [overrides]`` the run directories; ``stages +recipe=NAME [overrides]`` the stages a run
 has (one per line).
 
+The preemption record: once a preempted run's checkpoint is complete, rank 0 writes ``preempted.json``
+into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there too: slurm/common.sh
+sets it). Launchers rewrite exit statuses (``accelerate launch`` and ``torchrun`` turn 75 into 1), a file
+they cannot rewrite: slurm/common.sh requeues when the record exists, whatever the status; under submitit
+(Hydra's ``slurm`` launcher) rank 0 requeues its job itself once the record is written
+(:func:`requeue_under_submitit`). A run that
+starts again removes the run directory's record.
+
 Preemption (docs/preemption.md): SLURM sends ``USR1`` to the batch shell (``#SBATCH --signal=B:USR1@300``)
 before the time limit; the sbatch script's trap (slurm/common.sh) sends ``TERM`` to the command it runs:
 python itself, or ``accelerate launch`` / ``srun``, whose torch-elastic agent forwards ``TERM`` (only
@@ -14,8 +22,8 @@ TERM/INT/HUP/QUIT are handled there) to every worker. :func:`install_signal_hand
 the current optimizer step. Under several ranks the request is reduced across them at every step end
 (``all_reduce`` MAX of the local flag), so every rank saves at the same step, even when the signal reached
 only some of them or at different steps; one full checkpoint is written with its completeness record, then
-every rank stops with :class:`Preempted`, and the entry points exit with :data:`REQUEUE_EXIT` (the status
-slurm/common.sh requeues on). Outside training (no callback active) the signal raises :class:`Preempted`
+every rank stops with :class:`Preempted`, rank 0 writes the preemption record and the entry points exit with
+:data:`REQUEUE_EXIT` (slurm/common.sh requeues on either). Outside training (no callback active) the signal raises :class:`Preempted`
 at once; every stage writes atomically and resumes, so nothing is lost but the unfinished item. Workers of
 a launcher die with it (:func:`die_with_launcher`: ``PR_SET_PDEATHSIG`` = TERM, so a launcher killed by
 any signal still gets its workers' checkpoint, and none outlives it holding the run's lock).
@@ -109,6 +117,60 @@ def recipe_of(args: list[str]) -> str:
 
 # -- preemption ---------------------------------------------------------------------------------------
 
+PREEMPTION_FILE = "preempted.json"
+RECORD_ENV = "XLT_PREEMPTION_RECORD"
+
+
+def record_preemption(run_path: str | os.PathLike[str] | None, reason: str) -> list[Path]:
+    """Write the preemption record (see the module docstring) into the run directory and to
+    ``$XLT_PREEMPTION_RECORD``; return the files written. A record that cannot be written is logged: the
+    exit status (75) still says it, where no launcher rewrites it."""
+    import socket
+    import time
+
+    from xlt.files import atomic_write_json
+    from xlt.lock import slurm_identity
+
+    record = {"preempted": True, "reason": reason, "signal": preemption_requested(), "time": time.time(),
+              "host": socket.gethostname(), "pid": os.getpid(), "slurm": slurm_identity(),
+              "run": str(run_path) if run_path is not None else None, "exit_status": REQUEUE_EXIT}
+    targets = [Path(run_path) / PREEMPTION_FILE] if run_path is not None else []
+    if os.environ.get(RECORD_ENV):
+        targets.append(Path(os.environ[RECORD_ENV]))
+    written = []
+    for path in targets:
+        try:
+            atomic_write_json(path, record)
+            written.append(path)
+        except OSError as err:  # WriteError: an XltError and an OSError
+            log.warning("could not write the preemption record: %s", err)
+    return written
+
+
+def requeue_under_submitit(written: list[Path]) -> bool:
+    """Under submitit's SLURM executor (Hydra's ``slurm`` launcher), the job that wrote a preemption record
+    is requeued here, as submitit's own preemption handler does (``scontrol requeue <job>``): the entry point
+    then exits without a result, so the requeued job runs the same submission and resumes. True: requeued."""
+    if os.environ.get("SUBMITIT_EXECUTOR") != "slurm" or not written:
+        return False
+    try:
+        import submitit
+
+        env = submitit.JobEnvironment()
+        env._requeue(0)  # what submitit's SignalHandler calls after a checkpoint (SlurmJobEnvironment)
+    except Exception as err:  # noqa: BLE001 - scontrol missing or refusing: the run resumes when rerun by hand
+        log.warning("could not requeue the submitit job after the preemption (%s: %s); rerun it to resume",
+                    type(err).__name__, err)
+        return False
+    log.warning("preempted: submitit job %s requeued", env.job_id)
+    return True
+
+
+def clear_preemption(run_path: str | os.PathLike[str]) -> None:
+    """A run starts: the run directory's preemption record of an earlier run is history."""
+    (Path(run_path) / PREEMPTION_FILE).unlink(missing_ok=True)
+
+
 _requested: dict[str, Any] = {"signal": None}
 _active_callbacks: list[Any] = []
 
@@ -181,6 +243,7 @@ def checkpoint_callback() -> Any:
                     _requested["signal"] = "a signal to another rank"
                     log.warning("another rank was asked to stop: saving a checkpoint at step %d", state.global_step)
                 control.should_save = True
+                control.should_log = True  # the checkpoint's log history covers every step (see checkpoints.py)
             return control
 
         def on_save(self, args, state, control, **kwargs):

@@ -65,7 +65,16 @@ WAIT_POLL_S = 2.0
 
 
 def _local(path: Any) -> str | None:
-    return path_fingerprint(path) if path and Path(str(path)).expanduser().exists() else None
+    """Fingerprint of a local input (None when absent); a file in it that the OS cannot open (a symbolic-link
+    loop, no permission) is a :class:`DataError` naming it."""
+    if not (path and Path(str(path)).expanduser().exists()):
+        return None
+    try:
+        return path_fingerprint(path)
+    except OSError as err:
+        bad = err.filename or path
+        raise DataError(f"{bad}: cannot be read ({err.strerror or err}), an input of this run ({path}); replace it "
+                        "with the data file (a symbolic link must point at a readable file) or remove it") from None
 
 
 # --- file inputs of each stage -------------------------------------------------------------------

@@ -48,6 +48,46 @@ def check_overrides(overrides: list[str]) -> None:
                               "is a Source subclass in an installed package's entry point group 'xlt.sources')")
 
 
+# Characters of a value that Hydra's override grammar reads as syntax unless the value is quoted.
+_HYDRA_SPECIAL = set("=,[]{}()'\" \\$:*?<>!&|;#~`%@")
+_SHELL_SAFE_IN_DOUBLE_QUOTES = set('"$`\\!')
+
+
+def override_form(key: str, value: object) -> str:
+    """``key=value`` as typed on a shell command line so that both the shell and Hydra read ``value`` as it
+    is: a value with characters Hydra's grammar reads (``=`` and ``,`` of xlt's run-directory names, spaces,
+    brackets) is quoted for Hydra and the shell, e.g. ``"eval.model='runs/demo/a=1,b=2/model'"``."""
+    text = str(value)
+    if not set(text) & _HYDRA_SPECIAL:
+        return f"{key}={text}"
+    inner = text.replace("\\", "\\\\").replace("'", "\\'")
+    hydra = f"{key}='{inner}'"
+    if set(hydra) & _SHELL_SAFE_IN_DOUBLE_QUOTES:
+        import shlex
+
+        return shlex.quote(hydra)
+    return f'"{hydra}"'
+
+
+def check_parsable(overrides: list[str]) -> None:
+    """Raise :class:`ConfigError` for an override Hydra's grammar cannot parse, with the quoted form to type
+    (a path copied from xlt's run directories holds ``=`` and ``,``: unquoted, Hydra stops at them)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    parser = OverridesParser.create()
+    for ov in overrides:
+        try:
+            parser.parse_overrides([ov])
+        except OverrideParseException as err:
+            key, _, value = ov.partition("=")
+            why = str(err).splitlines()[0]
+            raise ConfigError(
+                f"the override {ov!r} cannot be parsed ({why}): its value holds characters Hydra reads as syntax "
+                f"({', '.join(repr(c) for c in sorted(set(value) & _HYDRA_SPECIAL)) or 'see above'}). Quote the "
+                f"value for Hydra, inside shell quotes:\n    {override_form(key, value)}") from None
+
+
 # Sections that are dicts of entries: a command line may add an entry (``+eval.benchmarks.NAME.kind=KIND``).
 _ENTRY_SECTIONS = ("eval.benchmarks", "data.sources")
 _NEW_ENTRY = re.compile(r"^\+{0,2}(" + "|".join(re.escape(s) for s in _ENTRY_SECTIONS) + r")\.([^.=]+)\.[^=]+=")

@@ -42,7 +42,13 @@ from xlt.training.checkpoints import best_problem, completeness_callback, newest
 from xlt.training.data import load_training_set, rows_by_language, tokenized_splits
 from xlt.training.launch import quiet_deepspeed_deprecations, report_launch
 from xlt.training.lora import BASE_SUBDIR, merge_and_save, point_adapter_at_base, wrap_lora
-from xlt.training.trainer import best_step, make_trainer, metrics_history, release_training_state
+from xlt.training.trainer import (
+    best_step,
+    make_trainer,
+    mean_train_loss,
+    metrics_history,
+    release_training_state,
+)
 
 log = logging.getLogger("xlt.training")
 
@@ -151,6 +157,17 @@ def usable_checkpoints(run: RunDir, ctx: StageContext, main: bool) -> bool:
     return ok
 
 
+def rank0_decides(value: Any) -> Any:
+    """Rank 0's ``value`` on every rank (``broadcast_object_list``; the value itself when not distributed)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return value
+    box = [value]
+    dist.broadcast_object_list(box, src=0)
+    return box[0]
+
+
 # --- 2. train -----------------------------------------------------------------------------------------
 
 def train(s: Session) -> dict[str, Any]:
@@ -161,8 +178,9 @@ def train(s: Session) -> dict[str, Any]:
     """
     cfg, run, t = s.cfg, s.run, s.cfg.training
     # Rank 0 has settled the folder in setup: its recorded inputs are this stage's unless it must start fresh.
-    ok = recorded_inputs(run.checkpoints) == s.ctx.inputs
-    resume = newest_complete(run.checkpoints) if t.resume and ok else None
+    # Rank 0 chooses the checkpoint (its view of the file system), the other ranks follow it.
+    resume = rank0_decides(newest_complete(run.checkpoints) if s.main and t.resume
+                           and recorded_inputs(run.checkpoints) == s.ctx.inputs else None)
     if resume:
         log.info("resuming from %s", resume)
         import json
@@ -193,7 +211,9 @@ def train(s: Session) -> dict[str, Any]:
         "best_step": best_step(state) or state.global_step,
         "final_dev_accuracy": dev.get("eval_accuracy"),
         "global_step": state.global_step,
-        "train_loss": train_out.training_loss,
+        # over every step, also after a resume (the Trainer's own value averages the steps since the resume)
+        "train_loss": mean_train_loss(state.log_history, state.global_step, train_out.training_loss,
+                                      int(Path(resume).name.split("-")[1]) if resume else 0),
         "train_rows": len(s.raw["train"]),
         "dev_rows": len(s.raw["dev"]),
         **rows_by_language(s.raw),

@@ -16,7 +16,15 @@ computed would be left with no complete checkpoint but (at best) the best one. x
 rotation off and :func:`prune` runs in the completeness callback, after the new record is written: the
 newest ``save_total_limit`` checkpoints and the best one are kept. A pruned checkpoint is first renamed to a
 hidden ``.pruning-checkpoint-N`` (one atomic rename: it stops being a checkpoint at once), then deleted; a
-kill in between leaves only that hidden folder, removed on the next prune or :func:`settle`.
+kill in between leaves only that hidden folder, removed on the next prune or :func:`settle`. A deletion that
+fails (a file still open on NFS, ``.nfs*``; a quota; an immutable file) is logged and retried at the next
+save: pruning never stops training.
+
+Under several ranks, rank 0 writes the record between two barriers: the first waits for every rank's files,
+the second keeps every rank in ``on_save`` until the record is written, however long hashing takes (a
+checkpoint of gigabytes on network storage). A rank that left first would let its launcher (torch-elastic)
+kill rank 0 mid-record 30 s later when the save was for a preemption. ``XLT_TEST_HASH_DELAY=S[@STEP]``
+(tests only) makes rank 0 wait S seconds before writing the record (of step STEP only).
 """
 
 from __future__ import annotations
@@ -59,9 +67,21 @@ def _listing(folder: Path) -> dict[str, dict[str, Any]]:
     return dict(sorted(files.items()))
 
 
+def _test_delay(folder: Path) -> None:
+    """The ``XLT_TEST_HASH_DELAY`` hook (see the module docstring): a slow hash of a large checkpoint."""
+    value = os.environ.get("XLT_TEST_HASH_DELAY")
+    if not value:
+        return
+    seconds, _, step = value.partition("@")
+    if not step or folder.name == f"checkpoint-{step}":
+        log.warning("XLT_TEST_HASH_DELAY: hashing %s takes %s s more", folder, seconds)
+        time.sleep(float(seconds))
+
+
 def mark_complete(folder: str | os.PathLike[str]) -> None:
     """Record ``folder`` as a complete checkpoint (every file, size and hash), last, atomically."""
     folder = Path(folder)
+    _test_delay(folder)
     atomic_write_json(folder / COMPLETE_FILE, {"files": _listing(folder), "time": time.time()})
 
 
@@ -128,12 +148,23 @@ def newest_complete(folder: Path) -> str | None:
 PRUNING = ".pruning-"
 
 
+def _delete(path: Path) -> bool:
+    """Delete a folder being pruned; a failure is logged (retried at the next prune), never raised."""
+    try:
+        shutil.rmtree(path)
+        return True
+    except OSError as err:
+        log.warning("could not delete %s (%s: %s); it is retried at the next save, training goes on",
+                    path, type(err).__name__, err)
+        return False
+
+
 def _remove_pruned(folder: Path) -> None:
-    """Delete what a prune killed half-way left (hidden ``.pruning-checkpoint-N`` folders)."""
+    """Delete what an earlier prune left (hidden ``.pruning-checkpoint-N`` folders: killed or failed half-way)."""
     if folder.is_dir():
         for p in folder.iterdir():
             if p.name.startswith(PRUNING):
-                shutil.rmtree(p, ignore_errors=True)
+                _delete(p)
 
 
 def prune(folder: Path, limit: int | None, current: str, best: str | None) -> list[str]:
@@ -150,9 +181,13 @@ def prune(folder: Path, limit: int | None, current: str, best: str | None) -> li
         if p.name in keep:
             continue
         hidden = folder / f"{PRUNING}{p.name}"
-        os.replace(p, hidden)  # no longer a checkpoint from here on, even if the deletion is cut short
-        shutil.rmtree(hidden)
-        gone.append(p.name)
+        try:
+            os.replace(p, hidden)  # no longer a checkpoint from here on, even if the deletion is cut short
+        except OSError as err:
+            log.warning("could not set %s aside for deletion (%s); retried at the next save", p, err)
+            continue
+        if _delete(hidden):
+            gone.append(p.name)
     if gone:
         log.info("removed old checkpoint(s) %s (training.save_total_limit=%d, best %s kept)", ", ".join(gone), limit, best)
     return gone
@@ -190,7 +225,8 @@ def completeness_callback(limit: int | None = None) -> Any:
         def on_save(self, args, state, control, **kwargs):
             import torch.distributed as dist
 
-            if dist.is_available() and dist.is_initialized():
+            distributed = dist.is_available() and dist.is_initialized()
+            if distributed:
                 dist.barrier()  # every rank's files (RNG states, ZeRO shards) are written before the record
             if state.is_world_process_zero:
                 folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
@@ -198,6 +234,16 @@ def completeness_callback(limit: int | None = None) -> Any:
                     mark_complete(folder)
                     best = Path(state.best_model_checkpoint).name if state.best_model_checkpoint else None
                     prune(folder.parent, limit, folder.name, best)
+            if distributed:
+                dist.barrier()  # no rank leaves (a preemption: exits) before the record is written
+            return control
+
+        def on_step_end(self, args, state, control, **kwargs):
+            # The loss is logged at every save: the log history of a checkpoint then covers every step before
+            # it, and the mean training loss of a resumed run is that of an uninterrupted one
+            # (:func:`xlt.training.trainer.mean_train_loss`). (A preemption's save: xlt.cluster does the same.)
+            if control.should_save:
+                control.should_log = True
             return control
 
     return CompletenessMarker()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from datasets import DatasetDict
@@ -46,4 +47,39 @@ def rows_by_language(ds: DatasetDict) -> dict[str, dict[str, int]]:
 
 def tokenized_splits(ds: DatasetDict, tokenizer, max_length: int) -> DatasetDict:
     """Features of both splits (cached by data fingerprint, tokenizer and max_length)."""
-    return DatasetDict({s: tokenize_mc(ds[s], tokenizer, max_length, desc=f"tokenize {s}") for s in ("train", "dev")})
+    return DatasetDict({s: _tokenized(ds[s], tokenizer, max_length, s) for s in ("train", "dev")})
+
+
+def _damaged_caches(split: Any) -> list[tuple[Path, str]]:
+    """The ``datasets`` map caches (``cache-*.arrow``) beside ``split``'s data that cannot be read through."""
+    import pyarrow as pa
+
+    folders = {Path(f["filename"]).parent for f in split.cache_files}
+    out = []
+    for cache in sorted(p for folder in folders for p in folder.glob("cache-*.arrow")):
+        try:
+            with pa.memory_map(str(cache)) as source:
+                pa.ipc.open_stream(source).read_all()
+        except (OSError, ValueError) as err:  # pyarrow: ArrowInvalid (a ValueError), OSError
+            out.append((cache, f"{type(err).__name__}: {str(err)[:160]}"))
+    return out
+
+
+def _tokenized(split: Any, tokenizer, max_length: int, name: str) -> Any:
+    """:func:`tokenize_mc` of one split. Its cache lives beside the training set (a node crash on a shared file
+    system can leave it truncated): a damaged cache is derived data, removed (named in the log) and
+    recomputed; data that still cannot be read is a :class:`DataError` naming the folder."""
+    for attempt in range(2):
+        try:
+            return tokenize_mc(split, tokenizer, max_length, desc=f"tokenize {name}")
+        except (OSError, ValueError) as err:
+            damaged = _damaged_caches(split) if attempt == 0 else []
+            if not damaged:
+                where = ", ".join(sorted({str(Path(f["filename"]).parent) for f in split.cache_files})) or "memory"
+                raise DataError(f"the {name} split of the training set ({where}) cannot be read ({type(err).__name__}: "
+                                f"{str(err)[:200]}); rebuild it: python -m xlt.build_data with the same recipe and "
+                                "overrides plus force=true") from None
+            for cache, why in damaged:
+                log.warning("damaged tokenization cache %s (%s): removed, the %s split is tokenized again", cache, why, name)
+                cache.unlink(missing_ok=True)
+    raise AssertionError("unreachable")  # pragma: no cover

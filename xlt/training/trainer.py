@@ -68,6 +68,22 @@ def metrics_history(log_history: list[dict[str, Any]]) -> dict[str, Any]:
     return {"train_loss_history": train, "dev": dev}
 
 
+def mean_train_loss(log_history: list[dict[str, Any]], global_step: int, since_resume: float, resumed_at: int) -> float:
+    """The mean training loss over every step of the run, also when it resumed at step ``resumed_at``.
+
+    The Trainer's ``training_loss`` (``since_resume``) averages only the steps it ran itself. The steps before
+    the resume are in the checkpoint's log history: xlt logs the loss at every save, so its windows end at
+    ``resumed_at`` (each entry is the mean loss since the previous one)."""
+    if resumed_at <= 0 or global_step <= 0:
+        return since_resume
+    before, last = 0.0, 0
+    for h in log_history:
+        if "loss" in h and "step" in h and last < h["step"] <= resumed_at:
+            before += h["loss"] * (h["step"] - last)
+            last = h["step"]
+    return (before + since_resume * (global_step - resumed_at)) / global_step
+
+
 def best_step(state) -> int | None:
     """The step of the best dev checkpoint the Trainer kept (None: no evaluation during training)."""
     ckpt = state.best_model_checkpoint
