@@ -36,11 +36,15 @@ import logging
 import os
 import shlex
 import signal
+import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from xlt.errors import ConfigError
+from xlt.files import atomic_write_json
+from xlt.lock import slurm_identity
 from xlt.resources import compose
 from xlt.run import run_name
 
@@ -125,12 +129,6 @@ def record_preemption(run_path: str | os.PathLike[str] | None, reason: str) -> l
     """Write the preemption record (see the module docstring) into the run directory and to
     ``$XLT_PREEMPTION_RECORD``; return the files written. A record that cannot be written is logged: the
     exit status (75) still says it, where no launcher rewrites it."""
-    import socket
-    import time
-
-    from xlt.files import atomic_write_json
-    from xlt.lock import slurm_identity
-
     record = {"preempted": True, "reason": reason, "signal": preemption_requested(), "time": time.time(),
               "host": socket.gethostname(), "pid": os.getpid(), "slurm": slurm_identity(),
               "run": str(run_path) if run_path is not None else None, "exit_status": REQUEUE_EXIT}
