@@ -115,7 +115,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
     model = load_model(cfg.model, tokenizer, seed=cfg.seed)
     new_weights = list(getattr(model, "xlt_new_weights", []))
     if cfg.model.lora.enabled:
-        model = wrap_lora(model, cfg.model.lora)
+        model = wrap_lora(model, cfg.model.lora, new_weights)
         if main:
             model.print_trainable_parameters()
 

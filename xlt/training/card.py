@@ -84,7 +84,7 @@ Trained with xlt, recipe `{cfg.recipe_name}`.
 - **Head:** `AutoModelForMultipleChoice` (4 options, passage truncated, question and option kept); {head}
 - **Training setting:** {setting}
 - **Training data:** {splits} (sources: {", ".join(sources) or "n/a"})
-- **Format:** {"LoRA adapter (with the classifier head in modules_to_save); load with `xlt.modeling.load.load_trained`" if lora else "full model, safetensors"}
+- **Format:** {"LoRA adapter (with the classifier head and every other newly initialised weight trained and saved in modules_to_save); load with `xlt.modeling.load.load_trained`" if lora else "full model, safetensors"}
 
 ## Training hyperparameters
 
