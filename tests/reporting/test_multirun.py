@@ -12,7 +12,7 @@ def test_sweep_expands_like_hydras_basic_sweeper():
     # Values are normalised as Hydra's sweeper writes them into each job's overrides (1e-5 -> 1e-05).
     assert ["+recipe=demo_tiny", "seed=1", "training.learning_rate=1e-05"] in jobs
     names = {run_name(j) for j in jobs}
-    assert "demo/seed=3,training.learning_rate=2e-05" in names and len(names) == 6
+    assert "demo_tiny/seed=3,training.learning_rate=2e-05" in names and len(names) == 6
 
 
 def test_no_sweep_is_one_job():

@@ -150,7 +150,7 @@ def test_an_installed_package_adds_a_benchmark_to_a_wheel_installed_xlt(tmp_path
                           *new_benchmark(data, tiny_mc[0])], cwd=elsewhere, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    [result] = (tmp_path / "runs").glob("demo/*/eval/xcsqa/en.json")
+    [result] = (tmp_path / "runs").glob("demo_tiny/*/eval/xcsqa/en.json")
     res = json.loads(result.read_text())
     assert res["kind"] == "xcsqa" and res["n"] == 6 and res["chance"] == pytest.approx(20.0)
     where = subprocess.run([python, "-c", "import xlt, xcsqa_plugin; print(xlt.__file__, xcsqa_plugin.__file__)"],

@@ -289,12 +289,20 @@ def write_checkpoint(src: str | Path, out: str | Path, sha256: str = SHA256) -> 
 def checkpoint_dir() -> Path:
     """The converted folder in ``$XLT_CACHE/models`` (default ``~/.cache/xlt``), made on first use."""
     path = cache_dir() / "models" / f"{PACKAGE}-{VERSION}-e5-small-q4-{SHA256[:12]}-c{CONVERTER_VERSION}"
-    if (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file():
+    def done() -> bool:
+        return (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
+
+    if done():
         return path
     src = package_file()
-    log.info("converting %s (%s, 4-bit) into a transformers checkpoint at %s (once)", src, ORIGINAL, path)
-    with atomic_dir(path) as tmp:
-        write_checkpoint(src, tmp)
+    from filelock import FileLock
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(path) + ".lock"):  # one process converts; the others wait, then read its folder
+        if not done():
+            log.info("converting %s (%s, 4-bit) into a transformers checkpoint at %s (once)", src, ORIGINAL, path)
+            with atomic_dir(path) as tmp:
+                write_checkpoint(src, tmp)
     return path
 
 
