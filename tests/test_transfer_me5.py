@@ -38,7 +38,9 @@ def _accuracies(folder: Path) -> dict[str, float]:
 
 
 MODES = {"full": ["eval.before_training=true", "training.learning_rate=6e-5"],
-         "lora": ["eval.before_training=false", "model.lora.enabled=true", "training.learning_rate=5e-4"]}
+         # LoRA learns slower: 20 steps at 5e-4 left Chinese at 27.5% (English 72.5%, dev 0.70).
+         "lora": ["eval.before_training=false", "model.lora.enabled=true", "training.learning_rate=1e-3",
+                  "training.max_steps=30", "training.eval_steps=30"]}
 
 
 def trained_run(tmp_path_factory, mode: str) -> Path:
