@@ -105,8 +105,7 @@ def run_xlt(cfg, tok, train_raw, dev_raw, a, out) -> dict:
     start = time.perf_counter()
     scores = scorer.score(dev_raw, benchmark="dev", language="en")
     eval_s = time.perf_counter() - start
-    return {"train_s": train_s, "tokens_per_s": counter.real / train_s, "padding": 1 - counter.real / counter.padded,
-            "eval_s": eval_s, "questions_per_s": len(dev_raw) / eval_s, "accuracy": accuracy(scores, dev_raw["label"])}
+    return {"train_s": train_s, "tokens": counter.real, "tokens_per_s": counter.real / train_s, "eval_s": eval_s, "questions_per_s": len(dev_raw) / eval_s, "accuracy": accuracy(scores, dev_raw["label"])}
 
 
 def run_swag_path(cfg, tok, train_raw, dev_raw, a, out) -> dict:
@@ -122,7 +121,7 @@ def run_swag_path(cfg, tok, train_raw, dev_raw, a, out) -> dict:
     start = time.perf_counter()
     metrics = trainer.evaluate()
     eval_s = time.perf_counter() - start
-    return {"train_s": train_s, "tokens_per_s": real / train_s, "padding": None, "eval_s": eval_s,
+    return {"train_s": train_s, "tokens": real, "tokens_per_s": real / train_s, "eval_s": eval_s,
             "questions_per_s": len(dev_raw) / eval_s, "accuracy": metrics["eval_accuracy"]}
 
 
@@ -172,10 +171,10 @@ def main() -> None:
         results = {"xlt": run_xlt(cfg, tok, train_raw, dev_raw, a, out),
                    "run_swag data path": run_swag_path(cfg, tok, train_raw, dev_raw, a, out)}
         real = run_real_script(a.run_swag, train_raw, dev_raw, a, out) if a.run_swag else None
-    print(f"\n{'variant':<20} {'train s':>8} {'train tok/s':>12} {'eval s':>7} {'eval q/s':>9} {'accuracy':>9}")
+    print(f"\n{'variant':<20} {'train s':>8} {'train tokens':>13} {'train tok/s':>12} {'eval s':>7} {'eval q/s':>9} {'accuracy':>9}")
     for name, r in results.items():
-        print(f"{name:<20} {r['train_s']:8.1f} {r['tokens_per_s']:12.0f} {r['eval_s']:7.1f} {r['questions_per_s']:9.2f} "
-              f"{r['accuracy']:9.3f}")
+        print(f"{name:<20} {r['train_s']:8.1f} {r['tokens']:13d} {r['tokens_per_s']:12.0f} {r['eval_s']:7.1f} "
+              f"{r['questions_per_s']:9.2f} {r['accuracy']:9.3f}")
     x, s = results["xlt"], results["run_swag data path"]
     print(f"\nxlt / run_swag: training {x['tokens_per_s'] / s['tokens_per_s']:.2f}x non-padding tokens/s, "
           f"evaluation {x['questions_per_s'] / s['questions_per_s']:.2f}x questions/s; "
