@@ -23,6 +23,11 @@ os.environ.setdefault("XLT_USER_CACHE", os.environ.get("XLT_CACHE", str(Path.hom
 # CTranslate2 conversions), set before any test module reads the environment; removed at the end.
 _CACHE = tempfile.mkdtemp(prefix=f"xlt-test-cache-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-")
 os.environ["XLT_CACHE"] = _CACHE
+# Models xlt converts from an installed package (model=me5_small: ~15 s and 470 MB) are converted once,
+# into the user's cache, and shared by every process (atomically written; the same bytes every time).
+_USER_MODELS = Path(os.environ["XLT_USER_CACHE"]) / "models"
+_USER_MODELS.mkdir(parents=True, exist_ok=True)
+os.symlink(_USER_MODELS, Path(_CACHE) / "models")
 
 
 def pytest_unconfigure(config):

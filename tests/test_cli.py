@@ -11,11 +11,11 @@ from tests.cli import xlt
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    """One full run of `python -m xlt.train +recipe=demo` (shared by the tests below)."""
+    """One full run of `python -m xlt.train +recipe=demo_tiny` (shared by the tests below)."""
     root = tmp_path_factory.mktemp("runs")
-    proc = xlt("xlt.train", "+recipe=demo", f"run_root={root}")
+    proc = xlt("xlt.train", "+recipe=demo_tiny", f"run_root={root}")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return root / "demo" / "default", proc
+    return root / "demo_tiny" / "default", proc
 
 
 def test_demo_learns_and_writes_the_report(demo_run):
@@ -43,6 +43,24 @@ def test_demo_learns_and_writes_the_report(demo_run):
     assert "eng_Latn" in report and "CS" in report
 
 
+def test_demo_evaluates_the_model_before_fine_tuning_too(demo_run):
+    """eval.before_training (set by both demo recipes): the same model untrained, with its own provenance, in
+    eval_before/, and a column of the report."""
+    run, _ = demo_run
+    after = json.loads((run / "eval" / "belebele" / "eng_Latn.json").read_text())
+    before = json.loads((run / "eval_before" / "belebele" / "eng_Latn.json").read_text())
+    assert before["n"] == after["n"] == 120
+    assert before["provenance"]["model"].startswith("untrained:") and before["provenance"]["upstream"] == {}
+    assert before["provenance"]["job"] != after["provenance"]["job"]
+    # The random tiny model untrained is at chance (25%, SD 4 points over 120 questions); trained >= 40.
+    assert before["accuracy"] < 40.0 <= after["accuracy"]
+    assert {p.stem for p in (run / "eval_before" / "global_mmlu").glob("*.json") if p.stem != "plan"} == {
+        "en", "fr", "de", "ru", "zh", "ar"}
+    assert "before_finetuning" in (run / "report.md").read_text()
+    assert "before fine-tuning" in (run / "report.html").read_text()
+    assert "before_finetuning" in (run / "report.csv").read_text().splitlines()[0]
+
+
 def test_demo_report_page_works_in_chromium(demo_run, tmp_path):
     """The demo's report.html in headless Chromium: no console errors, a header click sorts, a filter filters."""
     from tests.reporting.browser import chromium, first_column, open_page
@@ -64,7 +82,7 @@ def test_demo_rerun_skips_finished_stages(demo_run):
     run, _ = demo_run
     marker = (run / "stages" / "train.json").stat().st_mtime_ns
     config = (run / "config.yaml").stat().st_mtime_ns
-    proc = xlt("xlt.train", "+recipe=demo", f"run_root={run.parent.parent}")
+    proc = xlt("xlt.train", "+recipe=demo_tiny", f"run_root={run.parent.parent}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("up to date") + proc.stderr.count("up to date") == 4
     assert (run / "stages" / "train.json").stat().st_mtime_ns == marker
@@ -74,10 +92,10 @@ def test_demo_rerun_skips_finished_stages(demo_run):
 
 
 def test_misspelled_key_names_the_key(tmp_path):
-    proc = xlt("xlt.train", "+recipe=demo", "training.no_such_key=1", f"run_root={tmp_path}")
+    proc = xlt("xlt.train", "+recipe=demo_tiny", "training.no_such_key=1", f"run_root={tmp_path}")
     assert proc.returncode != 0
     assert "no_such_key" in proc.stderr
-    proc = xlt("xlt.train", "+recipe=demo", "+training.lerning_rate=1", f"run_root={tmp_path}")
+    proc = xlt("xlt.train", "+recipe=demo_tiny", "+training.lerning_rate=1", f"run_root={tmp_path}")
     assert proc.returncode == 2 and "training.lerning_rate" in proc.stderr
     assert "Traceback" not in proc.stderr
 
@@ -97,11 +115,11 @@ def test_stage_entry_point_reevaluates_the_same_model_with_new_settings(demo_run
     run, _ = demo_run
     root = run.parent.parent
     gm_before = (run / "eval" / "global_mmlu" / "en.json").stat().st_mtime_ns
-    proc = xlt("xlt.evaluate", "+recipe=demo", "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
+    proc = xlt("xlt.evaluate", "+recipe=demo_tiny", "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     eng = json.loads((run / "eval" / "belebele" / "eng_Latn.json").read_text())
     assert eng["n"] == 10
     assert (run / "eval" / "global_mmlu" / "en.json").stat().st_mtime_ns == gm_before
-    proc = xlt("xlt.report", "+recipe=demo", "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
+    proc = xlt("xlt.report", "+recipe=demo_tiny", "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "| eng_Latn |" in (run / "report.md").read_text()

@@ -9,22 +9,22 @@ from xlt.errors import ConfigError
 
 
 @pytest.mark.parametrize(("line", "match"), [
-    ("+recipe=demo +recipe=xlmr_zeroshot seed=2", r"sweep.txt:2: 2 recipes on one line"),
+    ("+recipe=demo_tiny +recipe=xlmr_zeroshot seed=2", r"sweep.txt:2: 2 recipes on one line"),
     ("+recipe= seed=2", r"sweep.txt:2: '\+recipe=': write '\+recipe=<name>'"),
     ("recipe=demo seed=2", r"sweep.txt:2: 'recipe=demo': write '\+recipe=<name>'"),
     ("seed=2", r"sweep.txt:2: no '\+recipe=<name>'"),
-    ("+recipe=demo 'seed=2", r"sweep.txt:2: cannot parse line"),
+    ("+recipe=demo_tiny 'seed=2", r"sweep.txt:2: cannot parse line"),
 ])
 def test_a_bad_sweep_line_is_named(tmp_path, line, match):
     sweep = tmp_path / "sweep.txt"
-    sweep.write_text(f"+recipe=demo seed=1\n{line}\n")
+    sweep.write_text(f"+recipe=demo_tiny seed=1\n{line}\n")
     with pytest.raises(ConfigError, match=match):
         read_sweep(sweep)
 
 
 def test_non_utf8_sweep_file_names_file_and_line(tmp_path, capsys):
     sweep = tmp_path / "sweep.txt"
-    sweep.write_bytes(b"# sweep\n+recipe=demo seed=1\n+recipe=demo description=caf\xe9\n")
+    sweep.write_bytes(b"# sweep\n+recipe=demo_tiny seed=1\n+recipe=demo_tiny description=caf\xe9\n")
     with pytest.raises(ConfigError, match=r"sweep.txt:3: bytes that are not UTF-8"):
         read_sweep(sweep)
     assert main(["count", str(sweep)]) == 2
@@ -33,5 +33,5 @@ def test_non_utf8_sweep_file_names_file_and_line(tmp_path, capsys):
 
 def test_a_good_sweep_file_lists_its_runs(tmp_path):
     sweep = tmp_path / "sweep.txt"
-    sweep.write_text("# seeds\n+recipe=demo seed=1\n\n+recipe=demo seed=2  # second\n")
-    assert read_sweep(sweep) == [["+recipe=demo", "seed=1"], ["+recipe=demo", "seed=2"]]
+    sweep.write_text("# seeds\n+recipe=demo_tiny seed=1\n\n+recipe=demo_tiny seed=2  # second\n")
+    assert read_sweep(sweep) == [["+recipe=demo_tiny", "seed=1"], ["+recipe=demo_tiny", "seed=2"]]

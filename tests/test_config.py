@@ -35,7 +35,7 @@ def test_every_recipe_composes_and_validates(recipe: str) -> None:
 
 
 def test_demo_recipe_picks_offline_components() -> None:
-    cfg = xcfg.validate(_compose(["+recipe=demo"]))
+    cfg = xcfg.validate(_compose(["+recipe=demo_tiny"]))
     assert cfg.model.name_or_path == "xlt-tiny"
     assert set(cfg.data.sources) == {"race", "sciq"}
     assert all(Path(s.path).is_dir() for s in cfg.data.sources.values())
@@ -44,27 +44,27 @@ def test_demo_recipe_picks_offline_components() -> None:
 
 def test_misspelled_key_is_rejected_by_hydra() -> None:
     with pytest.raises(Exception, match="no_such_key"):
-        _compose(["+recipe=demo", "training.no_such_key=1"])
+        _compose(["+recipe=demo_tiny", "training.no_such_key=1"])
 
 
 def test_added_key_is_rejected_by_validate() -> None:
-    cfg = _compose(["+recipe=demo", "+training.no_such_key=1"])
+    cfg = _compose(["+recipe=demo_tiny", "+training.no_such_key=1"])
     with pytest.raises(ConfigError, match=r"training\.no_such_key"):
         xcfg.validate(cfg)
 
 
 def test_wrong_type_is_rejected() -> None:
     with pytest.raises(Exception, match="learning_rate"):
-        _compose(["+recipe=demo", "training.learning_rate=fast"])
+        _compose(["+recipe=demo_tiny", "training.learning_rate=fast"])
 
 
 def test_unknown_stage_is_rejected() -> None:
-    cfg = _compose(["+recipe=demo", "stages=[build_data,trian]"])
+    cfg = _compose(["+recipe=demo_tiny", "stages=[build_data,trian]"])
     with pytest.raises(ConfigError, match="trian"):
         xcfg.validate(cfg)
 
 
 def test_validate_keeps_values() -> None:
-    cfg = xcfg.validate(_compose(["+recipe=demo", "training.learning_rate=0.5", "seed=7"]))
+    cfg = xcfg.validate(_compose(["+recipe=demo_tiny", "training.learning_rate=0.5", "seed=7"]))
     assert cfg.training.learning_rate == 0.5 and cfg.seed == 7
     assert OmegaConf.is_config(cfg)

@@ -52,13 +52,13 @@ BAD = [
 @pytest.mark.parametrize("override,message", BAD, ids=[b[0] for b in BAD])
 def test_bad_values_are_rejected_before_any_stage(override, message):
     with pytest.raises(ConfigError) as err:
-        cfg = compose("demo", [override])
+        cfg = compose("demo_tiny", [override])
         xcfg.validate(cfg, list(cfg.stages))
     assert message in str(err.value)
 
 
 def test_stage_requirements_depend_on_the_stages_that_run():
-    cfg = compose("demo", ["stages=[build_data,translate]"])
+    cfg = compose("demo_tiny", ["stages=[build_data,translate]"])
     with pytest.raises(ConfigError, match="nothing to translate"):
         xcfg.validate(cfg, ["build_data", "translate"])
     xcfg.validate(cfg, ["build_data"])  # the same config is fine for a stage that needs no languages
@@ -78,7 +78,7 @@ CLI_BAD = [
 
 @pytest.mark.parametrize("overrides,message", CLI_BAD, ids=[c[0][0].split("=")[0] for c in CLI_BAD])
 def test_cli_names_the_key_and_starts_no_stage(tmp_path, overrides, message):
-    proc = xlt("xlt.train", "+recipe=demo", *overrides, f"run_root={tmp_path}")
+    proc = xlt("xlt.train", "+recipe=demo_tiny", *overrides, f"run_root={tmp_path}")
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "xlt: error:" in proc.stderr and message in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -98,7 +98,7 @@ def test_the_key_table():
 
 
 def test_stage_values_split_the_config_by_stage():
-    cfg = compose("demo")
+    cfg = compose("demo_tiny")
     build = stage_values(cfg, "build_data")
     train = stage_values(cfg, "train")
     assert "data.sources.race.path" in build and "training.learning_rate" not in build
@@ -122,10 +122,10 @@ def test_the_config_layer_asks_the_registries(monkeypatch):
     assert all(issubclass(SOURCES[n], Source) and SOURCES[n].name == n for n in SOURCES)
     assert all(callable(SCORERS[n]) for n in SCORERS)
     with pytest.raises(ConfigError, match="kind='my_bench' is not allowed"):
-        compose("demo", ["eval.benchmarks.belebele.kind=my_bench"])  # composing validates
+        compose("demo_tiny", ["eval.benchmarks.belebele.kind=my_bench"])  # composing validates
     # Registering a benchmark is all it takes for a config to select it.
     monkeypatch.setitem(benchmarks.BENCHMARKS, "my_bench", benchmarks.BENCHMARKS["belebele"])
-    assert compose("demo", ["eval.benchmarks.belebele.kind=my_bench"]).eval.benchmarks.belebele.kind == "my_bench"
+    assert compose("demo_tiny", ["eval.benchmarks.belebele.kind=my_bench"]).eval.benchmarks.belebele.kind == "my_bench"
 
 
 def test_transformers_names_read_from_source_equal_the_enums():

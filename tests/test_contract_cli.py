@@ -24,13 +24,13 @@ from tests.cli import ENV, REPO, xlt
 from xlt.lock import _proc_start
 from xlt.training.checkpoints import COMPLETE_FILE
 
-SMALL = ["+recipe=demo", "training.max_steps=40", "training.eval_steps=20",
+SMALL = ["+recipe=demo_tiny", "training.max_steps=40", "training.eval_steps=20",
          "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]", "eval.benchmarks.global_mmlu.languages=[en]",
          "eval.benchmarks.xcopa.languages=[it]"]
 
 
 def run_dir(root: Path) -> Path:
-    return root / "demo" / "training.eval_steps=20,training.max_steps=40"
+    return root / "demo_tiny" / "training.eval_steps=20,training.max_steps=40"
 
 
 def ok(proc: subprocess.CompletedProcess) -> str:
@@ -145,7 +145,7 @@ def _source_copy(tmp_path: Path) -> Path:
 
 def test_an_edited_source_file_rebuilds_the_training_set(tmp_path):
     src = _source_copy(tmp_path)
-    args = ["+recipe=demo", "stages=[build_data]", f"data.sources.race.path={src}", f"run_root={tmp_path / 'runs'}"]
+    args = ["+recipe=demo_tiny", "stages=[build_data]", f"data.sources.race.path={src}", f"run_root={tmp_path / 'runs'}"]
     ok(xlt("xlt.train", *args))
     assert "up to date" in ok(xlt("xlt.train", *args))
     train = src / "train.jsonl"
@@ -157,7 +157,7 @@ def test_an_edited_source_file_rebuilds_the_training_set(tmp_path):
 def test_changed_decontamination_benchmarks_rebuild_the_training_set(tmp_path):
     bele = tmp_path / "belebele"
     shutil.copytree(REPO / "xlt" / "assets" / "demo" / "belebele", bele)
-    args = ["+recipe=demo", "stages=[build_data]", "data.decontamination.enabled=true",
+    args = ["+recipe=demo_tiny", "stages=[build_data]", "data.decontamination.enabled=true",
             f"eval.benchmarks.belebele.path={bele}", f"run_root={tmp_path / 'runs'}"]
     ok(xlt("xlt.train", *args))
     eng = bele / "data" / "eng_Latn.jsonl"
@@ -168,29 +168,29 @@ def test_changed_decontamination_benchmarks_rebuild_the_training_set(tmp_path):
 def _write_lock(run: Path, pid: int) -> None:
     (run / "locks").mkdir(parents=True, exist_ok=True)
     info = {"host": socket.gethostname(), "pid": pid, "proc_start": _proc_start(pid), "launch": "other",
-            "started": time.time(), "command": "+recipe=demo (the other run)"}
+            "started": time.time(), "command": "+recipe=demo_tiny (the other run)"}
     (run / "locks" / "run.json").write_text(json.dumps(info))
 
 
 def test_a_concurrent_second_run_is_refused_naming_the_holder(tmp_path):
-    args = ["+recipe=demo", "stages=[build_data]", f"run_root={tmp_path}"]
+    args = ["+recipe=demo_tiny", "stages=[build_data]", f"run_root={tmp_path}"]
     holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
-        _write_lock(tmp_path / "demo" / "default", holder.pid)
+        _write_lock(tmp_path / "demo_tiny" / "default", holder.pid)
         proc = xlt("xlt.train", *args)
         assert proc.returncode == 2 and "Traceback" not in proc.stderr
         assert f"PID {holder.pid}" in proc.stderr and "in use by another xlt process" in proc.stderr
-        assert not (tmp_path / "demo" / "default" / "stages").exists()
+        assert not (tmp_path / "demo_tiny" / "default" / "stages").exists()
     finally:
         holder.kill()
         holder.wait()
     # The holder is dead now: its lock is stale and is taken over.
     assert "stale lock" in ok(xlt("xlt.train", *args))
-    assert not (tmp_path / "demo" / "default" / "locks" / "run.json").exists()  # released at the end
+    assert not (tmp_path / "demo_tiny" / "default" / "locks" / "run.json").exists()  # released at the end
 
 
 def test_two_runs_started_together_one_refused(tmp_path):
-    args = [sys.executable, "-m", "xlt.train", "+recipe=demo", "stages=[build_data]", f"run_root={tmp_path}"]
+    args = [sys.executable, "-m", "xlt.train", "+recipe=demo_tiny", "stages=[build_data]", f"run_root={tmp_path}"]
     procs = [subprocess.Popen(args, cwd=REPO, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for _ in range(2)]
     outs = [p.communicate(timeout=300) for p in procs]
@@ -260,11 +260,11 @@ def test_kill_9_during_build_train_and_evaluation_then_rerun_matches_an_uninterr
 def test_bad_run_root_is_named(tmp_path):
     afile = tmp_path / "file"
     afile.write_text("x")
-    proc = xlt("xlt.train", "+recipe=demo", f"run_root={afile}")
+    proc = xlt("xlt.train", "+recipe=demo_tiny", f"run_root={afile}")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert f"run_root={afile}" in proc.stderr and "is a file" in proc.stderr
     if os.geteuid() != 0:  # root can write anywhere
         ro = tmp_path / "ro"
         ro.mkdir(mode=0o500)
-        proc = xlt("xlt.train", "+recipe=demo", f"run_root={ro / 'runs'}")
+        proc = xlt("xlt.train", "+recipe=demo_tiny", f"run_root={ro / 'runs'}")
         assert proc.returncode == 2 and "run_root=" in proc.stderr and "Traceback" not in proc.stderr

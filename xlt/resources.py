@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 from xlt import config as xcfg
 from xlt.config import CONF_DIR
 from xlt.config.eval import machine_translate_source, uses_translator
-from xlt.config.model import TINY_MODEL_ID
+from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID
 from xlt.config.overrides import entry_overrides, new_entries
 from xlt.errors import ConfigError
 from xlt.hub import is_local
@@ -79,7 +79,8 @@ def merge(resources: Iterable[Resource]) -> list[Resource]:
 
 
 def _on_hub(name: str | None) -> bool:
-    return bool(name) and name != TINY_MODEL_ID and name != "run" and not is_local(name)
+    return (bool(name) and name != TINY_MODEL_ID and name != "run" and name not in PACKAGED_MODEL_IDS
+            and not is_local(name))
 
 
 def model_resources(model: Any) -> list[Resource]:

@@ -527,7 +527,7 @@ def test_eval_model_not_a_model_folder(tmp_path, kind, pattern):
 
 
 def _cli_build(tmp: Path, race_path: Path) -> Any:
-    return xlt("xlt.build_data", "+recipe=demo", f"run_root={tmp / 'runs'}", f"data.sources.race.path={race_path}",
+    return xlt("xlt.build_data", "+recipe=demo_tiny", f"run_root={tmp / 'runs'}", f"data.sources.race.path={race_path}",
                "data.sources.sciq.enabled=false", timeout=300)
 
 
@@ -602,7 +602,7 @@ def test_decontamination_accepts_a_bom(tmp_path):
 def test_cli_eval_model_not_a_model_folder(tmp_path):
     (tmp_path / "notamodel").mkdir()
     (tmp_path / "notamodel" / "notes.txt").write_text("hi")
-    proc = xlt("xlt.evaluate", "+recipe=demo", f"run_root={tmp_path / 'runs'}", f"eval.model={tmp_path / 'notamodel'}",
+    proc = xlt("xlt.evaluate", "+recipe=demo_tiny", f"run_root={tmp_path / 'runs'}", f"eval.model={tmp_path / 'notamodel'}",
                timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr

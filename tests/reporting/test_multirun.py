@@ -7,13 +7,13 @@ from xlt.run import run_name
 
 
 def test_sweep_expands_like_hydras_basic_sweeper():
-    jobs = expand_sweep(["+recipe=demo", "seed=1,2,3", "training.learning_rate=1e-5,2e-5"])
+    jobs = expand_sweep(["+recipe=demo_tiny", "seed=1,2,3", "training.learning_rate=1e-5,2e-5"])
     assert len(jobs) == 6
     # Values are normalised as Hydra's sweeper writes them into each job's overrides (1e-5 -> 1e-05).
-    assert ["+recipe=demo", "seed=1", "training.learning_rate=1e-05"] in jobs
+    assert ["+recipe=demo_tiny", "seed=1", "training.learning_rate=1e-05"] in jobs
     names = {run_name(j) for j in jobs}
-    assert "demo/seed=3,training.learning_rate=2e-05" in names and len(names) == 6
+    assert "demo_tiny/seed=3,training.learning_rate=2e-05" in names and len(names) == 6
 
 
 def test_no_sweep_is_one_job():
-    assert expand_sweep(["+recipe=demo", "seed=4"]) == [["+recipe=demo", "seed=4"]]
+    assert expand_sweep(["+recipe=demo_tiny", "seed=4"]) == [["+recipe=demo_tiny", "seed=4"]]

@@ -35,10 +35,10 @@ def new_benchmark(data: Path, model: Path) -> list[str]:
 
 def test_a_definition_file_in_a_folder_is_evaluated(tmp_path, tiny_mc, monkeypatch):
     data = write_data(tmp_path / "xcsqa")
-    cfg = compose("demo", [f"eval.include_path=[{FOLDER}]", *new_benchmark(data, tiny_mc[0])])
+    cfg = compose("demo_tiny", [f"eval.include_path=[{FOLDER}]", *new_benchmark(data, tiny_mc[0])])
     assert [n for n, b in cfg.eval.benchmarks.items() if b.enabled] == ["xcsqa"]
     monkeypatch.chdir(FOLDER.parent)  # a relative folder is kept absolute (config.yaml finds it from anywhere)
-    assert compose("demo", ["eval.include_path=[plugin]"]).eval.include_path == [str(FOLDER)]
+    assert compose("demo_tiny", ["eval.include_path=[plugin]"]).eval.include_path == [str(FOLDER)]
     assert BENCHMARKS["xcsqa"].title == "X-CSQA" and type(BENCHMARKS["xcsqa"]).__name__ == "XCSQA"
     run = RunDir(tmp_path / "run")
     summary = call_stage("evaluate", cfg, run)
@@ -56,11 +56,11 @@ def test_a_definition_file_in_a_folder_is_evaluated(tmp_path, tiny_mc, monkeypat
 
 def test_a_new_benchmark_entry_is_checked_like_any(tmp_path):
     with pytest.raises(ConfigError, match=r"kind='xcsqb' is not allowed; use one of belebele, .*eval.include_path"):
-        compose("demo", ["+eval.benchmarks.xcsqa.kind=xcsqb"])
+        compose("demo_tiny", ["+eval.benchmarks.xcsqa.kind=xcsqb"])
     with pytest.raises(ConfigError, match=r"eval.benchmarks.belebel has no kind: add eval.benchmarks.belebel.kind="):
-        compose("demo", ["eval.benchmarks.belebel.path=/data/belebele"])  # a misspelled entry is a new one
+        compose("demo_tiny", ["eval.benchmarks.belebel.path=/data/belebele"])  # a misspelled entry is a new one
     with pytest.raises(ConfigError, match=r"eval.benchmarks.xcsqa.max_questions=0 is out of range"):
-        compose("demo", ["+eval.benchmarks.xcsqa.kind=xcopa", "eval.benchmarks.xcsqa.max_questions=0"])
+        compose("demo_tiny", ["+eval.benchmarks.xcsqa.kind=xcopa", "eval.benchmarks.xcsqa.max_questions=0"])
 
 
 def test_bad_definition_folders_are_named(tmp_path):
@@ -101,7 +101,7 @@ def test_entry_points_of_the_sources_and_scorers_groups_register(tmp_path, monke
 
         assert SOURCES.names()[-1] == "race_copy" and SOURCES["race_copy"] is Race  # after xlt's own, in order
         assert SCORERS["always_gold"] is GoldScorer
-        assert compose("demo", ["eval.scorer=always_gold"]).eval.scorer == "always_gold"
+        assert compose("demo_tiny", ["eval.scorer=always_gold"]).eval.scorer == "always_gold"
         # its distribution's version enters the job hash of every result it scores (issue 35)
         assert SCORERS.identity("always_gold") == "dist:extra==0.1" and SCORERS.identity("gold") is None
     finally:
@@ -150,11 +150,11 @@ def test_an_installed_package_adds_a_benchmark_to_a_wheel_installed_xlt(tmp_path
     elsewhere.mkdir()
     env = {k: v for k, v in ENV.items() if k != "PYTHONPATH"}
     data = write_data(tmp_path / "xcsqa")
-    out = subprocess.run([python, "-m", "xlt.evaluate", "+recipe=demo", f"run_root={tmp_path / 'runs'}",
+    out = subprocess.run([python, "-m", "xlt.evaluate", "+recipe=demo_tiny", f"run_root={tmp_path / 'runs'}",
                           *new_benchmark(data, tiny_mc[0])], cwd=elsewhere, env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
-    [result] = (tmp_path / "runs").glob("demo/*/eval/xcsqa/en.json")
+    [result] = (tmp_path / "runs").glob("demo_tiny/*/eval/xcsqa/en.json")
     res = json.loads(result.read_text())
     assert res["kind"] == "xcsqa" and res["n"] == 6 and res["chance"] == pytest.approx(20.0)
     where = subprocess.run([python, "-c", "import xlt, xcsqa_plugin; print(xlt.__file__, xcsqa_plugin.__file__)"],

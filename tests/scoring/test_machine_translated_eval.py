@@ -130,7 +130,7 @@ def test_one_command_gives_both_sides_of_the_human_vs_machine_translated_finding
     """The eval preset as a user runs it (HT and an MT version xlt makes), then report --compare: the HT vs MT
     finding is tested on the same languages, per tier, instead of "cannot be tested"."""
     root = tmp_path / "runs"
-    common = ["+recipe=demo", "eval=global_mmlu_ht_mt", "translate=echo", "eval.scorer=gold",
+    common = ["+recipe=demo_tiny", "eval=global_mmlu_ht_mt", "translate=echo", "eval.scorer=gold",
               f"eval.benchmarks.global_mmlu.path={data}", f"eval.benchmarks.global_mmlu_mt.path={data}",
               "eval.benchmarks.global_mmlu_mt.languages=[deu_Latn,swh_Latn]", "eval.bootstrap_samples=50",
               f"run_root={root}"]

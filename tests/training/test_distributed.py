@@ -59,7 +59,7 @@ def _accelerate(n: int, *extra: str) -> list[str]:
 
 
 def _run(tmp_path: Path, launcher: list[str], overrides: list[str], module: str = "xlt.finetune") -> RunDir:
-    args = ["+recipe=demo", f"run_root={tmp_path}", *overrides]
+    args = ["+recipe=demo_tiny", f"run_root={tmp_path}", *overrides]
     run = RunDir(tmp_path / run_name(args))
     if module == "xlt.finetune":
         write_train_set(run, 320, 48)
@@ -195,7 +195,7 @@ def _preempted_launch(tmp_path: Path, pause_ranks: str, send) -> tuple[RunDir, s
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(PAUSE_HOOK)
-    args = ["+recipe=demo", f"run_root={tmp_path}", *PIPELINE, "training.per_device_train_batch_size=8"]
+    args = ["+recipe=demo_tiny", f"run_root={tmp_path}", *PIPELINE, "training.per_device_train_batch_size=8"]
     env = {**ENV, "PYTHONPATH": f"{hook}{os.pathsep}{ROOT}", "XLT_PAUSE_AT": str(PAUSE_AT),
            "XLT_PAUSE_RANKS": pause_ranks, "XLT_PAUSE_DIR": str(tmp_path)}
     launcher = subprocess.Popen([*_accelerate(2, "--multi_gpu"), "-m", "xlt.train", *args], cwd=ROOT, env=env,
@@ -230,7 +230,7 @@ def test_usr1_to_the_launcher_checkpoints_every_rank_and_the_rerun_matches(tmp_p
     assert checkpoint_problem(run.checkpoints / f"checkpoint-{PAUSE_AT}") is None
     assert not run.model.exists() and not run.is_done("train")
 
-    rerun = subprocess.run([*_accelerate(2, "--multi_gpu"), "-m", "xlt.train", "+recipe=demo", f"run_root={tmp_path}",
+    rerun = subprocess.run([*_accelerate(2, "--multi_gpu"), "-m", "xlt.train", "+recipe=demo_tiny", f"run_root={tmp_path}",
                             *PIPELINE, "training.per_device_train_batch_size=8"], cwd=ROOT, env=ENV,
                            capture_output=True, text=True, timeout=900)
     assert rerun.returncode == 0, rerun.stderr[-3000:]

@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_cli_translate_stage(tmp_path):
-    run_dir = tmp_path / "runs" / "demo" / "translate=echo"
+    run_dir = tmp_path / "runs" / "demo_tiny" / "translate=echo"
     make_train_set(6, 2).save_to_disk(str(run_dir / "data" / "train_set"))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled"}
-    cmd = [sys.executable, "-m", "xlt.translate", "+recipe=demo", "translate=echo", f"run_root={tmp_path / 'runs'}"]
+    cmd = [sys.executable, "-m", "xlt.translate", "+recipe=demo_tiny", "translate=echo", f"run_root={tmp_path / 'runs'}"]
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     marker = json.loads((run_dir / "stages" / "translate.json").read_text())

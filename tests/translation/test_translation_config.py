@@ -23,7 +23,7 @@ def _compose(overrides):
 
 @pytest.mark.parametrize("option", ["nllb", "nllb_gmmlu", "echo", "none"])
 def test_translate_options_validate(option):
-    cfg = _compose(["+recipe=demo", f"translate={option}"])
+    cfg = _compose(["+recipe=demo_tiny", f"translate={option}"])
     codes = set(languages.codes())
     assert all(c in codes and c != "eng_Latn" for c in cfg.translate.languages)
     if option == "nllb":

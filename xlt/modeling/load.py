@@ -23,6 +23,7 @@ from typing import Any
 from xlt.config.model import TINY_MODEL_ID, ModelConfig
 from xlt.errors import ConfigError
 from xlt.hub import hub_resource, is_local, looks_like_path
+from xlt.modeling import packaged
 from xlt.modeling.tiny import cache_dir, tiny_config, tiny_tokenizer
 from xlt.run import atomic_dir
 from xlt.weights import from_pretrained_kwargs, log_weights
@@ -42,6 +43,7 @@ def load_tokenizer(model: ModelConfig | Any):
     name = model.tokenizer or model.name_or_path
     if name == TINY_MODEL_ID:
         return tiny_tokenizer(model.tiny.vocab_size)
+    name = packaged.resolve(name)  # a model converted from a package: its folder in the cache
     if is_local(name):
         return AutoTokenizer.from_pretrained(name, trust_remote_code=model.trust_remote_code)
     cached = _cached_tokenizer_dir(name, model.revision)
@@ -72,16 +74,17 @@ def load_model(model: ModelConfig | Any, tokenizer=None, seed: int = 0):
         net = AutoModelForMultipleChoice.from_config(tiny_config(tokenizer, model.tiny, model.max_length))
         net.xlt_new_weights = ["(all: random initialisation)"]
         return net
-    revision = None if is_local(model.name_or_path) else model.revision
+    name = packaged.resolve(model.name_or_path)
+    revision = None if is_local(name) else model.revision
     kwargs: dict[str, Any] = {"trust_remote_code": model.trust_remote_code, "output_loading_info": True,
-                              **from_pretrained_kwargs(model.name_or_path, revision, bool(model.use_safetensors))}
-    if is_local(model.name_or_path):
-        net, info = AutoModelForMultipleChoice.from_pretrained(model.name_or_path, **kwargs)
+                              **from_pretrained_kwargs(name, revision, bool(model.use_safetensors))}
+    if is_local(name):
+        net, info = AutoModelForMultipleChoice.from_pretrained(name, **kwargs)
     else:
         with hub_resource("model", model.name_or_path, model.revision, config_key="model.name_or_path"):
             net, info = AutoModelForMultipleChoice.from_pretrained(model.name_or_path, revision=model.revision,
                                                                     **kwargs)
-    log_weights("model.name_or_path", model.name_or_path, revision)
+    log_weights("model.name_or_path", name, revision)
     net.xlt_new_weights = sorted(info.get("missing_keys") or [])
     if net.xlt_new_weights:
         log.info("%s holds no weights for %s: newly initialised (seed %d)", model.name_or_path,
@@ -103,9 +106,11 @@ def load_trained(path: str | Path, trust_remote_code: bool = False, revision: st
 
         peft_cfg = PeftConfig.from_pretrained(path)
         base_ref = peft_cfg.base_model_name_or_path
-        # A base stored inside the adapter folder (the tiny model has no Hub id) is named relative to it.
+        # A base stored inside the adapter folder (the tiny model has no Hub id) is named relative to it;
+        # a model converted from a package is named by its id (converted again if the cache lost it).
         if base_ref and (Path(path) / base_ref).is_dir():
             base_ref = str(Path(path) / base_ref)
+        base_ref = packaged.resolve(base_ref)
         with _unloadable(path):
             base = AutoModelForMultipleChoice.from_pretrained(base_ref, trust_remote_code=trust_remote_code,
                                                               **from_pretrained_kwargs(base_ref))

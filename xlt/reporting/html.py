@@ -29,6 +29,7 @@ from xlt import __version__
 from xlt import languages as langtab
 from xlt.files import json_text, strict_json
 from xlt.run import atomic_write_text
+from xlt.scoring.before import COLUMN as BEFORE
 from xlt.scoring.results import first_result
 from xlt.state import REPORT, Damaged, read_state
 
@@ -138,11 +139,16 @@ def benchmark_blocks(name: str, res: Any) -> list[dict[str, Any]]:
     columns = [col("name", "language"), col("language", "code"), *([col("code", "language-table code")] if show_code else []),
                *[col(c, bench.label(c), filter=True) for c in info_columns(res)],
                col("accuracy", "accuracy (95% CI)", "ci", low="ci_low", high="ci_high"),
+               *([col(BEFORE, "before fine-tuning", "num")] if BEFORE in df else []),
                *[col(f"acc_{s}", s, "num") for s in subsets], col("n", "n", "int"),
                col("odd_items", "odd items", "int"), col("ties", "ties", "int")]
     series = [{"name": "accuracy" if not subsets else "full", "bars": [
         {"label": r.language, "value": r.accuracy, "low": r.ci_low, "high": r.ci_high,
          "tip": _interval_tip(r.name, r.language, r.accuracy, r.ci_low, r.ci_high)} for r in df.itertuples()]}]
+    if BEFORE in df:  # eval.before_training: the same model before fine-tuning
+        series.append({"name": "before fine-tuning", "bars": [
+            {"label": r["language"], "value": r[BEFORE], "tip": f"{r['language']}: {r[BEFORE]:.1f} before fine-tuning"}
+            for _, r in df.iterrows()]})
     for s in subsets:
         series.append({"name": bench.label(s), "bars": [
             {"label": r["language"], "value": r[f"acc_{s}"], "tip": _interval_tip(r["name"], r["language"], r[f"acc_{s}"],

@@ -19,6 +19,7 @@ from xlt import languages as langtab
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.errors import DataError
 from xlt.run import RunDir
+from xlt.scoring import before
 from xlt.scoring.results import (
     Job,
     current_jobs,
@@ -101,11 +102,15 @@ def collect(cfg: Any, run: RunDir, evaluate_ctx: Any) -> dict[str, BenchmarkResu
                         f"than this config's (e.g. {stale[0].benchmark}/{stale[0].language}); rerun the evaluate "
                         "stage (it recomputes exactly those) before the report")
     groups = langtab.read_groups(cfg.eval.resource_groups) if cfg.eval.resource_groups else None
+    untrained = before.accuracies(cfg, run, evaluate_ctx, jobs)  # eval.before_training: the same model untrained
     out: dict[str, BenchmarkResults] = {}
     for name, bcfg in enabled_benchmarks(cfg).items():
         bjobs = [j for j in jobs if j.benchmark == name]
-        out[name] = results_from_files(name, bjobs[0].kind if bjobs else bcfg.kind,
-                                       [read_result(run, j) for j in bjobs], groups)
+        res = results_from_files(name, bjobs[0].kind if bjobs else bcfg.kind, [read_result(run, j) for j in bjobs], groups)
+        if untrained:
+            res.per_language[before.COLUMN] = [untrained.get((name, lang), float("nan"))
+                                               for lang in res.per_language["language"]]
+        out[name] = res
     return out
 
 
@@ -147,4 +152,7 @@ def summary_frames(res: BenchmarkResults) -> dict[str, pd.DataFrame]:
 def display_frame(res: BenchmarkResults) -> pd.DataFrame:
     """The per-language table of the report: the definition's columns, best first."""
     df = res.per_language.sort_values("accuracy", ascending=False)
-    return df[[c for c in res.definition.report_columns() if c in df]]
+    columns = [c for c in res.definition.report_columns() if c in df]
+    if before.COLUMN in df and "accuracy" in columns:  # the same model before fine-tuning, beside its accuracy
+        columns.insert(columns.index("accuracy") + 1, before.COLUMN)
+    return df[columns]

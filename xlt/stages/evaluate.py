@@ -26,6 +26,7 @@ from xlt.files import json_text
 from xlt.metrics import accuracy_with_ci, chance_level
 from xlt.progress import progress_bar
 from xlt.run import RunDir, atomic_write_json, atomic_write_text
+from xlt.scoring import before
 from xlt.scoring.results import (
     Job,
     enabled_benchmarks,
@@ -157,6 +158,8 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
                 log.info("%s/%s: accuracy %.2f%% (n=%d, 95%% CI %.1f-%.1f)", job.benchmark, job.language,
                          res["accuracy"], res["n"], res["ci_low"], res["ci_high"])
                 bar.update(1)
+    if before.wanted(cfg):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
+        before.evaluate(cfg, run, ctx, mine, evaluate_job)
     missing = missing_jobs(run, jobs, current)
     if missing:
         log.info(missing_message(missing, int(cfg.eval.num_shards)))

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.contract import StageContext, context
 from xlt.markdown import markdown_table as md_table
 from xlt.reporting import plots
@@ -27,6 +28,7 @@ from xlt.reporting.html import write_run_page
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, summary_frames
 from xlt.run import RunDir, atomic_write_json, atomic_write_text
+from xlt.scoring.before import COLUMN as BEFORE
 from xlt.tracking import log_report
 
 log = logging.getLogger("xlt.report")
@@ -35,6 +37,14 @@ log = logging.getLogger("xlt.report")
 def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
     out = [f"# Evaluation report: {cfg.recipe_name}\n", f"Model: `{cfg.eval.model}` (scorer `{cfg.eval.scorer}`); "
            f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
+    if cfg.model.name_or_path in PACKAGED_MODEL_IDS and cfg.eval.model == "run":
+        from xlt.modeling.packaged import source_text  # lazy: numpy, the model cache
+
+        out.append(f"\nBase model `{cfg.model.name}`: {source_text()}.\n")
+    if any(BEFORE in r.per_language for r in results.values()):
+        out.append(f"\n`{BEFORE}`: the accuracy of the same model before fine-tuning (the base checkpoint with the "
+                   f"same head, initialised from seed {cfg.seed}; `eval.before_training`, results in `eval_before/`). "
+                   "Transfer is the gain over it, and over `chance`.\n")
     for res in results.values():
         out.append(f"\n## {res.heading}\n")
         if res.summary.get("resource_taxonomy"):

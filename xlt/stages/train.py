@@ -29,7 +29,7 @@ from typing import Any
 
 from xlt import tracking
 from xlt.cluster import checkpoint_callback
-from xlt.config.model import TINY_MODEL_ID
+from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID
 from xlt.contract import StageContext, checked_train_set, record_inputs, recorded_inputs
 from xlt.fingerprint import path_fingerprint
 from xlt.modeling.load import load_model, load_tokenizer, load_trained
@@ -121,7 +121,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
     model = load_model(cfg.model, tokenizer, seed=cfg.seed)
     new_weights = list(getattr(model, "xlt_new_weights", []))
     if cfg.model.lora.enabled:
-        model = wrap_lora(model, cfg.model.lora)
+        model = wrap_lora(model, cfg.model.lora, new_weights)
         if main:
             model.print_trainable_parameters()
 
@@ -261,6 +261,9 @@ def save(s: Session, summary: dict[str, Any]) -> None:
         # The tiny base is a seeded random init with no Hub id: store it with the adapter.
         load_model(cfg.model, s.tokenizer, seed=cfg.seed).save_pretrained(partial / BASE_SUBDIR)
         point_adapter_at_base(partial, BASE_SUBDIR)
+    elif cfg.model.lora.enabled and cfg.model.name_or_path in PACKAGED_MODEL_IDS:
+        # Named by its id, not by this machine's cache folder: load_trained converts it again where needed.
+        point_adapter_at_base(partial, cfg.model.name_or_path)
     data_info = {split: len(s.raw[split]) for split in ("train", "dev")}
     atomic_write_text(partial / "README.md", render_card(cfg, summary, data_info))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.hub import is_local
 from xlt.markdown import markdown_table
 from xlt.run import atomic_write_text
@@ -32,10 +33,16 @@ def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) ->
     m, t = cfg.model, cfg.training
     lora = bool(m.lora.enabled)
     local = m.name_or_path != "xlt-tiny" and is_local(m.name_or_path)
-    # ``base_model`` is a Hub id on the Hub: the tiny model has none, a local folder is named, not linked.
-    base = None if m.name_or_path == "xlt-tiny" or local else m.name_or_path
-    rev = f" (revision `{m.revision}`)" if m.revision and not local else ""
+    converted = m.name_or_path in PACKAGED_MODEL_IDS
+    # ``base_model`` is a Hub id on the Hub: the tiny model has none, a local folder is named, not linked,
+    # and a model converted from a package is not the Hub checkpoint it derives from (4-bit weights).
+    base = None if m.name_or_path == "xlt-tiny" or local or converted else m.name_or_path
+    rev = f" (revision `{m.revision}`)" if m.revision and not local and not converted else ""
     base_text = f"local checkpoint `{Path(m.name_or_path).name}`" if local else f"`{m.name_or_path}`"
+    if converted:
+        from xlt.modeling.packaged import source_text  # lazy: numpy, the model cache
+
+        base_text = source_text()
     new_weights = summary.get("new_weights") or []
     if m.name_or_path == "xlt-tiny":
         head = "randomly initialised with the whole model (no pretraining)"
@@ -77,7 +84,7 @@ Trained with xlt, recipe `{cfg.recipe_name}`.
 - **Head:** `AutoModelForMultipleChoice` (4 options, passage truncated, question and option kept); {head}
 - **Training setting:** {setting}
 - **Training data:** {splits} (sources: {", ".join(sources) or "n/a"})
-- **Format:** {"LoRA adapter (with the classifier head in modules_to_save); load with `xlt.modeling.load.load_trained`" if lora else "full model, safetensors"}
+- **Format:** {"LoRA adapter (with the classifier head and every other newly initialised weight trained and saved in modules_to_save); load with `xlt.modeling.load.load_trained`" if lora else "full model, safetensors"}
 
 ## Training hyperparameters
 

