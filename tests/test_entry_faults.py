@@ -17,7 +17,7 @@ import os, signal, sys
 import xlt.cli
 xlt.cli.die_with_launcher = lambda: os.kill(os.getpid(), signal.SIGTERM)
 from xlt.train import main
-sys.argv = ["xlt.train", "+recipe=demo", "run_root=" + sys.argv[1]]
+sys.argv = ["xlt.train", "+recipe=demo_tiny", "run_root=" + sys.argv[1]]
 main()
 """
 
@@ -34,7 +34,7 @@ RUN_PATH = "runs/demo/model.max_length=128,seed=1,training.max_steps=30-1a2b3c4d
 
 
 def test_an_unquoted_run_directory_path_gets_the_quoted_form_to_type():
-    proc = xlt("xlt.evaluate", "+recipe=demo", f"eval.model={RUN_PATH}")
+    proc = xlt("xlt.evaluate", "+recipe=demo_tiny", f"eval.model={RUN_PATH}")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert "mismatched input" in proc.stderr  # Hydra's reason, inside xlt's message
     quoted = f"\"eval.model='{RUN_PATH}'\""
@@ -66,6 +66,6 @@ def test_a_source_file_in_a_symbolic_link_loop_is_named(tmp_path):
         os.symlink(REPO / "xlt" / "assets" / "demo" / "race" / name, copy / name)
     loop = copy / "extra.jsonl"
     os.symlink(loop, loop)
-    proc = xlt("xlt.build_data", "+recipe=demo", f"run_root={tmp_path / 'runs'}", f"data.sources.race.path={copy}")
+    proc = xlt("xlt.build_data", "+recipe=demo_tiny", f"run_root={tmp_path / 'runs'}", f"data.sources.race.path={copy}")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
     assert f"xlt: error: {loop}: cannot be read (Too many levels of symbolic links)" in proc.stderr

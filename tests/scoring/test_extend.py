@@ -177,7 +177,7 @@ def test_a_definition_file_enters_the_job_hash_by_its_content(tmp_path):
     data = write_data(tmp_path / "xcsqa")
 
     def versions() -> dict:
-        cfg = compose("demo", [f"eval.include_path=[{folder}]", *new_benchmark(data, tmp_path / "m")])
+        cfg = compose("demo_tiny", [f"eval.include_path=[{folder}]", *new_benchmark(data, tmp_path / "m")])
         return job_settings(cfg, Job("xcsqa", "fr", "xcsqa"))["versions"]
 
     first = versions()

@@ -265,7 +265,7 @@ def _torchrun(n: int) -> list[str]:
             "--master-port", str(_free_port())]
 
 
-ARGS = ["+recipe=demo", *PIPELINE, "training.per_device_train_batch_size=8"]
+ARGS = ["+recipe=demo_tiny", *PIPELINE, "training.per_device_train_batch_size=8"]
 
 
 def _scontrol(tmp_path: Path) -> Path:
