@@ -56,6 +56,10 @@ class TrainingConfig:
     warmup_ratio: float = opt(0.1, ge=0, le=0.999)
     weight_decay: float = opt(0.01, ge=0)
     max_grad_norm: float = opt(1.0, gt=0)
+    # Keep the pretrained word embeddings fixed (full fine-tuning; LoRA freezes them anyway): the rows of
+    # tokens that English training never sees stay where pretraining put them, and the optimizer holds no
+    # state for the (often largest) matrix of a multilingual encoder: 96M of multilingual-e5-small's 118M.
+    freeze_word_embeddings: bool = False
     # Checked against transformers' own enums when the config is validated (before any stage runs).
     lr_scheduler_type: str = opt("linear", choices=lr_schedulers)
     optim: str = opt("adamw_torch", choices=optimizers)

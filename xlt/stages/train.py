@@ -120,6 +120,8 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
         deepspeed.init_distributed()
     model = load_model(cfg.model, tokenizer, seed=cfg.seed)
     new_weights = list(getattr(model, "xlt_new_weights", []))
+    if t.freeze_word_embeddings:  # the Trainer's optimizer takes only the parameters that require grad
+        model.get_input_embeddings().weight.requires_grad_(False)
     if cfg.model.lora.enabled:
         model = wrap_lora(model, cfg.model.lora, new_weights)
         if main:
