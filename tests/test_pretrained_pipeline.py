@@ -90,7 +90,7 @@ def test_model_card_and_provenance(runs):
     front = card.split("---")[1]
     assert "base_model" not in front  # a local folder is not a Hub id
     assert model_dir not in card and "local checkpoint `all-MiniLM-L6-v2`" in card
-    assert "# demo: minilm fine-tuned" in card and "xlm" not in card.lower()
+    assert "# demo_tiny: minilm fine-tuned" in card and "xlm" not in card.lower()
     assert "(sources: race, sciq)" in card
     prov = json.loads((run / "model" / "xlt_provenance.json").read_text())
     assert model_dir not in json.dumps(prov) and prov["data"]["model.name_or_path"]  # recorded by content

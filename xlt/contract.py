@@ -44,6 +44,7 @@ from xlt.config.translate import translate_train_all
 from xlt.errors import ConfigError, DataError, XltError
 from xlt.fingerprint import digest, path_fingerprint, resource_fingerprint
 from xlt.lock import launch_id
+from xlt.modeling import packaged
 from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, remove_path, world_size
 from xlt.state import (
     BUILD_REPORT,
@@ -98,11 +99,19 @@ def _translate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     return files
 
 
+def model_fingerprint(name_or_path: str | None, revision: str | None = None) -> str | None:
+    """:func:`xlt.fingerprint.resource_fingerprint`, and for a model converted from an installed package
+    (:mod:`xlt.modeling.packaged`) the converted folder's content."""
+    if packaged.is_packaged(name_or_path):
+        return f"{name_or_path}:{path_fingerprint(packaged.checkpoint_dir())}"
+    return resource_fingerprint(name_or_path, revision)
+
+
 def _train_files(cfg: Any, run: RunDir) -> dict[str, Any]:
     m = cfg.model
     built = m.name_or_path == TINY_MODEL_ID  # built offline from model.tiny (config keys)
-    return {"model.name_or_path": None if built else resource_fingerprint(m.name_or_path, m.revision),
-            "model.tokenizer": resource_fingerprint(m.tokenizer, m.revision),
+    return {"model.name_or_path": None if built else model_fingerprint(m.name_or_path, m.revision),
+            "model.tokenizer": model_fingerprint(m.tokenizer, m.revision),
             "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}
 
 
@@ -116,7 +125,7 @@ def scored_model(cfg: Any, run: RunDir) -> str | None:
     if e.scorer != "mc":
         return None
     # another model than the run's is loaded at model.revision (xlt.scoring.mc): its identity is that commit
-    return path_fingerprint(run.model) if e.model == "run" else resource_fingerprint(e.model, cfg.model.revision)
+    return path_fingerprint(run.model) if e.model == "run" else model_fingerprint(e.model, cfg.model.revision)
 
 
 # What the multiple-choice scorer reads of the ``model`` section (xlt.scoring.mc.MCScorer.from_config) when it

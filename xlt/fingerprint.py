@@ -145,16 +145,10 @@ def cached_commit(repo_id: str, revision: str | None = None) -> str | None:
 
 def resource_fingerprint(name_or_path: str | None, revision: str | None = None) -> str | None:
     """A local path's content fingerprint, or a Hub id's identity: ``hub:<id>@<commit>`` with the commit the
-    cache resolves the revision to (``xlt.prefetch`` fills it), else ``hub:<id>@<revision or main>``; a model
-    converted from a package (:mod:`xlt.modeling.packaged`): the converted folder's content."""
+    cache resolves the revision to (``xlt.prefetch`` fills it), else ``hub:<id>@<revision or main>``. (A model
+    converted from a package is fingerprinted by the contract: :func:`xlt.contract.model_fingerprint`.)"""
     if not name_or_path:
         return None
-    from xlt.config.model import PACKAGED_MODEL_IDS
-
-    if str(name_or_path) in PACKAGED_MODEL_IDS:  # converted from a package: the converted folder's content
-        from xlt.modeling.packaged import checkpoint_dir  # lazy: start-up time
-
-        return f"{name_or_path}:{path_fingerprint(checkpoint_dir())}"
     local = Path(str(name_or_path)).expanduser()
     if local.exists():
         return path_fingerprint(local)

@@ -89,9 +89,10 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
     return pd.DataFrame(rows)
 
 
-def collect(cfg: Any, run: RunDir, evaluate_ctx: Any) -> dict[str, BenchmarkResults]:
+def collect(cfg: Any, run: RunDir, evaluate_ctx: Any, train_files: dict[str, Any]) -> dict[str, BenchmarkResults]:
     """All results of a run, per enabled benchmark; missing languages raise :class:`DataError`, and so do
-    results computed under other inputs than the evaluate stage's now (``evaluate_ctx``, from the stage)."""
+    results computed under other inputs than the evaluate stage's now (``evaluate_ctx``, from the stage);
+    ``train_files``: what the train stage reads, which identifies the untrained model's results."""
     jobs = planned_jobs(cfg, run)
     missing = missing_jobs(run, jobs)
     if missing:
@@ -102,7 +103,7 @@ def collect(cfg: Any, run: RunDir, evaluate_ctx: Any) -> dict[str, BenchmarkResu
                         f"than this config's (e.g. {stale[0].benchmark}/{stale[0].language}); rerun the evaluate "
                         "stage (it recomputes exactly those) before the report")
     groups = langtab.read_groups(cfg.eval.resource_groups) if cfg.eval.resource_groups else None
-    untrained = before.accuracies(cfg, run, evaluate_ctx, jobs)  # eval.before_training: the same model untrained
+    untrained = before.accuracies(cfg, run, evaluate_ctx, jobs, train_files)  # eval.before_training: the same model untrained
     out: dict[str, BenchmarkResults] = {}
     for name, bcfg in enabled_benchmarks(cfg).items():
         bjobs = [j for j in jobs if j.benchmark == name]

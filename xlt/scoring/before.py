@@ -43,35 +43,36 @@ def wanted(cfg: Any) -> bool:
     return bool(e.get("before_training")) and e.scorer == "mc" and e.model == "run"
 
 
-def untrained_fingerprint(cfg: Any, run: RunDir) -> str:
-    """What the untrained model is: the checkpoint (as the train stage fingerprints it), the model settings
-    (the tiny model's architecture, max_length, ...; not LoRA, which starts as the identity) and the seed."""
-    from xlt.contract import STAGES  # lazy: the contract imports the stages' modules
-
-    files = STAGES["train"].files(cfg, run)
+def untrained_fingerprint(cfg: Any, train_files: dict[str, Any]) -> str:
+    """What the untrained model is: the checkpoint (``train_files``: as the train stage fingerprints it), the
+    model settings (the tiny model's architecture, max_length, ...; not LoRA, which starts as the identity)
+    and the seed."""
+    files = train_files
     model = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "lora"}
     return "untrained:" + digest({"checkpoint": files.get("model.name_or_path"), "tokenizer": files.get("model.tokenizer"),
                                   "model": model, "seed": int(cfg.seed)})
 
 
-def context(cfg: Any, run: RunDir, ctx: Any) -> Any:
+def context(cfg: Any, ctx: Any, train_files: dict[str, Any]) -> Any:
     """The evaluate stage's context for the untrained model: its fingerprint as the model, no upstream."""
-    detail = {**ctx.detail, "files": {**ctx.detail["files"], "model": untrained_fingerprint(cfg, run)}, "upstream": {}}
+    detail = {**ctx.detail, "files": {**ctx.detail["files"], "model": untrained_fingerprint(cfg, train_files)},
+              "upstream": {}}
     return replace(ctx, inputs=digest(detail), detail=detail)
 
 
 def scorer(cfg: Any) -> Any:
     from xlt.modeling.load import load_model, load_tokenizer  # lazy: start-up time
-    from xlt.scoring.mc import MCScorer
+    from xlt.scoring.mc import MCScorer  # lazy: start-up time
 
     tokenizer = load_tokenizer(cfg.model)
     model = load_model(cfg.model, tokenizer, seed=int(cfg.seed))
     return MCScorer(model, tokenizer, max_length=cfg.model.max_length, batch_size=cfg.eval.batch_size)
 
 
-def evaluate(cfg: Any, run: RunDir, ctx: Any, jobs: list[Job], evaluate_job: Any) -> None:
-    """Score ``jobs`` (this shard's) with the untrained model where no current result exists."""
-    view, bctx = BeforeRun(run.path), context(cfg, run, ctx)
+def evaluate(cfg: Any, run: RunDir, ctx: Any, jobs: list[Job], evaluate_job: Any, train_files: dict[str, Any]) -> None:
+    """Score ``jobs`` (this shard's) with the untrained model where no current result exists; ``train_files``:
+    what the train stage reads (its checkpoint's fingerprint), which the untrained model is."""
+    view, bctx = BeforeRun(run.path), context(cfg, ctx, train_files)
     plan_jobs(cfg, view)  # eval_before/<benchmark>/plan.json
     prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg, view, j, bctx) for j in jobs}
     current = {k: p["job"] for k, p in prov.items()}
@@ -85,12 +86,12 @@ def evaluate(cfg: Any, run: RunDir, ctx: Any, jobs: list[Job], evaluate_job: Any
         log.info("%s/%s before fine-tuning: accuracy %.2f%% (n=%d)", job.benchmark, job.language, res["accuracy"], res["n"])
 
 
-def accuracies(cfg: Any, run: RunDir, ctx: Any, jobs: list[Job]) -> dict[tuple[str, str], float]:
+def accuracies(cfg: Any, run: RunDir, ctx: Any, jobs: list[Job], train_files: dict[str, Any]) -> dict[tuple[str, str], float]:
     """``(benchmark, language) -> accuracy`` of the sound, current results of the untrained model (none when
     not asked for); a missing, damaged or stale one is left out (the report shows no number for it)."""
     if not wanted(cfg):
         return {}
-    view, bctx = BeforeRun(run.path), context(cfg, run, ctx)
+    view, bctx = BeforeRun(run.path), context(cfg, ctx, train_files)
     out = {}
     for job in jobs:
         try:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from xlt.config.eval import uses_translator
-from xlt.contract import StageContext, check_model
+from xlt.contract import STAGES, StageContext, check_model
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
 from xlt.files import json_text
@@ -159,7 +159,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
                          res["accuracy"], res["n"], res["ci_low"], res["ci_high"])
                 bar.update(1)
     if before.wanted(cfg):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
-        before.evaluate(cfg, run, ctx, mine, evaluate_job)
+        before.evaluate(cfg, run, ctx, mine, evaluate_job, STAGES["train"].files(cfg, run))
     missing = missing_jobs(run, jobs, current)
     if missing:
         log.info(missing_message(missing, int(cfg.eval.num_shards)))

@@ -21,8 +21,9 @@ from typing import Any
 import pandas as pd
 
 from xlt.config.model import PACKAGED_MODEL_IDS
-from xlt.contract import StageContext, context
+from xlt.contract import STAGES, StageContext, context
 from xlt.markdown import markdown_table as md_table
+from xlt.modeling.packaged import source_text
 from xlt.reporting import plots
 from xlt.reporting.html import write_run_page
 from xlt.reporting.render import latex_table, markdown_table
@@ -38,8 +39,6 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
     out = [f"# Evaluation report: {cfg.recipe_name}\n", f"Model: `{cfg.eval.model}` (scorer `{cfg.eval.scorer}`); "
            f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
     if cfg.model.name_or_path in PACKAGED_MODEL_IDS and cfg.eval.model == "run":
-        from xlt.modeling.packaged import source_text  # lazy: numpy, the model cache
-
         out.append(f"\nBase model `{cfg.model.name}`: {source_text()}.\n")
     if any(BEFORE in r.per_language for r in results.values()):
         out.append(f"\n`{BEFORE}`: the accuracy of the same model before fine-tuning (the base checkpoint with the "
@@ -134,7 +133,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     """
     from xlt.training.card import fill_evaluation_section  # lazy: start-up time
 
-    results = collect(cfg, run, context(cfg, run, "evaluate", force=False))
+    results = collect(cfg, run, context(cfg, run, "evaluate", force=False), STAGES["train"].files(cfg, run))
     files = write_report(cfg, run, results, ctx.record())
     card = run.model / "README.md"
     if cfg.eval.model == "run" and card.is_file():

@@ -12,6 +12,7 @@ from typing import Any
 from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.hub import is_local
 from xlt.markdown import markdown_table
+from xlt.modeling.packaged import source_text
 from xlt.run import atomic_write_text
 from xlt.training.data import translate_train_all
 
@@ -40,8 +41,6 @@ def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) ->
     rev = f" (revision `{m.revision}`)" if m.revision and not local and not converted else ""
     base_text = f"local checkpoint `{Path(m.name_or_path).name}`" if local else f"`{m.name_or_path}`"
     if converted:
-        from xlt.modeling.packaged import source_text  # lazy: numpy, the model cache
-
         base_text = source_text()
     new_weights = summary.get("new_weights") or []
     if m.name_or_path == "xlt-tiny":

@@ -14,6 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from xlt.errors import ConfigError
+
 # Folder (inside the saved adapter folder) holding the base weights when the base has no Hub id or
 # path of its own (the offline tiny model is random-initialised from a config).
 BASE_SUBDIR = "base_model"
@@ -27,8 +29,6 @@ def trained_new_modules(model, new_weights: list[str], target_modules: list[str]
     """The modules holding the newly initialised weights ``new_weights`` (names from the load report), to be
     trained and saved in full; always the head. Raises :class:`ConfigError` for a new weight LoRA would adapt
     (a target module) or one outside any submodule."""
-    from xlt.errors import ConfigError
-
     modules = dict(model.named_modules())
     out: list[str] = [HEAD]
     for key in new_weights:
