@@ -8,12 +8,15 @@ import pytest
 
 from tests.cli import xlt
 
+BEFORE = ["eval.before_training=true"]  # the report's before_finetuning column, as the real demo has it
+
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    """One full run of `python -m xlt.train +recipe=demo_tiny` (shared by the tests below)."""
+    """One full run of `python -m xlt.train +recipe=demo_tiny eval.before_training=true` (shared by the tests
+    below)."""
     root = tmp_path_factory.mktemp("runs")
-    proc = xlt("xlt.train", "+recipe=demo_tiny", f"run_root={root}")
+    proc = xlt("xlt.train", "+recipe=demo_tiny", *BEFORE, f"run_root={root}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     return root / "demo_tiny" / "default", proc
 
@@ -44,7 +47,7 @@ def test_demo_learns_and_writes_the_report(demo_run):
 
 
 def test_demo_evaluates_the_model_before_fine_tuning_too(demo_run):
-    """eval.before_training (set by both demo recipes): the same model untrained, with its own provenance, in
+    """eval.before_training (the real demo sets it; this run asks for it): the same model untrained, with its own provenance, in
     eval_before/, and a column of the report."""
     run, _ = demo_run
     after = json.loads((run / "eval" / "belebele" / "eng_Latn.json").read_text())
@@ -82,7 +85,7 @@ def test_demo_rerun_skips_finished_stages(demo_run):
     run, _ = demo_run
     marker = (run / "stages" / "train.json").stat().st_mtime_ns
     config = (run / "config.yaml").stat().st_mtime_ns
-    proc = xlt("xlt.train", "+recipe=demo_tiny", f"run_root={run.parent.parent}")
+    proc = xlt("xlt.train", "+recipe=demo_tiny", *BEFORE, f"run_root={run.parent.parent}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.count("up to date") + proc.stderr.count("up to date") == 4
     assert (run / "stages" / "train.json").stat().st_mtime_ns == marker
@@ -115,11 +118,11 @@ def test_stage_entry_point_reevaluates_the_same_model_with_new_settings(demo_run
     run, _ = demo_run
     root = run.parent.parent
     gm_before = (run / "eval" / "global_mmlu" / "en.json").stat().st_mtime_ns
-    proc = xlt("xlt.evaluate", "+recipe=demo_tiny", "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
+    proc = xlt("xlt.evaluate", "+recipe=demo_tiny", *BEFORE, "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     eng = json.loads((run / "eval" / "belebele" / "eng_Latn.json").read_text())
     assert eng["n"] == 10
     assert (run / "eval" / "global_mmlu" / "en.json").stat().st_mtime_ns == gm_before
-    proc = xlt("xlt.report", "+recipe=demo_tiny", "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
+    proc = xlt("xlt.report", "+recipe=demo_tiny", *BEFORE, "eval.benchmarks.belebele.max_questions=10", f"run_root={root}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "| eng_Latn |" in (run / "report.md").read_text()

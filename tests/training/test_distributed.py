@@ -333,14 +333,7 @@ def test_preemption_while_rank_0_hashes_for_45_s_through_accelerate_launch_is_re
     env = {"PATH": f"{_scontrol(tmp_path)}:{ENV['PATH']}", "SLURM_JOB_ID": "555", "XLT_RECORD_DIR": str(tmp_path / "records"),
            "XLT_TEST_HASH_DELAY": f"45@{PAUSE_AT}"}
     job, pids = _start_paused(tmp_path, _through_common_sh([*_accelerate(2, "--multi_gpu")]) + [f"run_root={tmp_path}"], env)
-    try:
-        for pid in pids:
-            os.kill(pid, signal.SIGUSR1)
-        job.wait(timeout=600)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-    out = job.log.read_text()
+    out = _signal_and_wait(job, pids)
     run = RunDir(tmp_path / run_name(ARGS))
     assert "XLT_TEST_HASH_DELAY" in out, out[-3000:]
     assert checkpoint_problem(run.checkpoints / f"checkpoint-{PAUSE_AT}") is None, out[-3000:]
@@ -357,6 +350,18 @@ def test_preemption_while_rank_0_hashes_for_45_s_through_accelerate_launch_is_re
     assert not (run.path / "preempted.json").exists()
 
 
+def _signal_and_wait(job, pids: list[int]) -> str:
+    """SLURM's warning signal to every worker, then the job's end (killed after 10 minutes); its log."""
+    try:
+        for pid in pids:
+            os.kill(pid, signal.SIGUSR1)
+        job.wait(timeout=600)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    return job.log.read_text()
+
+
 @pytest.mark.slow
 def test_torchrun_preemption_is_requeued_and_a_prune_that_cannot_delete_does_not_stop_the_rerun(tmp_path, ddp_pipeline):
     """The same preemption under `torchrun` (which also turns 75 into 1), requeued on the record. The rerun keeps
@@ -366,14 +371,7 @@ def test_torchrun_preemption_is_requeued_and_a_prune_that_cannot_delete_does_not
 
     env = {"PATH": f"{_scontrol(tmp_path)}:{ENV['PATH']}", "SLURM_JOB_ID": "556", "XLT_RECORD_DIR": str(tmp_path / "records")}
     job, pids = _start_paused(tmp_path, _through_common_sh(_torchrun(2)) + [f"run_root={tmp_path}"], env)
-    try:
-        for pid in pids:
-            os.kill(pid, signal.SIGUSR1)
-        job.wait(timeout=600)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-    out = job.log.read_text()
+    out = _signal_and_wait(job, pids)
     assert "rc=0" in out and "exit status of the command: 1" in out, out[-3000:]
     assert "requeue 556" in (tmp_path / "scontrol.log").read_text()
     run = RunDir(tmp_path / run_name(ARGS))
