@@ -1,6 +1,6 @@
 """Simulated comparisons with known truth, in memory, for the calibration suite (test_calibration.py).
 
-A simulated run looks to :mod:`xlt.reporting.findings` like a :class:`~xlt.reporting.compare.RunInfo`: its
+A simulated run looks to :mod:`xlt.reporting.findings` like a :class:`~xlt.reporting.run_tables.RunInfo`: its
 ``config`` as recorded, ``results[name].per_language`` (accuracy, resource level, subset accuracies) and
 predictions, which are put in the checks' per-call cache of prediction rows (``findings._ROWS``) instead of
 files, so a simulation costs no disk and thousands of them run in seconds.
@@ -136,7 +136,7 @@ def verdict(runs: list[SimRun], kind: str, claim_id: str, samples: int, seed: in
     """The finding ``claim_id`` of benchmark ``kind`` checked on the simulated ``runs`` (its predictions
     read from the cache the runs filled, which is then emptied)."""
     from xlt.data.benchmarks import get_benchmark
-    from xlt.reporting.compare import seed_groups
+    from xlt.reporting.run_tables import seed_groups
 
     try:
         groups = seed_groups(runs)  # type: ignore[arg-type]

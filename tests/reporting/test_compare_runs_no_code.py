@@ -12,7 +12,7 @@ import yaml
 from tests.reporting.fake_runs import MODELS, write_run
 from xlt.errors import DataError
 from xlt.registry import BENCHMARKS
-from xlt.reporting.comparison import compare_runs
+from xlt.reporting.compare_runs import compare_runs
 
 KIND = "marker_pairs_issue35"
 

@@ -21,8 +21,8 @@ from xlt import config as xcfg
 from xlt.data.benchmarks import BENCHMARKS
 from xlt.data.benchmarks.base import Benchmark, Claim
 from xlt.errors import ConfigError
-from xlt.reporting.compare import RunInfo
-from xlt.reporting.comparison import compare_runs
+from xlt.reporting.run_tables import RunInfo
+from xlt.reporting.compare_runs import compare_runs
 from xlt.reporting.findings import FAILS, HOLDS, UNTESTABLE, check_findings
 from xlt.reporting.html import compare_page, run_page
 from xlt.reporting.tables import load_run_results, per_language_frame

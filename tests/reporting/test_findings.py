@@ -14,7 +14,7 @@ import pytest
 
 from tests.reporting.fake_runs import MODELS, TTA
 from tests.reporting.fake_runs import write_run as _write_run
-from xlt.reporting.comparison import compare_runs
+from xlt.reporting.compare_runs import compare_runs
 from xlt.reporting.findings import FAILS, HOLDS, UNTESTABLE, model_family, model_size, training_setting
 
 # NLLB resource levels (xlt/languages.tsv): HIGH and MID are both NLLB-high (given other accuracies), LOW and
@@ -210,7 +210,7 @@ def test_findings_that_cannot_be_tested_say_why(untestable):
 def test_resource_findings_need_two_known_resource_levels(tmp_path):
     """All three models, but only high-resource languages: the resource findings cannot be tested, the
     threshold counts can."""
-    from xlt.reporting.compare import RunInfo
+    from xlt.reporting.run_tables import RunInfo
     from xlt.reporting.findings import check_findings
 
     accs = {"deu_Latn": 80.0, "fra_Latn": 75.0, "ell_Grek": 40.0}

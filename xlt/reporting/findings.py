@@ -14,7 +14,7 @@ run's recorded config (``config.yaml``), never from its name:
   :func:`xlt.config.translate.translate_train_all`), else ``zero-shot``; ``llm`` when ``eval.scorer=llm``;
 * **translate-test**: a benchmark whose config entry has ``translate_test: true``.
 
-A *system* is a seed group of :func:`xlt.reporting.compare.seed_groups` (runs that differ only in
+A *system* is a seed group of :func:`xlt.reporting.run_tables.seed_groups` (runs that differ only in
 ``seed``); its per-language accuracy is the mean over its seeds. Comparisons on the same questions use
 :func:`paired_test`: each question's score is the mean over a system's seeds, the interval comes from a
 bootstrap resampling the questions once and the p-value from a paired permutation test (seeds are not extra
@@ -73,7 +73,7 @@ from xlt.errors import ConfigError
 from xlt.markdown import markdown_table as md_table
 from xlt.metrics import bootstrap_mean_diff, holm_adjust, permutation_p_value
 from xlt.reporting import rank_changes as rc
-from xlt.reporting.compare import group_label, seed_groups
+from xlt.reporting.run_tables import group_label, seed_groups
 from xlt.reporting.render import markdown_table
 from xlt.reporting.verdicts import ALPHA, all_significant, count_above_test, group_permutation_test, wins_test
 from xlt.run import RunDir
@@ -827,7 +827,7 @@ def evaluated_kinds(runs: list[Any]) -> list[str]:
 
 def check_findings(runs: list[Any], samples: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
     """Every finding the definitions of the benchmarks ``runs`` evaluated declare (RunInfo objects of
-    :mod:`xlt.reporting.compare`), as dicts; a claim naming an unknown check kind is a :class:`ConfigError`."""
+    :mod:`xlt.reporting.run_tables`), as dicts; a claim naming an unknown check kind is a :class:`ConfigError`."""
     groups = seed_groups(runs)
     systems = make_systems(groups)
     findings = []

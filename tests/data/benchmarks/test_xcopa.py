@@ -73,7 +73,7 @@ def test_bad_rows_are_named_with_their_row_and_field(tmp_path):
 
 def test_its_declared_finding_is_checked_on_a_comparison(tmp_path):
     from tests.reporting.fake_runs import MODELS, write_run
-    from xlt.reporting.compare import RunInfo
+    from xlt.reporting.run_tables import RunInfo
     from xlt.reporting.findings import check_findings
 
     def xcopa(direct: float, tt: float) -> dict:

@@ -1,7 +1,7 @@
 """``report --compare``: several run directories side by side, written as ``compare.{md,json,html}``.
 
-The per-run pieces (reading runs, side-by-side tables, paired differences, seed groups, rankings) live in
-:mod:`xlt.reporting.compare`; the papers' findings in :mod:`xlt.reporting.findings`; the page in
+The tables of finished runs (reading runs, side-by-side tables, paired differences, seed groups, rankings) are
+in :mod:`xlt.reporting.run_tables`; the papers' findings in :mod:`xlt.reporting.findings`; the page in
 :mod:`xlt.reporting.html`. This module puts them together.
 """
 
@@ -16,7 +16,7 @@ import pandas as pd
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
 from xlt.files import strict_json
-from xlt.reporting.compare import (
+from xlt.reporting.run_tables import (
     RunInfo,
     paired_differences,
     rankings,
