@@ -19,13 +19,13 @@ KIND = "marker_pairs_issue35"
 DEFINITION = f'''
 from pathlib import Path
 Path(__file__).with_name("EXECUTED").write_text("this file ran")
-from xlt.data.benchmarks.base import Benchmark
+from xlt.data.benchmarks.base import Benchmark, Report
 
 class MarkerPairs(Benchmark):
     kind = "{KIND}"
     has_passage = False
     paper = "marker"
-    title = "Marker"
+    report = Report(title="Marker")
 
     def languages(self, bcfg):
         return ["deu_Latn"]

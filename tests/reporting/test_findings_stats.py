@@ -17,9 +17,11 @@ import pytest
 from tests.reporting.fake_runs import MODELS, TTA, correct_vector, write_run
 from xlt import languages as langtab
 from xlt.metrics import paired_bootstrap
-from xlt.reporting.run_tables import RunInfo
+from xlt.reporting.checks import FAILS, HOLDS, UNTESTABLE
 from xlt.reporting.compare_runs import compare_runs
-from xlt.reporting.findings import ALPHA, FAILS, HOLDS, UNTESTABLE, check_findings
+from xlt.reporting.findings import check_findings
+from xlt.reporting.run_tables import RunInfo
+from xlt.reporting.verdicts import ALPHA
 
 LANGS = ["deu_Latn", "fra_Latn"]
 

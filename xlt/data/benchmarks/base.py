@@ -22,10 +22,8 @@ options, or more options than answer letters, is a wrong file (:func:`check_item
 
 from __future__ import annotations
 
-import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,22 +32,34 @@ from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 
 from xlt import languages as langtab
 from xlt.data.anomalies import PLACEHOLDERS
-from xlt.data.schema import LETTERS, MAX_OPTIONS, option_counts
+from xlt.data.benchmarks.declarations import Claim, Prompt, Report, Subset
+from xlt.data.schema import MAX_OPTIONS, option_counts
 from xlt.data.sources.files import check_readable, iter_jsonl
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource, offline
-from xlt.metrics import summarize
 from xlt.registry import BENCHMARKS
+
+# The members a definition declared before prompts and reports were data, and what replaced each.
+_PROMPT = ("doc_to_text", "doc_to_choice", "doc_to_target", "instruction", "fewshot_samplers",
+           "default_fewshot_sampler", "fewshot_group", "harness_task_unit", "fewshot_indices")
+_REPORT = ("title", "language_groupings", "thresholds", "labels", "rank_subsets", "rank_pairs", "contrast",
+           "finding_prefix", "display_title")
+MOVED = {**{n: "declared in prompt = Prompt(...)" for n in _PROMPT},
+         **{n: "declared in report = Report(...)" for n in _REPORT},
+         "findings": "report = Report(claims=...)",
+         **{n: "report = Report(subsets=(Subset(...), ...))" for n in ("subsets", "subset_columns", "subset_masks")},
+         **{n: "built by xlt.reporting.tables from report = Report(...)" for n in
+            ("summary", "summary_frames", "headline", "report_columns", "heading", "label")}}
 
 
 class Benchmark(ABC):
     """One benchmark, one definition: everything xlt needs to know about it (see the module docstring).
 
-    The loader half (:meth:`languages`, :meth:`load_all`) is abstract. The rest are declarations with
-    defaults that suit a plain multiple-choice benchmark, overridden where a benchmark differs:
-    prompts and few-shot rules for causal LLMs (:meth:`doc_to_text`, :meth:`fewshot_indices`, ...),
-    subsets (:meth:`subset_masks`) and how results are summarised and shown (the reporting block at the
-    end). No other module names a benchmark: they ask its definition.
+    The loader half (:meth:`languages`, :meth:`load_all`) is abstract; its defaults suit a plain
+    multiple-choice benchmark. The rest is declared as data (:mod:`xlt.data.benchmarks.declarations`):
+    ``prompt`` (how a causal LLM is prompted, formatted by :mod:`xlt.scoring.llm.task`) and ``report`` (its
+    subsets, how results are grouped, summarised and shown, its paper's claims; built by
+    :mod:`xlt.reporting`). No other module names a benchmark: they ask its definition.
     """
 
     kind: str = ""
@@ -63,113 +73,40 @@ class Benchmark(ABC):
     has_passage: bool = True  # items have a passage (Belebele) or not (Global-MMLU)
     # The English (pivot) language in this benchmark's own spelling: translate-test scores English few-shot
     # examples from it, and it is the source side of transfer.
-    pivot_language: str = "eng_Latn"
+    pivot_language: str | None = "eng_Latn"
     # The split LLM few-shot examples come from (None: the evaluated split itself, other items of the same
     # language, the question itself skipped).
     fewshot_split: str | None = None
-    # Subsets of a language's items (beside "full", all items) reported with their own accuracy; the
-    # metadata columns their masks are computed from (see :meth:`subset_masks`).
-    subsets: tuple[str, ...] = ()
-    subset_columns: tuple[str, ...] = ()
+    prompt: Prompt = Prompt()
+    report: Report = Report()
 
-    def subset_masks(self, meta: Any) -> dict[str, Any]:
-        """Boolean masks (numpy arrays) of the subsets over one language's items.
-
-        ``meta`` is a pandas DataFrame of the items' :attr:`subset_columns`. The default has no subsets.
-        Keys are the names in :attr:`subsets`, plus any finer ones (e.g. ``category/<name>``).
-        """
-        return {}
-
-    # --- causal LLMs: prompts and few-shot examples (as an lm-evaluation-harness task) ---------------
-    # The harness's multiple-choice prompt of one item (``doc_to_text``), its answer continuations
-    # (``doc_to_choice``; each is scored after TARGET_DELIMITER) and the gold one (``doc_to_target``).
-    # The default is the harness's lettered template: the passage (if any), the question, ``A. option``
-    # lines, ``Answer:``; the continuations are the letters.
-
-    def doc_to_text(self, rec: Mapping[str, Any]) -> str:
-        passage = (rec.get("passage") or "").strip()
-        lines = [passage] if passage else []
-        lines += [rec["question"].strip(), *(f"{LETTERS[i]}. {o}" for i, o in enumerate(rec["options"])), "Answer:"]
-        return "\n".join(lines)
-
-    def doc_to_choice(self, rec: Mapping[str, Any]) -> list[str]:
-        return list(LETTERS[: len(rec["options"])])
-
-    def doc_to_target(self, rec: Mapping[str, Any]) -> str:
-        return self.doc_to_choice(rec)[int(rec["label"])]
-
-    # The zero-shot instruction of the Belebele paper's prompt for instruction-tuned models (generation
-    # mode), with and without a passage; the prompt itself is :func:`xlt.scoring.llm.prompts.instruction_prompt`.
-    def instruction(self) -> str:
-        if self.has_passage:
-            return ("Given the following passage, query, and answer choices, output the letter corresponding to "
-                    "the correct answer.")
-        return "Given the following query and answer choices, output the letter corresponding to the correct answer."
-
-    # Few-shot sampling: "first_n" (the first k rows of the pool, as the harness's ``first_n`` sampler) or
-    # "random" (``Random(seed).sample(pool, k)`` drawn question after question, one generator per group,
-    # as its default sampler). ``fewshot_group``: the column the harness splits a language into tasks by
-    # (one pool and one generator per value; None: the whole language is one task).
-    fewshot_samplers: tuple[str, ...] = ("first_n", "random")
-
-    def default_fewshot_sampler(self, bcfg: Any) -> str:
-        return "first_n"
-
-    def fewshot_group(self, sampler: str) -> str | None:
-        return None
-
-    # How the harness splits a language into tasks, for the note on a capped run (None: one task per
-    # language, so ``max_questions`` is the harness's ``--limit``).
-    harness_task_unit: str | None = None
-
-    def fewshot_indices(self, items: Dataset, pool: Dataset, k: int, *, sampler: str = "first_n",
-                        seed: int = 1234, same_split: bool | None = None) -> list[list[int]]:
-        """For each row of ``items``, the indices into ``pool`` of its ``k`` few-shot examples.
-
-        When the pool is the evaluated split itself (``same_split``; default: ``fewshot_split`` is None)
-        the harness draws ``k + 1`` and drops the question itself (matched by ``id``).
-        """
-        if k <= 0:
-            return [[] for _ in range(len(items))]
-        if sampler not in self.fewshot_samplers:
-            raise ConfigError(f"{self.kind}: unknown few-shot sampler '{sampler}'; choose one of "
-                              f"{list(self.fewshot_samplers)}")
-        same = self.fewshot_split is None if same_split is None else same_split
-        key = self.fewshot_group(sampler)
-        for name, ds in (("items", items), ("few-shot pool", pool)):
-            if key is not None and key not in ds.column_names:
-                raise DataError(f"{self.kind} {name}: column '{key}' is missing (needed to pick few-shot examples)")
-        groups: dict[Any, list[int]] = {}
-        for i, g in enumerate(pool[key] if key is not None else [None] * len(pool)):
-            groups.setdefault(g, []).append(i)
-        pool_ids = pool["id"]
-        rngs: dict[Any, random.Random] = {}
-        draw = k + 1 if same else k
-        out = []
-        for row, (qid, g) in enumerate(zip(items["id"], items[key] if key is not None else [None] * len(items),
-                                          strict=True)):
-            group = groups.get(g, [])
-            if len(group) < draw:
-                unit = f"{key} '{g}'" if key is not None else "the pool"
-                raise DataError(f"{self.kind} row {row} (id {qid}): {unit} has {len(group)} few-shot rows in the "
-                                f"{self.fewshot_split or 'evaluated'} split, {draw} needed")
-            if sampler == "first_n":
-                picked = group[:draw]
-            else:
-                picked = rngs.setdefault(g, random.Random(seed)).sample(group, draw)
-            out.append([i for i in picked if not (same and pool_ids[i] == qid)][:k])
-        return out
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A definition written before prompts and reports were declared as data is refused, naming the
+        declaration that replaces each old member (docs/adding-a-benchmark.md)."""
+        super().__init_subclass__(**kwargs)
+        old = [name for name in cls.__dict__ if name in MOVED]
+        if old:
+            raise TypeError(f"{cls.__module__}.{cls.__qualname__}: " + "; ".join(f"{n} is now {MOVED[n]}" for n in old)
+                            + " (see docs/adding-a-benchmark.md)")
 
     def item_subsets(self, items: Any) -> dict[str, Any]:
-        """``{"full": all items, **subset_masks}`` over a Dataset or DataFrame of one language's items
-        (empty when the benchmark declares no subsets)."""
-        if not self.subsets:
+        """``{"full": all items, <subset>: mask, ...}`` (numpy boolean arrays) over a Dataset or DataFrame of
+        one language's items, for the subsets ``report.subsets`` declares (empty when there are none)."""
+        subsets = self.report.subsets
+        if not subsets:
             return {}
         import numpy as np
         import pandas as pd
 
-        meta = items if isinstance(items, pd.DataFrame) else items.select_columns(list(self.subset_columns)).to_pandas()
-        return {"full": np.ones(len(meta), dtype=bool), **self.subset_masks(meta)}
+        columns = list(self.report.subset_columns)
+        meta = items if isinstance(items, pd.DataFrame) else items.select_columns(columns).to_pandas()
+        masks = {"full": np.ones(len(meta), dtype=bool)}
+        for s in subsets:
+            if s.per_value:
+                masks.update({f"{s.name}/{v}": (meta[s.column] == v).to_numpy() for v in sorted(meta[s.column].unique())})
+            else:
+                masks[s.name] = (meta[s.column] == s.value).to_numpy(dtype=bool)
+        return masks
 
     def contamination_texts(self, bcfg: Any) -> list[str]:
         """The texts the training set is checked against for overlap (decontamination): the passages and
@@ -267,45 +204,6 @@ class Benchmark(ABC):
                 out.append(canon)
         return out
 
-    # --- reporting ---------------------------------------------------------------------------------------
-    # How results are grouped, summarised, shown and checked against the paper. xlt/reporting asks these
-    # declarations and names no benchmark; the defaults suit a benchmark with no subsets.
-
-    # The name reports and findings use (empty: the kind).
-    title: str = ""
-    # Per-language columns (from the language table, see :meth:`language_info`) results are grouped by:
-    # summaries, grouped plots, the results pages' filters and compare's tables.
-    language_groupings: tuple[str, ...] = ("script", "family", "resource")
-    # Accuracies (%) for which the summary counts the languages at or above (``n_ge_<t>``).
-    thresholds: tuple[float, ...] = (50.0, 70.0)
-    # Display names of columns and subsets (a missing key shows as itself).
-    labels: dict[str, str] = {"resource": "resource level"}
-    # Subsets (``"full"`` and names of :attr:`subsets`) systems are ranked on in ``report --compare``, and
-    # the pairs of them whose rank changes are counted; none: no rankings section.
-    rank_subsets: tuple[str, ...] = ()
-    rank_pairs: tuple[tuple[str, str], ...] = ()
-    # Two subsets shown side by side per language (a plot ``<name>_<a>_vs_<b>.png``); None: no such plot.
-    contrast: tuple[str, str] | None = None
-    # The claims of :attr:`paper` checked on every comparison (:mod:`xlt.reporting.findings` holds the
-    # check kinds); a finding's id is ``<finding_prefix>_<claim id>``.
-    findings: tuple[Claim, ...] = ()
-
-    @property
-    def display_title(self) -> str:
-        return self.title or self.kind
-
-    def heading(self, name: str) -> str:
-        """How reports and plots name the config entry ``name`` of this benchmark: its title, and the entry's
-        name beside it where that says more (e.g. "Belebele (belebele_tt)" for a translate-test entry)."""
-        return self.display_title if name in (self.kind, self.display_title) else f"{self.display_title} ({name})"
-
-    @property
-    def finding_prefix(self) -> str:
-        return self.kind
-
-    def label(self, key: str) -> str:
-        return self.labels.get(key, key)
-
     def language_info(self, code: str, groups: dict[str, str] | None = None) -> dict[str, Any]:
         """The per-language columns of the report for one of this benchmark's codes, from the language
         table: ``code`` (the table's), ``name``, ``script``, ``family`` and ``resource`` (the user's grouping
@@ -316,53 +214,6 @@ class Benchmark(ABC):
                 "script": lang.script if lang else langtab.UNGROUPED,
                 "family": lang.family if lang else langtab.UNGROUPED,
                 "resource": langtab.resource_level(table, groups)}
-
-    def report_columns(self) -> list[str]:
-        """The columns of the per-language table in ``report.md`` / ``report.tex`` (those present)."""
-        return ["language", "name", *self.language_groupings, "accuracy", "ci_low", "ci_high",
-                *(f"acc_{s}" for s in self.subsets), "n", "truncated"]
-
-    def summary(self, per_lang: Any, groups: dict[str, str] | None = None) -> dict[str, Any]:
-        """Headline numbers over languages (:func:`xlt.metrics.summarize`: ``mean`` always, the
-        threshold counts, each subset's mean, the means per grouping); ``resource_taxonomy`` says where
-        the resource levels come from when results are grouped by them."""
-        out = summarize(per_lang, self.language_groupings, self.subsets, self.thresholds)
-        if "resource" in self.language_groupings:
-            out["resource_taxonomy"] = langtab.resource_taxonomy(groups)
-        return out
-
-    def summary_frames(self, summary: dict[str, Any]) -> dict[str, Any]:
-        """Small DataFrames of a :meth:`summary`, one per table of ``report.md`` (title -> frame)."""
-        import pandas as pd
-
-        overview = {"mean accuracy": summary["mean"], "languages": summary["n_languages"],
-                    **{f"languages >= {t:g}": summary.get(f"n_ge_{t:g}") for t in self.thresholds}}
-        if summary.get("chance") is not None:
-            overview["chance"] = summary["chance"]
-        frames = {"overview": pd.DataFrame([overview])}
-        if self.subsets:
-            frames["subsets"] = pd.DataFrame([{"subset": s, "mean accuracy": summary.get(s)} for s in ("full", *self.subsets)])
-        for key, value in summary.items():  # finer subsets, e.g. by_category
-            by = key.removeprefix("by_")
-            if key.startswith("by_") and by not in self.language_groupings and isinstance(value, dict):
-                frames[f"by {self.label(by)}"] = pd.DataFrame([{self.label(by): k, "mean accuracy": v} for k, v in value.items()])
-        for by in self.language_groupings:
-            if f"by_{by}" in summary:
-                frames[f"by {self.label(by)}"] = pd.DataFrame([
-                    {self.label(by): g, "mean accuracy": v["mean"], "languages": v["n_languages"],
-                     **{s: v.get(s) for s in self.subsets}} for g, v in summary[f"by_{by}"].items()])
-        return frames
-
-    def headline(self, summary: dict[str, Any]) -> list[tuple[str, Any]]:
-        """The few numbers a results page shows first: (label, value) pairs."""
-        out: list[tuple[str, Any]] = [("languages", summary["n_languages"]), ("mean accuracy", summary["mean"])]
-        out += [(f"languages >= {t:g}", summary.get(f"n_ge_{t:g}")) for t in self.thresholds]
-        out += [(self.label(s), summary.get(s)) for s in self.subsets]
-        if summary.get("chance") is not None:
-            out.append(("chance", summary["chance"]))
-        if summary.get("resource_taxonomy"):
-            out.append(("resource levels", summary["resource_taxonomy"]))
-        return out
 
 
 class ConfigPerLanguage(Benchmark):
@@ -571,34 +422,9 @@ def convert_split(raw: Dataset, language: str, where: str, *, fields: Sequence[s
     )
 
 
-@dataclass(frozen=True)
-class Claim:
-    """A finding of a benchmark's paper, declared as data on its definition (:attr:`Benchmark.findings`).
-
-    ``check`` names one of the generic check kinds of :mod:`xlt.reporting.findings` (which runs it on
-    the systems of a comparison), ``id`` the finding within the benchmark (its id in reports is
-    ``<finding_prefix>_<id>``), ``text`` the claim in words, ``params`` what the check compares (see
-    the check kind). What the paper says: ``quote`` (its sentence, with ``section`` where it stands);
-    ``verbatim`` says whether it is the paper's own words, checked against its text, or a paraphrase (a
-    statement whose wording could not be checked is never passed off as a quote). ``needs``: the
-    systems and languages the check needs.
-    """
-
-    check: str
-    id: str
-    text: str
-    params: dict[str, Any] = field(default_factory=dict)
-    quote: str = ""
-    section: str = ""
-    verbatim: bool = False
-    needs: str = ""
-
-    def cited(self) -> str:
-        """The paper's sentence as reports show it: quoted (verbatim) or marked as a paraphrase."""
-        if not self.quote:
-            return ""
-        where = f" ({self.section})" if self.section else ""
-        return f"\u201c{self.quote}\u201d{where}" if self.verbatim else f"paraphrase{where}: {self.quote}"
-
-
 BENCHMARKS.base = Benchmark  # a definition file's subclasses with a kind register (xlt.registry.include)
+
+
+# What a definition file imports beside the base class: the declarations (xlt.data.benchmarks.declarations).
+__all__ = ["Benchmark", "Claim", "ConfigPerLanguage", "Prompt", "Report", "Subset", "check_items", "convert_split",
+           "data_checks", "load_local_file", "require_columns", "text"]
