@@ -1,5 +1,6 @@
-"""Finished runs read and tabulated for ``python -m xlt.report --compare RUN_DIR... --out DIR``: the tables
-(written to ``DIR`` by :mod:`xlt.reporting.compare_runs` as ``compare.md``, ``compare.json`` and CSVs) of
+"""Finished runs read and tabulated for ``python -m xlt.report --compare RUN_DIR... --out DIR``.
+
+The tables (written to ``DIR`` by :mod:`xlt.reporting.compare_runs` as ``compare.md``, ``compare.json`` and CSVs):
 
 * side-by-side accuracy per language and benchmark (one column per run), plus a plot per benchmark;
 * per-language differences of every run against the first (the baseline), with a paired bootstrap test

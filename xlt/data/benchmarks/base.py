@@ -40,16 +40,20 @@ from xlt.hub import hub_resource, offline
 from xlt.registry import BENCHMARKS
 
 # The members a definition declared before prompts and reports were data, and what replaced each.
-_PROMPT = ("doc_to_text", "doc_to_choice", "doc_to_target", "instruction", "fewshot_samplers",
-           "default_fewshot_sampler", "fewshot_group", "harness_task_unit", "fewshot_indices")
-_REPORT = ("title", "language_groupings", "thresholds", "labels", "rank_subsets", "rank_pairs", "contrast",
-           "finding_prefix", "display_title")
-MOVED = {**{n: "declared in prompt = Prompt(...)" for n in _PROMPT},
-         **{n: "declared in report = Report(...)" for n in _REPORT},
-         "findings": "report = Report(claims=...)",
-         **{n: "report = Report(subsets=(Subset(...), ...))" for n in ("subsets", "subset_columns", "subset_masks")},
-         **{n: "built by xlt.reporting.tables from report = Report(...)" for n in
-            ("summary", "summary_frames", "headline", "report_columns", "heading", "label")}}
+MOVED = {
+    "doc_to_text": "prompt = Prompt(text=..., option=..., raw=...)",
+    "doc_to_choice": "prompt = Prompt(choices=...)", "doc_to_target": "prompt = Prompt(choices=...)",
+    "instruction": "prompt = Prompt(instruction=...)",
+    "fewshot_samplers": "prompt = Prompt(samplers=...)", "default_fewshot_sampler": "prompt = Prompt(sampler=...)",
+    "fewshot_group": "prompt = Prompt(fewshot_groups=...)", "harness_task_unit": "prompt = Prompt(harness_task_unit=...)",
+    "fewshot_indices": "drawn by xlt.scoring.llm.task.HarnessTask from prompt = Prompt(...)",
+    **{n: f"report = Report({n}=...)" for n in ("title", "language_groupings", "thresholds", "labels", "rank_subsets",
+                                                 "rank_pairs", "contrast", "finding_prefix")},
+    "display_title": "report = Report(title=...)", "findings": "report = Report(claims=...)",
+    **{n: "report = Report(subsets=(Subset(name, column, value), ...))" for n in ("subsets", "subset_columns", "subset_masks")},
+    **{n: "built by xlt.reporting.tables from report = Report(...)" for n in
+       ("summary", "summary_frames", "headline", "report_columns", "heading", "label")},
+}
 
 
 class Benchmark(ABC):
@@ -86,7 +90,7 @@ class Benchmark(ABC):
         super().__init_subclass__(**kwargs)
         old = [name for name in cls.__dict__ if name in MOVED]
         if old:
-            raise TypeError(f"{cls.__module__}.{cls.__qualname__}: " + "; ".join(f"{n} is now {MOVED[n]}" for n in old)
+            raise TypeError(f"benchmark definition {cls.__qualname__}: " + "; ".join(f"{n} is now {MOVED[n]}" for n in old)
                             + " (see docs/adding-a-benchmark.md)")
 
     def item_subsets(self, items: Any) -> dict[str, Any]:
