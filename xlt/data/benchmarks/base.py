@@ -31,6 +31,7 @@ import pyarrow as pa
 from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 
 from xlt import languages as langtab
+from xlt.config.eval import BenchmarkConfig
 from xlt.data.anomalies import PLACEHOLDERS
 from xlt.data.benchmarks.declarations import Claim, Prompt, Report, Subset
 from xlt.data.schema import MAX_OPTIONS, option_counts
@@ -112,7 +113,7 @@ class Benchmark(ABC):
                 masks[s.name] = (meta[s.column] == s.value).to_numpy(dtype=bool)
         return masks
 
-    def contamination_texts(self, bcfg: Any) -> list[str]:
+    def contamination_texts(self, bcfg: BenchmarkConfig) -> list[str]:
         """The texts the training set is checked against for overlap (decontamination): the passages and
         questions of every selected language of the local copy (``bcfg.path``), each once. Without a
         local copy there is nothing to read offline: empty."""
@@ -131,10 +132,10 @@ class Benchmark(ABC):
         """Every language of the benchmark per xlt's language table (empty: ask the source)."""
         return ()
 
-    def hub_id(self, bcfg: Any) -> str:
+    def hub_id(self, bcfg: BenchmarkConfig) -> str:
         return bcfg.hub_id or self.default_hub_id
 
-    def local_path(self, bcfg: Any) -> Path | None:
+    def local_path(self, bcfg: BenchmarkConfig) -> Path | None:
         if not bcfg.path:
             return None
         path = Path(str(bcfg.path)).expanduser()
@@ -143,14 +144,14 @@ class Benchmark(ABC):
         return path
 
     @abstractmethod
-    def languages(self, bcfg: Any) -> list[str]:
+    def languages(self, bcfg: BenchmarkConfig) -> list[str]:
         """Language codes available in the configured source (sorted)."""
 
     @abstractmethod
-    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
+    def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         """Every item of one language in the evaluation schema, and where it was read (for errors)."""
 
-    def load_checked(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
+    def load_checked(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
         """The scorable items of one language and their data checks.
 
         ``max_questions`` is lm-evaluation-harness's ``--limit``: the first n documents of the file, the
@@ -170,7 +171,7 @@ class Benchmark(ABC):
             ds = ds.select(keep)
         return ds, checks
 
-    def load(self, bcfg: Any, language: str, split: str = "test") -> Dataset:
+    def load(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> Dataset:
         """The scorable items of one language in the evaluation schema (see :meth:`load_checked`)."""
         return self.load_checked(bcfg, language, split)[0]
 
@@ -184,7 +185,7 @@ class Benchmark(ABC):
         lang = langtab.lookup(code)
         return lang.code if lang is not None else code
 
-    def select_languages(self, bcfg: Any, available: Sequence[str] | None = None) -> list[str]:
+    def select_languages(self, bcfg: BenchmarkConfig, available: Sequence[str] | None = None) -> list[str]:
         """The languages to evaluate: ``bcfg.languages`` (validated) or all available ones.
 
         An unknown code raises :class:`ConfigError` naming the closest valid code; an empty selection
@@ -238,7 +239,7 @@ class ConfigPerLanguage(Benchmark):
         """The configs to assume offline (datasets then answers the config list as ["default"])."""
         return sorted(self.known_languages())
 
-    def languages(self, bcfg: Any) -> list[str]:
+    def languages(self, bcfg: BenchmarkConfig) -> list[str]:
         root = self.local_path(bcfg)
         if root is not None:
             # Hidden and private folders (".cache", "__pycache__") are not configs.
@@ -258,7 +259,7 @@ class ConfigPerLanguage(Benchmark):
         shards = sorted(folder.glob(f"{split}-*.parquet"))
         return shards[0] if len(shards) == 1 else None
 
-    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
+    def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:

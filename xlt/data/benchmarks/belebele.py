@@ -17,6 +17,7 @@ from typing import Any
 from datasets import Dataset, Features, Value, get_dataset_config_names, get_dataset_split_names, load_dataset
 
 from xlt import languages as langtab
+from xlt.config.eval import BenchmarkConfig
 from xlt.data.benchmarks.base import Benchmark, Claim, Prompt, Report, convert_split, load_local_file, text
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
@@ -78,7 +79,7 @@ class Belebele(Benchmark):
                 files.setdefault(f.stem, f)
         return files
 
-    def languages(self, bcfg: Any) -> list[str]:
+    def languages(self, bcfg: BenchmarkConfig) -> list[str]:
         root = self.local_path(bcfg)
         if root is not None:
             return sorted(self._local_files(root))
@@ -93,7 +94,7 @@ class Belebele(Benchmark):
                 configs = get_dataset_split_names(hub_id, "default", revision=bcfg.revision)
         return sorted(configs)
 
-    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
+    def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:

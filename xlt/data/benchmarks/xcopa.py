@@ -27,6 +27,7 @@ from typing import Any
 from datasets import Features, Value
 
 from xlt import languages as langtab
+from xlt.config.eval import BenchmarkConfig
 from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, Prompt, Report, Subset, text
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
@@ -94,7 +95,7 @@ class XCOPA(ConfigPerLanguage):
     def known_languages(self) -> tuple[str, ...]:
         return tuple(LANGUAGES)
 
-    def languages(self, bcfg: Any) -> list[str]:
+    def languages(self, bcfg: BenchmarkConfig) -> list[str]:
         # The translation-<code> configs are English machine translations, not languages.
         return [c for c in super().languages(bcfg) if not c.startswith("translation-")]
 
