@@ -73,7 +73,8 @@ def paired_test(a: System, bench_a: str, b: System, bench_b: str, languages: lis
             "significant": bool(test["p_value"] < ALPHA)}  # NaN < ALPHA is False
 
 
-def _seed_stat(system: System, fn) -> tuple[float, float]:
+def seed_stat(system: System, fn) -> tuple[float, float]:
+    """Mean and standard deviation over the system's seeds of ``fn(run)`` (runs where it is None left out)."""
     vals = [fn(r) for r in system.runs]
     vals = [v for v in vals if v is not None]
     if not vals:
@@ -81,7 +82,8 @@ def _seed_stat(system: System, fn) -> tuple[float, float]:
     return float(np.mean(vals)), float(np.std(vals, ddof=1)) if len(vals) > 1 else 0.0
 
 
-def _fmt_test(t: dict[str, Any]) -> str:
+def fmt_test(t: dict[str, Any]) -> str:
+    """A :func:`paired_test` result in words (the findings' ``why``)."""
     side = "" if t.get("alternative", "two-sided") == "two-sided" else "one-sided "
     return (f"diff {t['diff']:+.1f} points [{t['ci_low']:+.1f}, {t['ci_high']:+.1f}], {side}p={t['p_value']:.3f} "
             f"({'significant' if t['significant'] else 'not significant'} at {ALPHA}; {t['questions']} paired "

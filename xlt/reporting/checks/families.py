@@ -8,7 +8,7 @@ import numpy as np
 
 from xlt.errors import ConfigError
 from xlt.reporting.checks.base import FAILS, HOLDS, Check, Finding, check_kind
-from xlt.reporting.paired import PAIRED_TEST, VERDICT_RULE, _fmt_test, _seed_stat, paired_scores, paired_test
+from xlt.reporting.paired import PAIRED_TEST, VERDICT_RULE, fmt_test, paired_scores, paired_test, seed_stat
 from xlt.reporting.systems import System, direct_benchmark, language_attr, language_means
 from xlt.reporting.verdicts import ALPHA, all_significant, count_above_test
 
@@ -108,7 +108,7 @@ def check_family_best_on_levels(c: Check) -> Finding:
             f"{PAIRED_TEST}, one-sided ({target} higher); {VERDICT_RULE}: {target} above every other family on "
             f"{'every level above ' + lowest if which == 'above_lowest' else 'the ' + lowest + ' level'}")
     ok = all(winners[lv] == target for lv in picked) and all_significant(p_parts)
-    why = "; ".join(f"{lv}: best {winners[lv] or 'tie'}; {target} vs {closest[lv][0]}: {_fmt_test(closest[lv][1])}"
+    why = "; ".join(f"{lv}: best {winners[lv] or 'tie'}; {target} vs {closest[lv][0]}: {fmt_test(closest[lv][1])}"
                     for lv in picked)
     if not ok and all(winners[lv] == target for lv in picked):
         why += f"; {target} has the highest mean, but not significantly above every other family at {ALPHA}"
@@ -137,7 +137,7 @@ def _family_most(c: Check, strict: bool) -> Finding:
         return int((acc > t).sum() if strict else (acc >= t).sum())
 
     key = f"languages {op} {t:g} (seed-mean accuracy)"
-    per_seed = {f: _seed_stat(s, lambda r, b=benches[f]: count(r, b)) for f, s in fam.items()}
+    per_seed = {f: seed_stat(s, lambda r, b=benches[f]: count(r, b)) for f, s in fam.items()}
     tests = {}
     for f in families:
         if f == family:

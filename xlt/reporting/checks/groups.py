@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from xlt.reporting.checks.base import FAILS, HOLDS, Check, Finding, check_kind
-from xlt.reporting.paired import VERDICT_RULE, _seed_stat
+from xlt.reporting.paired import VERDICT_RULE, seed_stat
 from xlt.reporting.systems import direct_benchmark, language_attr, language_means
 from xlt.reporting.verdicts import ALPHA, group_permutation_test
 
@@ -33,7 +33,7 @@ def check_higher_where_column_is(c: Check) -> Finding:
         xa, xb = np.array([means[x] for x in in_a]), np.array([means[x] for x in in_b])
         diff = float(xa.mean() - xb.mean())
         p = group_permutation_test(xa, xb, c.samples, c.seed, "greater")
-        per_seed = _seed_stat(s, lambda r, bench=bench, in_a=in_a, in_b=in_b: _group_diff(r, bench, in_a, in_b))
+        per_seed = seed_stat(s, lambda r, bench=bench, in_a=in_a, in_b=in_b: _group_diff(r, bench, in_a, in_b))
         rows.append({"system": s.label, f"{na} languages": len(in_a), f"{nb} languages": len(in_b),
                      f"{na} mean": float(xa.mean()), f"{nb} mean": float(xb.mean()), f"{na} - {nb}": diff,
                      "std over seeds": per_seed[1], "p_value": p, "significant": bool(p < ALPHA)})
