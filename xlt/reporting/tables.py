@@ -62,16 +62,10 @@ class BenchmarkResults:
         return chance_level(self.per_language)
 
 
-def title(bench: Benchmark) -> str:
-    """The name reports and findings give a benchmark: its declared title, else its kind."""
-    return bench.report.title or bench.kind
-
-
 def heading(bench: Benchmark, name: str) -> str:
     """How reports and plots name the config entry ``name`` of benchmark ``bench``: its title, and the entry's
     name beside it where that says more (e.g. "Belebele (belebele_tt)" for a translate-test entry)."""
-    shown = title(bench)
-    return shown if name in (bench.kind, shown) else f"{shown} ({name})"
+    return bench.title if name in (bench.kind, bench.title) else f"{bench.title} ({name})"
 
 
 def finding_prefix(bench: Benchmark) -> str:

@@ -91,6 +91,11 @@ class Benchmark(ABC):
             raise TypeError(f"benchmark definition {cls.__qualname__}: " + "; ".join(f"{n} is now {MOVED[n]}" for n in old)
                             + " (see docs/adding-a-benchmark.md)")
 
+    @property
+    def title(self) -> str:
+        """The name reports, plots and findings give this benchmark: its declared ``report.title``, else its kind."""
+        return self.report.title or self.kind
+
     def item_subsets(self, items: Any) -> dict[str, Any]:
         """``{"full": all items, <subset>: mask, ...}`` (numpy boolean arrays) over a Dataset or DataFrame of
         one language's items, for the subsets ``report.subsets`` declares (empty when there are none)."""

@@ -15,7 +15,7 @@ from xlt.data.benchmarks import Benchmark
 from xlt.data.benchmarks.declarations import Claim
 from xlt.errors import ConfigError
 from xlt.reporting.systems import System
-from xlt.reporting.tables import finding_prefix, title
+from xlt.reporting.tables import finding_prefix
 
 HOLDS, FAILS, UNTESTABLE = "holds", "does not hold", "cannot be tested"
 
@@ -53,7 +53,7 @@ class Check:
 
     @property
     def title(self) -> str:
-        return title(self.bench)
+        return self.bench.title
 
     def param(self, key: str, default: Any = None) -> Any:
         if key not in self.claim.params and default is None:
