@@ -28,7 +28,6 @@ import pandas as pd
 from xlt import __version__
 from xlt import languages as langtab
 from xlt.files import json_text, strict_json
-from xlt.reporting.tables import headline
 from xlt.run import atomic_write_text
 from xlt.scoring.before import COLUMN as BEFORE
 from xlt.scoring.results import first_result
@@ -191,7 +190,7 @@ def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[
 def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
              notes: list[str] | None = None, run_path: Path | None = None) -> dict[str, Any]:
     """The page of one run's report (the same numbers as ``report.md``)."""
-    from xlt.reporting.tables import summary_frames  # lazy: start-up time
+    from xlt.reporting.tables import headline, summary_frames  # lazy: start-up time
 
     model = cfg.eval.model if cfg.eval.model != "run" else f"run's model ({cfg.model.name_or_path})"
     meta = [["recipe", str(cfg.recipe_name)], ["model", str(model)], ["scorer", str(cfg.eval.scorer)],
