@@ -103,7 +103,7 @@ def test_compare_refuses_a_config_yaml_edited_or_deleted_after_the_run(tmp_path)
 
     from xlt import config as xcfg
     from xlt.config.keys import stage_values
-    from xlt.reporting.compare import read_config
+    from xlt.reporting.run_tables import read_config
 
     cfg = xcfg.validate({"seed": 2})
     run = RunDir(tmp_path)

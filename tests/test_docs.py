@@ -226,7 +226,7 @@ def check_command(cmd: Command, folder: Path, monkeypatch: pytest.MonkeyPatch) -
     command, args = command_and_args(tokens)
     try:
         if command == "report" and "--compare" in args:
-            import xlt.reporting.comparison as comparison
+            import xlt.reporting.compare_runs as comparison
             from xlt.report import compare_main
 
             monkeypatch.setattr(comparison, "compare_runs", lambda *a, **k: None)

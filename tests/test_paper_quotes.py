@@ -33,7 +33,7 @@ def plain(text: str) -> str:
 @pytest.mark.parametrize("kind", sorted(SOURCE))
 def test_quotes_are_the_sources_words(kind):
     source = plain((PAPERS / SOURCE[kind]).read_text())
-    claims = get_benchmark(kind).findings
+    claims = get_benchmark(kind).report.claims
     for claim in claims:
         if claim.verbatim or "summary of arXiv" in claim.section:  # quoted, or the summary's own words
             assert plain(claim.quote) in source, (kind, claim.id, claim.quote)
@@ -47,7 +47,7 @@ def test_quotes_are_the_sources_words(kind):
 
 def test_what_is_not_quoted_says_why():
     for kind in ("belebele", "global_mmlu", "xcopa"):
-        for claim in get_benchmark(kind).findings:
+        for claim in get_benchmark(kind).report.claims:
             cited = claim.cited()
             assert cited.startswith("\u201c") == claim.verbatim
             if not claim.verbatim:

@@ -443,7 +443,7 @@ def test_kill_9_during_a_checkpoint_save_resumes_from_the_previous_one_bit_ident
 # --- report --compare on damaged or repeated runs ---------------------------------------------------
 
 def test_compare_refuses_the_same_run_twice_and_an_out_that_is_a_file(base, tmp_path):
-    from xlt.reporting.comparison import compare_runs
+    from xlt.reporting.compare_runs import compare_runs
 
     other = base.copy(tmp_path / "b")
     with pytest.raises(XltError, match="is the same run directory as"):
@@ -461,7 +461,7 @@ def test_compare_refuses_the_same_run_twice_and_an_out_that_is_a_file(base, tmp_
                                            ("eval/belebele/predictions/fra_Latn.jsonl", "truncated"),
                                            ("eval/global_mmlu/en.json", "other_shape")])
 def test_compare_names_a_damaged_run(base, tmp_path, rel, kind):
-    from xlt.reporting.comparison import compare_runs
+    from xlt.reporting.compare_runs import compare_runs
 
     other = base.copy(tmp_path / "b")
     damage(other.path / rel, kind)

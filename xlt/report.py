@@ -30,7 +30,7 @@ def compare_main(argv: list[str]) -> int:
                         help="a compared run's eval.include_path folder whose *.py definition files may be run "
                              "(repeat for several); without it a comparison runs no code of the runs it compares")
     args = parser.parse_args(argv)
-    from xlt.reporting.comparison import compare_runs  # lazy: start-up time
+    from xlt.reporting.compare_runs import compare_runs  # lazy: start-up time
 
     try:
         compare_runs(args.compare, args.out, samples=args.bootstrap_samples, seed=args.seed,

@@ -1,8 +1,8 @@
 """Simulated comparisons with known truth, in memory, for the calibration suite (test_calibration.py).
 
-A simulated run looks to :mod:`xlt.reporting.findings` like a :class:`~xlt.reporting.compare.RunInfo`: its
+A simulated run looks to the findings' checks (:mod:`xlt.reporting.checks`) like a :class:`~xlt.reporting.run_tables.RunInfo`: its
 ``config`` as recorded, ``results[name].per_language`` (accuracy, resource level, subset accuracies) and
-predictions, which are put in the checks' per-call cache of prediction rows (``findings._ROWS``) instead of
+predictions, which are put in the checks' per-call cache of prediction rows (``paired._ROWS``) instead of
 files, so a simulation costs no disk and thousands of them run in seconds.
 
 Answers: per language, each question has a difficulty ``p`` drawn once (shared by every system: the same
@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from xlt import languages as langtab
-from xlt.reporting import findings as fnd
+from xlt.reporting import checks, paired, systems
 
 MODELS = {
     "XLM-R": {"name": "xlmr_base", "name_or_path": "FacebookAI/xlm-roberta-base"},
@@ -99,7 +99,7 @@ def system(label: str, seeds: int, benches: list[Bench], rng: np.random.Generato
                              for i, c, s in zip(ids, correct.tolist(), subsets, strict=True)]
                 else:
                     rows_ = [{"id": i, "gold": 0, "prediction": int(not c)} for i, c in zip(ids, correct.tolist(), strict=True)]
-                fnd._ROWS[(str(run.path), b.name, lang)] = rows_
+                paired._ROWS[(str(run.path), b.name, lang)] = rows_
             run.results[b.name] = SimResults(b.kind, pd.DataFrame(rows))
         runs.append(run)
     return runs
@@ -132,18 +132,17 @@ def shift(difficulty: dict[str, np.ndarray], by: float | dict[str, float] = 0.0)
     return {lang: np.full(p.size, by.get(lang, 0.0) if isinstance(by, dict) else by) for lang, p in difficulty.items()}
 
 
-def verdict(runs: list[SimRun], kind: str, claim_id: str, samples: int, seed: int = 0) -> fnd.Finding:
+def verdict(runs: list[SimRun], kind: str, claim_id: str, samples: int, seed: int = 0) -> checks.Finding:
     """The finding ``claim_id`` of benchmark ``kind`` checked on the simulated ``runs`` (its predictions
     read from the cache the runs filled, which is then emptied)."""
     from xlt.data.benchmarks import get_benchmark
-    from xlt.reporting.compare import seed_groups
+    from xlt.reporting.run_tables import seed_groups
 
     try:
         groups = seed_groups(runs)  # type: ignore[arg-type]
-        systems = fnd.make_systems(groups)
+        found = systems.make_systems(groups)
         bench = get_benchmark(kind)
-        claim = next(c for c in bench.findings if c.id == claim_id)
-        return fnd.CHECKS[claim.check](fnd.Check(systems, groups, bench, claim, samples, seed))
+        claim = next(c for c in bench.report.claims if c.id == claim_id)
+        return checks.CHECKS[claim.check](checks.Check(found, groups, bench, claim, samples, seed))
     finally:
-        fnd._ROWS.clear()
-        getattr(fnd, "_SCORES", {}).clear()  # (absent before issue 35)
+        paired.clear_cache()

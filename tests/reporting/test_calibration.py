@@ -28,7 +28,9 @@ from scipy.stats import binom
 
 from tests.reporting.simulate import Bench, difficulties, shift, system, verdict
 from xlt.data.benchmarks import get_benchmark
-from xlt.reporting.findings import ALPHA, HOLDS
+from xlt.reporting.checks import HOLDS
+from xlt.reporting.tables import finding_prefix
+from xlt.reporting.verdicts import ALPHA
 
 N_NULL, N_POWER, N_FAST, SAMPLES = 200, 100, 60, 200
 HIGH = ["deu_Latn", "fra_Latn", "ell_Grek"]  # NLLB high
@@ -167,8 +169,8 @@ def holds_rate(finding: str, planted: bool, n: int, seed: int = 0) -> float:
 
 
 def test_every_declared_finding_has_a_calibration_scenario():
-    declared = {f"{get_benchmark(k).finding_prefix}_{c.id}" for k in ("belebele", "global_mmlu", "xcopa")
-                for c in get_benchmark(k).findings}
+    declared = {f"{finding_prefix(get_benchmark(k))}_{c.id}" for k in ("belebele", "global_mmlu", "xcopa")
+                for c in get_benchmark(k).report.claims}
     assert declared == set(SCENARIOS) == set(DESIGN)
 
 

@@ -12,20 +12,20 @@ import yaml
 from tests.reporting.fake_runs import MODELS, write_run
 from xlt.errors import DataError
 from xlt.registry import BENCHMARKS
-from xlt.reporting.comparison import compare_runs
+from xlt.reporting.compare_runs import compare_runs
 
 KIND = "marker_pairs_issue35"
 
 DEFINITION = f'''
 from pathlib import Path
 Path(__file__).with_name("EXECUTED").write_text("this file ran")
-from xlt.data.benchmarks.base import Benchmark
+from xlt.data.benchmarks.base import Benchmark, Report
 
 class MarkerPairs(Benchmark):
     kind = "{KIND}"
     has_passage = False
     paper = "marker"
-    title = "Marker"
+    report = Report(title="Marker")
 
     def languages(self, bcfg):
         return ["deu_Latn"]

@@ -10,6 +10,7 @@ verdicts, and nothing of another benchmark's.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -19,12 +20,13 @@ from datasets import Dataset
 from tests.reporting.fake_runs import MODELS, TTA, write_run
 from xlt import config as xcfg
 from xlt.data.benchmarks import BENCHMARKS
-from xlt.data.benchmarks.base import Benchmark, Claim
+from xlt.data.benchmarks.base import Benchmark, Claim, Report
 from xlt.errors import ConfigError
-from xlt.reporting.compare import RunInfo
-from xlt.reporting.comparison import compare_runs
-from xlt.reporting.findings import FAILS, HOLDS, UNTESTABLE, check_findings
+from xlt.reporting.checks import FAILS, HOLDS, UNTESTABLE
+from xlt.reporting.compare_runs import compare_runs
+from xlt.reporting.findings import check_findings
 from xlt.reporting.html import compare_page, run_page
+from xlt.reporting.run_tables import RunInfo
 from xlt.reporting.tables import load_run_results, per_language_frame
 from xlt.run import RunDir
 from xlt.stages.report import write_report
@@ -40,11 +42,8 @@ class PairsBenchmark(Benchmark):
     kind = KIND
     has_passage = False
     paper = "Toy pairs (tests, 2026)"
-    title = "Toy-Pairs"
-    language_groupings = ("region",)
-    thresholds = (60.0,)
-    labels = {"region": "world region"}
-    findings = (
+    report = Report(title="Toy-Pairs", language_groupings=("region",), thresholds=(60.0,),
+                    labels={"region": "world region"}, claims=(
         Claim("higher_where_column_is", "north_above_south", "accuracy is higher on northern than on southern languages",
               {"column": "region", "a": "north", "b": "south", "a_label": "northern", "b_label": "southern"}),
         Claim("higher_where_column_is", "south_above_north", "accuracy is higher on southern than on northern languages",
@@ -52,7 +51,7 @@ class PairsBenchmark(Benchmark):
         Claim("translate_train_all_beats_zero_shot", "tta_beats_zero_shot", "translate-train-all beats zero-shot (toy)"),
         Claim("family_most_at_or_above", "infoxlm_most_ge_60", "InfoXLM has the most languages at or above 60%",
               {"families": ("XLM-R", "XLM-V", "InfoXLM"), "family": "InfoXLM", "threshold": 60}),
-    )
+    ))
 
     def language_info(self, code: str, groups: dict[str, str] | None = None) -> dict[str, Any]:
         return {**super().language_info(code, groups), "region": REGIONS.get(code, "n/a")}
@@ -171,7 +170,7 @@ def test_findings_are_the_declared_claims(toy):
 
 def test_a_claim_with_an_unknown_check_kind_is_a_clear_error(toy):
     bench = PairsBenchmark()
-    bench.findings = (Claim("no_such_check", "x", "a claim no check kind tests"),)
+    bench.report = replace(bench.report, claims=(Claim("no_such_check", "x", "a claim no check kind tests"),))
     with pytest.MonkeyPatch.context() as mp:
         mp.setitem(BENCHMARKS, KIND, bench)
         runs = [RunInfo(p) for p in toy["runs"][:2]]

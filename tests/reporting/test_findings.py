@@ -14,8 +14,9 @@ import pytest
 
 from tests.reporting.fake_runs import MODELS, TTA
 from tests.reporting.fake_runs import write_run as _write_run
-from xlt.reporting.comparison import compare_runs
-from xlt.reporting.findings import FAILS, HOLDS, UNTESTABLE, model_family, model_size, training_setting
+from xlt.reporting.checks import FAILS, HOLDS, UNTESTABLE
+from xlt.reporting.compare_runs import compare_runs
+from xlt.reporting.systems import model_family, model_size, training_setting
 
 # NLLB resource levels (xlt/languages.tsv): HIGH and MID are both NLLB-high (given other accuracies), LOW and
 # bam_Latn NLLB-low.
@@ -210,8 +211,8 @@ def test_findings_that_cannot_be_tested_say_why(untestable):
 def test_resource_findings_need_two_known_resource_levels(tmp_path):
     """All three models, but only high-resource languages: the resource findings cannot be tested, the
     threshold counts can."""
-    from xlt.reporting.compare import RunInfo
     from xlt.reporting.findings import check_findings
+    from xlt.reporting.run_tables import RunInfo
 
     accs = {"deu_Latn": 80.0, "fra_Latn": 75.0, "ell_Grek": 40.0}
     runs = [RunInfo(write_run(tmp_path / name / "default", MODELS[family], 1, belebele={k: v - shift for k, v in accs.items()}))

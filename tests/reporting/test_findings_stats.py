@@ -17,9 +17,11 @@ import pytest
 from tests.reporting.fake_runs import MODELS, TTA, correct_vector, write_run
 from xlt import languages as langtab
 from xlt.metrics import paired_bootstrap
-from xlt.reporting.compare import RunInfo
-from xlt.reporting.comparison import compare_runs
-from xlt.reporting.findings import ALPHA, FAILS, HOLDS, UNTESTABLE, check_findings
+from xlt.reporting.checks import FAILS, HOLDS, UNTESTABLE
+from xlt.reporting.compare_runs import compare_runs
+from xlt.reporting.findings import check_findings
+from xlt.reporting.run_tables import RunInfo
+from xlt.reporting.verdicts import ALPHA
 
 LANGS = ["deu_Latn", "fra_Latn"]
 
@@ -122,7 +124,7 @@ def test_systems_are_ranked_only_on_languages_they_all_have(tmp_path):
     assert "over 2 languages and 3 systems" in f["why"] and "no subset labels" in f["why"]
     # the counts alone do not decide: without the permutation test, no verdict
     assert f["verdict"] == UNTESTABLE and "no test" in f["why"]
-    from xlt.reporting.compare import seed_groups, system_subset_scores
+    from xlt.reporting.run_tables import seed_groups, system_subset_scores
 
     scores = system_subset_scores(seed_groups([RunInfo(p) for p in runs]), "global_mmlu", ("CS", "CA"))
     assert list(scores["languages"]) == [2, 2, 2]

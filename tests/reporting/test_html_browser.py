@@ -19,7 +19,7 @@ from tests.reporting.browser import first_column, open_page
 from tests.reporting.fake_runs import paper_like_set
 from xlt import config as xcfg
 from xlt import languages as langtab
-from xlt.reporting.comparison import compare_runs
+from xlt.reporting.compare_runs import compare_runs
 from xlt.reporting.html import render_page, run_page, write_run_page
 from xlt.reporting.tables import load_run_results
 
@@ -29,7 +29,7 @@ def pages(tmp_path_factory):
     root = tmp_path_factory.mktemp("pages")
     runs = paper_like_set(root / "runs")
     with pytest.MonkeyPatch.context() as mp:  # the PNG of 1,220 bars (20 s here) is not part of the page
-        mp.setattr("xlt.reporting.comparison.comparison_plot", lambda *a, **k: None)
+        mp.setattr("xlt.reporting.compare_runs.comparison_plot", lambda *a, **k: None)
         compare_runs(runs, root / "cmp", samples=100)
     cfg = xcfg.validate({"recipe_name": "xlmr_zeroshot", "model": {"name": "xlmr_base",
                                                                   "name_or_path": "FacebookAI/xlm-roberta-base"}})

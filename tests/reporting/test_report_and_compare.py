@@ -14,7 +14,7 @@ from tests.fixtures.benchmarks import write_belebele, write_global_mmlu
 from xlt import config as xcfg
 from xlt.contract import call_stage
 from xlt.errors import DataError
-from xlt.reporting.comparison import compare_runs
+from xlt.reporting.compare_runs import compare_runs
 from xlt.run import RunDir
 
 BELEBELE_LANGS = ["arb_Arab", "deu_Latn", "hin_Latn", "zho_Hans"]

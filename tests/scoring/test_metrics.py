@@ -14,6 +14,7 @@ from xlt.metrics import (
     paired_bootstrap,
     summarize,
 )
+from xlt.reporting.tables import summarize_results, summary_tables
 
 
 def test_accuracy_and_seeded_bootstrap():
@@ -60,7 +61,7 @@ def test_summary_without_subsets_hand_computed():
         "resource": ["high", "high", "mid", "n/a"],
     })
     s = summarize(df, ("script", "family", "resource"))
-    declared = get_benchmark("belebele").summary(df)  # the default definition: these groupings, + the taxonomy
+    declared = summarize_results(get_benchmark("belebele"), df)  # the default definition: these groupings, + the taxonomy
     assert declared.pop("resource_taxonomy").startswith("NLLB resource levels") and declared == s
     assert s["mean"] == 55.0 and s["n_languages"] == 4 and "chance" not in s and "full" not in s
     assert s["n_ge_50"] == 3 and s["n_ge_70"] == 1
@@ -90,13 +91,13 @@ def test_subsets_and_summary_of_a_definition_with_subsets():
         "acc_category/STEM": [10.0, 20.0, 30.0],
         "tier": ["high", "low", "low"], "translation": ["human", "machine", "machine"],
     })
-    s = get_benchmark("global_mmlu").summary(per_lang)
+    s = summarize_results(get_benchmark("global_mmlu"), per_lang)
     assert s["mean"] == s["full"] == 50.0 and s["MA"] == 40.0 and s["CS"] == 30.0 and s["CA"] == 60.0
     assert s["by_category"] == {"STEM": 20.0}
     assert s["by_tier"]["low"] == {"mean": 45.0, "n_languages": 2, "MA": 35.0, "CS": 20.0, "CA": 55.0}
     assert s["by_translation"]["human"]["mean"] == 60.0
     assert not any(k.startswith("n_ge_") for k in s) and "resource_taxonomy" not in s  # declared: no thresholds
-    frames = get_benchmark("global_mmlu").summary_frames(s)
+    frames = summary_tables(get_benchmark("global_mmlu"), s)
     assert list(frames) == ["overview", "subsets", "by category", "by resource tier", "by translation"]
     assert frames["subsets"].set_index("subset")["mean accuracy"].to_dict() == {"full": 50.0, "MA": 40.0, "CS": 30.0,
                                                                                  "CA": 60.0}

@@ -125,19 +125,19 @@ def provenance_rows(prov: dict[str, Any] | None) -> list[list[str]]:
 def info_columns(res: Any) -> list[str]:
     """The per-language text columns a page shows and filters by: script, family and the definition's groupings."""
     df = res.per_language
-    return [c for c in dict.fromkeys(("script", "family", *res.definition.language_groupings)) if c in df]
+    return [c for c in dict.fromkeys(("script", "family", *res.definition.report.language_groupings)) if c in df]
 
 
 def benchmark_blocks(name: str, res: Any) -> list[dict[str, Any]]:
     """A benchmark's blocks of ``report.html``, from its definition: the per-language table (its language
     columns as filters, accuracy with interval, each subset), accuracy bars per language (each subset a
     selectable series) and mean accuracy per grouping, with the results' chance level."""
-    bench = res.definition
+    declared = res.definition.report  # subsets, groupings, labels
     df = res.per_language.sort_values("accuracy", ascending=False)
-    subsets = [s for s in bench.subsets if f"acc_{s}" in df]
+    subsets = [s for s in declared.subset_names if f"acc_{s}" in df]
     show_code = "code" in df and (df["code"].astype(str) != df["language"].astype(str)).any()
     columns = [col("name", "language"), col("language", "code"), *([col("code", "language-table code")] if show_code else []),
-               *[col(c, bench.label(c), filter=True) for c in info_columns(res)],
+               *[col(c, declared.label(c), filter=True) for c in info_columns(res)],
                col("accuracy", "accuracy (95% CI)", "ci", low="ci_low", high="ci_high"),
                *([col(BEFORE, "before fine-tuning", "num")] if BEFORE in df else []),
                *[col(f"acc_{s}", s, "num") for s in subsets], col("n", "n", "int"),
@@ -150,18 +150,18 @@ def benchmark_blocks(name: str, res: Any) -> list[dict[str, Any]]:
             {"label": r["language"], "value": r[BEFORE], "tip": f"{r['language']}: {r[BEFORE]:.1f} before fine-tuning"}
             for _, r in df.iterrows()]})
     for s in subsets:
-        series.append({"name": bench.label(s), "bars": [
+        series.append({"name": declared.label(s), "bars": [
             {"label": r["language"], "value": r[f"acc_{s}"], "tip": _interval_tip(r["name"], r["language"], r[f"acc_{s}"],
                                                                                  None, None, s)}
             for _, r in df.iterrows()]})
     group_series = []
-    for by in bench.language_groupings:
+    for by in declared.language_groupings:
         if by not in df:
             continue
         g = df.groupby(by)["accuracy"].agg(["mean", "count"]).sort_values("mean", ascending=False)
-        group_series.append({"name": f"by {bench.label(by)}", "bars": [
+        group_series.append({"name": f"by {declared.label(by)}", "bars": [
             {"label": str(k), "value": float(v["mean"]),
-             "tip": f"{bench.label(by)} {k}: mean {v['mean']:.1f} over {int(v['count'])} language(s)"}
+             "tip": f"{declared.label(by)} {k}: mean {v['mean']:.1f} over {int(v['count'])} language(s)"}
             for k, v in g.iterrows()]})
     title = "per language" + (f" ({', '.join(['full', *subsets])})" if subsets else "")
     blocks = [table(f"{name}-langs", title, columns, df.to_dict(orient="records"), search=True),
@@ -190,7 +190,7 @@ def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[
 def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
              notes: list[str] | None = None, run_path: Path | None = None) -> dict[str, Any]:
     """The page of one run's report (the same numbers as ``report.md``)."""
-    from xlt.reporting.tables import summary_frames  # lazy: start-up time
+    from xlt.reporting.tables import headline, summary_frames  # lazy: start-up time
 
     model = cfg.eval.model if cfg.eval.model != "run" else f"run's model ({cfg.model.name_or_path})"
     meta = [["recipe", str(cfg.recipe_name)], ["model", str(model)], ["scorer", str(cfg.eval.scorer)],
@@ -200,7 +200,7 @@ def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | Non
                                                      + evaluation_provenance(run_path, list(results))}]}]
     for name, res in results.items():
         head = [[label, _num(v) if isinstance(v, float) or v is None else str(v)]
-                for label, v in res.definition.headline(res.summary)]
+                for label, v in headline(res)]
         blocks: list[dict[str, Any]] = [{"type": "kv", "rows": head, "cards": True}]
         blocks += [frame_table(f"{name}-{t.replace(' ', '-')}", t, f) for t, f in summary_frames(res).items()]
         blocks += benchmark_blocks(name, res)
@@ -308,7 +308,7 @@ def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: 
         notes.append(f"{bench}: runs cover different languages ({', '.join(f'{k}: {v}' for k, v in n_langs.items())}); "
                      "means over languages are not comparable across them")
     info_cols = [col("name", "language"), col("language", "code"),
-                 *[col(c, definition.label(c) if definition else c, filter=True) for c in groupings]]
+                 *[col(c, definition.report.label(c) if definition else c, filter=True) for c in groupings]]
     sbs_rows = [{**row, **lang_info(row["language"])} for row in entry.get("side_by_side", [])]
     sbs_cols = info_cols + [col(lab, lab + (" (baseline)" if lab == labels[0] else ""), "num") for lab in present]
     blocks = [table(f"{bench}-sbs", "accuracy per language, runs side by side", sbs_cols, sbs_rows, search=True)]

@@ -3,7 +3,7 @@
 After every job of ``python -m xlt.train -m +recipe=NAME seed=1,2,3`` has finished (locally or through
 the SLURM launcher, which waits for its job array), the sweep is expanded the way Hydra's basic sweeper
 does, each job's run directory is derived from its overrides (:func:`xlt.run.run_name`), and the runs
-that have a report are compared with :func:`xlt.reporting.comparison.compare_runs`: mean ± std over seeds,
+that have a report are compared with :func:`xlt.reporting.compare_runs.compare_runs`: mean ± std over seeds,
 side-by-side tables and paired tests, in ``<run_root>/multirun/<recipe>/<sweep>/``.
 """
 
@@ -38,7 +38,7 @@ class MultirunSummary(Callback):
     """Compare the runs of a finished multirun (configured in ``conf/config.yaml``)."""
 
     def on_multirun_end(self, config: Any, **kwargs: Any) -> None:
-        from xlt.reporting.comparison import compare_runs  # lazy: start-up time
+        from xlt.reporting.compare_runs import compare_runs  # lazy: start-up time
 
         overrides = [o for o in config.hydra.overrides.task if not o.startswith("hydra")]
         root = Path(str(config.run_root))

@@ -45,14 +45,14 @@ def grouped(res: BenchmarkResults, by: str, out: Path) -> Path:
     ax.axhline(res.chance, color="grey", ls="--", lw=1)
     ax.set_ylabel("mean accuracy (%)")
     ax.set_ylim(0, 100)
-    ax.set_title(f"{res.heading}: by {res.definition.label(by)} (number of languages)")
+    ax.set_title(f"{res.heading}: by {res.definition.report.label(by)} (number of languages)")
     ax.tick_params(axis="x", labelrotation=60, labelsize=8)
     return _save(fig, out / f"{res.name}_by_{by}.png")
 
 
 def contrast(res: BenchmarkResults, out: Path) -> Path | None:
     """The definition's contrast (two subsets, e.g. A vs B) side by side per language."""
-    pair = res.definition.contrast
+    pair = res.definition.report.contrast
     df = res.per_language
     if pair is None or any(f"acc_{s}" not in df for s in pair):
         return None
@@ -60,8 +60,8 @@ def contrast(res: BenchmarkResults, out: Path) -> Path | None:
     df = df.sort_values("accuracy", ascending=False)
     x = range(len(df))
     fig, ax = plt.subplots(figsize=(max(6, 0.3 * len(df) + 2), 4))
-    ax.bar([i - 0.2 for i in x], df[f"acc_{a}"], width=0.4, label=res.definition.label(a), color="#C44E52")
-    ax.bar([i + 0.2 for i in x], df[f"acc_{b}"], width=0.4, label=res.definition.label(b), color="#8172B2")
+    ax.bar([i - 0.2 for i in x], df[f"acc_{a}"], width=0.4, label=res.definition.report.label(a), color="#C44E52")
+    ax.bar([i + 0.2 for i in x], df[f"acc_{b}"], width=0.4, label=res.definition.report.label(b), color="#8172B2")
     ax.set_xticks(list(x), df["language"], rotation=90, fontsize=8)
     ax.axhline(res.chance, color="grey", ls="--", lw=1)
     ax.set_ylim(0, 100)
@@ -75,7 +75,7 @@ def all_plots(results: dict[str, BenchmarkResults], out: Path) -> list[Path]:
     files: list[Path] = []
     for res in results.values():
         files.append(per_language(res, out))
-        files.extend(grouped(res, by, out) for by in res.definition.language_groupings if by in res.per_language)
+        files.extend(grouped(res, by, out) for by in res.definition.report.language_groupings if by in res.per_language)
         p = contrast(res, out)
         if p is not None:
             files.append(p)

@@ -4,7 +4,9 @@
 some are missing), and returns one :class:`BenchmarkResults` per benchmark: a per-language DataFrame
 (accuracy in %, n, 95% interval, chance level, the language columns its definition declares
 (:meth:`~xlt.data.benchmarks.base.Benchmark.language_info`), and ``acc_<subset>`` / ``n_<subset>`` per
-subset) and its summary dict (:meth:`~xlt.data.benchmarks.base.Benchmark.summary`).
+subset) and its summary dict (:func:`summarize_results`). The summaries, their tables and the report's
+columns are built here from the definition's report declaration
+(:class:`~xlt.data.benchmarks.declarations.Report`: groupings, subsets, thresholds, labels, title).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pandas as pd
 from xlt import languages as langtab
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.errors import DataError
+from xlt.metrics import summarize
 from xlt.run import RunDir
 from xlt.scoring import before
 from xlt.scoring.results import (
@@ -50,13 +53,24 @@ class BenchmarkResults:
 
     @property
     def heading(self) -> str:
-        """The benchmark's name for people (its definition's title; :meth:`Benchmark.heading`)."""
-        return self.definition.heading(self.name)
+        """The benchmark's name for people (its definition's title; :func:`heading`)."""
+        return heading(self.definition, self.name)
 
     @property
     def chance(self) -> float:
         """The chance level (%): the mean over languages of each result's ``chance``."""
         return chance_level(self.per_language)
+
+
+def heading(bench: Benchmark, name: str) -> str:
+    """How reports and plots name the config entry ``name`` of benchmark ``bench``: its title, and the entry's
+    name beside it where that says more (e.g. "Belebele (belebele_tt)" for a translate-test entry)."""
+    return bench.title if name in (bench.kind, bench.title) else f"{bench.title} ({name})"
+
+
+def finding_prefix(bench: Benchmark) -> str:
+    """What the ids of a benchmark's findings start with: its declared ``finding_prefix``, else its kind."""
+    return bench.report.finding_prefix or bench.kind
 
 
 def chance_level(per_language: pd.DataFrame) -> float:
@@ -119,7 +133,7 @@ def results_from_files(name: str, kind: str, results: list[dict[str, Any]],
                        groups: dict[str, str] | None = None) -> BenchmarkResults:
     bench = get_benchmark(kind)
     df = per_language_frame(results, groups, bench)
-    return BenchmarkResults(name, kind, df, bench.summary(df, groups))
+    return BenchmarkResults(name, kind, df, summarize_results(bench, df, groups))
 
 
 def load_run_results(run_path: str | Path, groups: dict[str, str] | None = None) -> dict[str, BenchmarkResults]:
@@ -145,15 +159,69 @@ def load_run_results(run_path: str | Path, groups: dict[str, str] | None = None)
     return out
 
 
+def summarize_results(bench: Benchmark, per_lang: pd.DataFrame, groups: dict[str, str] | None = None) -> dict[str, Any]:
+    """Headline numbers over languages (:func:`xlt.metrics.summarize`: ``mean`` always, the declared
+    threshold counts, each subset's mean, the means per grouping); ``resource_taxonomy`` says where the
+    resource levels come from when results are grouped by them."""
+    report = bench.report
+    out = summarize(per_lang, report.language_groupings, report.subset_names, report.thresholds)
+    if "resource" in report.language_groupings:
+        out["resource_taxonomy"] = langtab.resource_taxonomy(groups)
+    return out
+
+
 def summary_frames(res: BenchmarkResults) -> dict[str, pd.DataFrame]:
     """Small DataFrames of a benchmark's summary, one per table (for Markdown/LaTeX/HTML)."""
-    return res.definition.summary_frames(res.summary)
+    return summary_tables(res.definition, res.summary)
+
+
+def summary_tables(bench: Benchmark, summary: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """Small DataFrames of a :func:`summarize_results` summary, one per table of ``report.md`` (title -> frame)."""
+    report = bench.report
+    subsets, label = report.subset_names, report.label
+    overview = {"mean accuracy": summary["mean"], "languages": summary["n_languages"],
+                **{f"languages >= {t:g}": summary.get(f"n_ge_{t:g}") for t in report.thresholds}}
+    if summary.get("chance") is not None:
+        overview["chance"] = summary["chance"]
+    frames = {"overview": pd.DataFrame([overview])}
+    if subsets:
+        frames["subsets"] = pd.DataFrame([{"subset": s, "mean accuracy": summary.get(s)} for s in ("full", *subsets)])
+    for key, value in summary.items():  # finer subsets, e.g. by_category
+        by = key.removeprefix("by_")
+        if key.startswith("by_") and by not in report.language_groupings and isinstance(value, dict):
+            frames[f"by {label(by)}"] = pd.DataFrame([{label(by): k, "mean accuracy": v} for k, v in value.items()])
+    for by in report.language_groupings:
+        if f"by_{by}" in summary:
+            frames[f"by {label(by)}"] = pd.DataFrame([
+                {label(by): g, "mean accuracy": v["mean"], "languages": v["n_languages"],
+                 **{s: v.get(s) for s in subsets}} for g, v in summary[f"by_{by}"].items()])
+    return frames
+
+
+def headline(res: BenchmarkResults) -> list[tuple[str, Any]]:
+    """The few numbers a results page shows first: (label, value) pairs."""
+    report, summary = res.definition.report, res.summary
+    out: list[tuple[str, Any]] = [("languages", summary["n_languages"]), ("mean accuracy", summary["mean"])]
+    out += [(f"languages >= {t:g}", summary.get(f"n_ge_{t:g}")) for t in report.thresholds]
+    out += [(report.label(s), summary.get(s)) for s in report.subset_names]
+    if summary.get("chance") is not None:
+        out.append(("chance", summary["chance"]))
+    if summary.get("resource_taxonomy"):
+        out.append(("resource levels", summary["resource_taxonomy"]))
+    return out
+
+
+def report_columns(bench: Benchmark) -> list[str]:
+    """The columns of the per-language table in ``report.md`` / ``report.tex`` (those present)."""
+    report = bench.report
+    return ["language", "name", *report.language_groupings, "accuracy", "ci_low", "ci_high",
+            *(f"acc_{s}" for s in report.subset_names), "n", "truncated"]
 
 
 def display_frame(res: BenchmarkResults) -> pd.DataFrame:
     """The per-language table of the report: the definition's columns, best first."""
     df = res.per_language.sort_values("accuracy", ascending=False)
-    columns = [c for c in res.definition.report_columns() if c in df]
+    columns = [c for c in report_columns(res.definition) if c in df]
     if before.COLUMN in df and "accuracy" in columns:  # the same model before fine-tuning, beside its accuracy
         columns.insert(columns.index("accuracy") + 1, before.COLUMN)
     return df[columns]

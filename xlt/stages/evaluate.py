@@ -107,7 +107,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "ties": ties,  # predictions whose top score is shared by several options (argmax picks the first)
         # Items whose passage (or question) was cut to fit the model's max_length; None: the scorer does not say.
         "truncated": None,
-        "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.base.data_checks)
+        "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.loading.data_checks)
     }
     if masks:
         result["subsets"] = {name: {**accuracy_with_ci(correct[mask], samples, seed), "chance": chance_level(counts[mask])}

@@ -14,9 +14,11 @@ from omegaconf import OmegaConf
 from xlt.config.eval import BenchmarkConfig
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
+from xlt.scoring.llm.task import HarnessTask
 
 SAMPLE = Path(__file__).resolve().parents[3] / "xlt" / "assets" / "demo" / "xcopa"
 XCOPA = get_benchmark("xcopa")
+XCOPA_TASK = HarnessTask(XCOPA)  # its prompt as the LLM scorer formats it
 
 
 def bcfg(path: Path, **kw):
@@ -33,8 +35,8 @@ def test_the_bundled_sample_loads_as_two_option_items_with_the_harness_connector
         assert item["passage"] == "" and item["id"] == str(row["idx"])
         connector = {"cause": "perché", "effect": "quindi"}[row["question"]]
         assert item["question"] == row["premise"][:-1] + " " + connector  # the final period dropped
-        assert XCOPA.doc_to_text(item) == item["question"]
-        assert XCOPA.doc_to_choice(item) == [o[0].lower() + o[1:] for o in item["options"]]
+        assert XCOPA_TASK.doc_to_text(item) == item["question"]
+        assert XCOPA_TASK.doc_to_choice(item) == [o[0].lower() + o[1:] for o in item["options"]]
     masks = XCOPA.item_subsets(items)
     assert masks["cause"].sum() + masks["effect"].sum() == 8 and masks["full"].all()
     zh = XCOPA.load(bcfg(SAMPLE), "zh")
@@ -73,8 +75,8 @@ def test_bad_rows_are_named_with_their_row_and_field(tmp_path):
 
 def test_its_declared_finding_is_checked_on_a_comparison(tmp_path):
     from tests.reporting.fake_runs import MODELS, write_run
-    from xlt.reporting.compare import RunInfo
     from xlt.reporting.findings import check_findings
+    from xlt.reporting.run_tables import RunInfo
 
     def xcopa(direct: float, tt: float) -> dict:
         return {"xcopa": {"kind": "xcopa", "n_options": 2, "accuracies": {c: direct for c in ("it", "tr", "zh")}},

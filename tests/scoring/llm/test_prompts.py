@@ -9,8 +9,9 @@ import pytest
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
 from xlt.scoring.llm import prompts
+from xlt.scoring.llm.task import HarnessTask
 
-BELEBELE, GMMLU, LITE = (get_benchmark(k) for k in ("belebele", "global_mmlu", "global_mmlu_lite"))
+BELEBELE, GMMLU, LITE = (HarnessTask(get_benchmark(k)) for k in ("belebele", "global_mmlu", "global_mmlu_lite"))
 
 REC = {"id": "x#1", "passage": "The cat sat.", "question": "  Where did it sit? \n",
        "options": ["mat", "hat", "bat", "rat"], "label": 2}

@@ -1,6 +1,7 @@
 """Evaluation benchmarks: the registry from ``kind`` (``eval.benchmarks.<name>.kind``) to a definition.
 
-A benchmark is one module with a :class:`~xlt.data.benchmarks.base.Benchmark` subclass: xlt's own are
+A benchmark is one module with a :class:`~xlt.data.benchmarks.base.Benchmark` subclass (its loading as code, its
+prompt and report as data: :mod:`xlt.data.benchmarks.declarations`): xlt's own are
 registered by one line in :data:`xlt.registry.BENCHMARKS`; others come from an installed package's entry
 point (group ``xlt.benchmarks``) or a folder of definition files (``eval.include_path``).
 """

@@ -11,14 +11,14 @@ with one ``default`` config whose splits are the language codes.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from datasets import Dataset, Features, Value, get_dataset_config_names, get_dataset_split_names, load_dataset
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Benchmark, Claim, convert_split, load_local_file, text
+from xlt.config.eval import BenchmarkConfig
+from xlt.data.benchmarks.base import Benchmark, Claim, Prompt, Report, convert_split, load_local_file, text
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 from xlt.hub import hub_resource, offline
@@ -62,12 +62,8 @@ class Belebele(Benchmark):
     default_hub_id = "facebook/belebele"
     paper = "Belebele (Bandarkar et al., 2024)"
     # LLM few-shot (lm-evaluation-harness ``belebele_<code>``): ``first_n`` on the test split itself, the
-    # question skipped.
-
-    def doc_to_text(self, rec: Mapping[str, Any]) -> str:
-        """The harness's ``doc_to_text`` (``lm_eval/tasks/belebele/_default_template_yaml``)."""
-        a, b, c, d = rec["options"]
-        return f"P: {rec['passage']}\nQ: {rec['question'].strip()}\nA: {a}\nB: {b}\nC: {c}\nD: {d}\nAnswer:"
+    # question skipped; the harness's ``doc_to_text`` (``lm_eval/tasks/belebele/_default_template_yaml``).
+    prompt = Prompt(text="P: {passage}\nQ: {question}\n{options}\nAnswer:", option="{letter}: {option}", raw=("passage",))
 
     def known_languages(self) -> tuple[str, ...]:
         return tuple(langtab.codes())
@@ -83,7 +79,7 @@ class Belebele(Benchmark):
                 files.setdefault(f.stem, f)
         return files
 
-    def languages(self, bcfg: Any) -> list[str]:
+    def languages(self, bcfg: BenchmarkConfig) -> list[str]:
         root = self.local_path(bcfg)
         if root is not None:
             return sorted(self._local_files(root))
@@ -98,7 +94,7 @@ class Belebele(Benchmark):
                 configs = get_dataset_split_names(hub_id, "default", revision=bcfg.revision)
         return sorted(configs)
 
-    def load_all(self, bcfg: Any, language: str, split: str = "test") -> tuple[Dataset, str]:
+    def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:
@@ -123,11 +119,10 @@ class Belebele(Benchmark):
 
     # --- reporting ---------------------------------------------------------------------------------------
     # Groupings, thresholds and the rest: the defaults (script, family, resource level; >= 50 and >= 70).
-    title = "Belebele"
     # Quotes: the paper's abstract is quoted verbatim (arXiv 2308.16884v2; checked in tests/test_paper_quotes.py
     # against the reference copy); the results sections are not at hand, only a source-linked summary of the
     # paper: sentences taken from it are marked as a paraphrase of that summary, with its section.
-    findings = (
+    report = Report(title="Belebele", claims=(
         # Resource levels: NLLB's (xlt/languages.tsv, column resource): low = fewer than 1M public bitext
         # samples, else high. NLLB has no medium level, so "high- and medium-resource" is tested on its high level.
         Claim("family_best_on_levels", "infoxlm_best_high_medium",
@@ -172,4 +167,4 @@ class Belebele(Benchmark):
               section="5.2 Multilingual Generalization of MLMs and LLMs on BELEBELE, as the source-linked summary of arXiv 2308.16884v2 words it",
               needs="one LLM (eval.scorer=llm) evaluated both in-language and translate-test, on the languages "
                     "both evaluated"),
-    )
+    ))

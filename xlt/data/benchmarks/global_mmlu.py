@@ -21,7 +21,7 @@ from datasets import Features, Value
 from datasets import Sequence as HFSequence
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, text
+from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, Prompt, Report, Subset, text
 from xlt.data.schema import EVAL_FEATURES, LETTERS
 from xlt.errors import DataError
 
@@ -121,6 +121,35 @@ def convert_row(row: dict[str, Any], *, language: str, where: str) -> dict[str, 
 
 
 
+# MA: the annotated questions; CS / CA: culturally sensitive / agnostic (and per category, finer).
+SUBSETS = (Subset("MA", "is_annotated"), Subset("CS", "cultural_sensitivity_label", "CS"),
+           Subset("CA", "cultural_sensitivity_label", "CA"), Subset("category", "subject_category", per_value=True))
+# Quoted verbatim from the paper's text (arXiv 2412.03304; checked in tests/test_paper_quotes.py against
+# the reference copy, its Markdown emphasis and emoji left out).
+CLAIMS = (
+    Claim("rank_changes_per_language", "rankings_change_cs_ca",
+          "model rankings move more on the culturally sensitive (CS) than on the culturally agnostic (CA) "
+          "subset, each ranked against the annotated set (MA), per language",
+          {"base": "MA", "a": "CA", "b": "CS"},
+          quote="On average, across all languages, CA datasets see 3.4 rank changes and 3.7 position changes, "
+                "whereas CS datasets experience markedly higher volatility, with 5.7 rank changes and 7.3 "
+                "position changes.", section="4.2 Results", verbatim=True,
+          needs="at least three systems evaluated on Global-MMLU with MA, CS and CA results, ranked on the "
+                "languages they all have (the paper: rank changes and position shifts per language, CA vs MA "
+                "and CS vs MA, averaged over languages; CS moves more)"),
+    Claim("human_above_machine_same_language", "human_translated_above_machine_translated",
+          "on high-resource languages accuracy is higher on the human-translated (HT) Global-MMLU test set "
+          "than on a machine-translated (MT) version of the same language",
+          {"tiers": ("high", "mid", "low"), "expect": {"high": "human"}},
+          quote="The key finding is that models generally perform better on human-translated data for "
+                "high-resource languages.", section="4.2 Results, Human Translated vs. Machine Translated",
+          verbatim=True,
+          needs="one system evaluated on a human-translated Global-MMLU language and on a machine-translated "
+                "version of the same language (a benchmark entry of kind global_mmlu with "
+                "machine_translated: true), per resource tier"),
+)
+
+
 class GlobalMMLU(ConfigPerLanguage):
     has_passage = False  # items have no passage: an empty one is not counted as odd
     kind = "global_mmlu"
@@ -129,39 +158,29 @@ class GlobalMMLU(ConfigPerLanguage):
     fewshot_split = "dev"
     pivot_language = "en"
     paper = "Global-MMLU (Singh et al., 2024)"
-    # MA: the annotated questions; CS / CA: culturally sensitive / agnostic (and per category, finer).
-    subsets = ("MA", "CS", "CA")
-    subset_columns = ("is_annotated", "cultural_sensitivity_label", "subject_category")
-
-    # The LLM prompt is the base class's lettered template, which is the harness's Global-MMLU one
-    # (``lm_eval/tasks/global_mmlu/*/_*_template_yaml``): question, ``A. option`` lines, ``Answer:``.
 
     def __init__(self, kind: str = "global_mmlu", default_hub_id: str = "CohereLabs/Global-MMLU", lite: bool = False):
         self.kind = kind
         self.default_hub_id = default_hub_id
         self.lite = lite
-        self.title = "Global-MMLU Lite" if lite else "Global-MMLU"
-        # The harness's tasks: Full has one per subject (``first_n`` on dev), Lite one per category
-        # (its default seeded random sampler on dev).
-        self.harness_task_unit = "category" if lite else "subject"
-
-    def default_fewshot_sampler(self, bcfg: Any) -> str:
-        return "random" if self.lite else "first_n"
-
-    def fewshot_group(self, sampler: str) -> str | None:
-        """Few-shot rows come from the same subject (``first_n``) or category (``random``)."""
-        return "subject" if sampler == "first_n" else "subject_category"
-
-    def subset_masks(self, meta: Any) -> dict[str, Any]:
-        """``MA`` (``is_annotated``), ``CS``, ``CA`` and ``category/<subject_category>``."""
-        masks = {
-            "MA": meta["is_annotated"].to_numpy(dtype=bool),
-            "CS": (meta["cultural_sensitivity_label"] == "CS").to_numpy(),
-            "CA": (meta["cultural_sensitivity_label"] == "CA").to_numpy(),
-        }
-        for cat in sorted(meta["subject_category"].unique()):
-            masks[f"category/{cat}"] = (meta["subject_category"] == cat).to_numpy()
-        return masks
+        # The LLM prompt is the default lettered template, which is the harness's Global-MMLU one
+        # (``lm_eval/tasks/global_mmlu/*/_*_template_yaml``): question, ``A. option`` lines, ``Answer:``. The
+        # harness's tasks: Full has one per subject (``first_n`` on dev), Lite one per category (its default
+        # seeded random sampler on dev); few-shot rows come from the same subject (``first_n``) or category
+        # (``random``).
+        self.prompt = Prompt(sampler="random" if lite else "first_n",
+                             fewshot_groups={"first_n": "subject", "random": "subject_category"},
+                             harness_task_unit="category" if lite else "subject")
+        # Grouped by the paper's resource tier and how each language's test set was made (human or machine
+        # translated); CS and CA side by side; systems ranked on full, MA, CS and CA as the paper compares
+        # them. Finding ids gmmlu_*, gmmlu_lite_*: the ids README and tests cite.
+        self.report = Report(
+            title="Global-MMLU-Lite" if lite else "Global-MMLU", subsets=SUBSETS,
+            language_groupings=("tier", "translation"), thresholds=(),
+            labels={"tier": "resource tier", "translation": "translation", "full": "full", "MA": "MA (annotated)",
+                    "CS": "CS (culturally sensitive)", "CA": "CA (culturally agnostic)", "category": "category"},
+            rank_subsets=("full", "MA", "CS", "CA"), rank_pairs=(("full", "MA"), ("MA", "CS"), ("MA", "CA"), ("CS", "CA")),
+            contrast=("CS", "CA"), claims=CLAIMS, finding_prefix=kind.replace("global_mmlu", "gmmlu"))
 
     def known_languages(self) -> tuple[str, ...]:
         # Lite's language list grows upstream: ask the source.
@@ -175,49 +194,6 @@ class GlobalMMLU(ConfigPerLanguage):
         # Offline, datasets answers the config list from its cache as ["default"]: use the language
         # table (42 languages; the 15 of the original Lite release for Lite).
         return sorted(langtab.gmmlu_codes(lite=self.lite))
-
-    # --- reporting ---------------------------------------------------------------------------------------
-    # Grouped by the paper's resource tier and how each language's test set was made (human or machine
-    # translated); CS and CA side by side; systems ranked on full, MA, CS and CA as the paper compares them.
-    language_groupings = ("tier", "translation")
-    thresholds = ()
-    labels = {"tier": "resource tier", "translation": "translation", "full": "full", "MA": "MA (annotated)",
-              "CS": "CS (culturally sensitive)", "CA": "CA (culturally agnostic)", "category": "category"}
-    rank_subsets = ("full", "MA", "CS", "CA")
-    rank_pairs = (("full", "MA"), ("MA", "CS"), ("MA", "CA"), ("CS", "CA"))
-    contrast = ("CS", "CA")
-    # Quoted verbatim from the paper's text (arXiv 2412.03304; checked in tests/test_paper_quotes.py against
-    # the reference copy, its Markdown emphasis and emoji left out).
-    findings = (
-        Claim("rank_changes_per_language", "rankings_change_cs_ca",
-              "model rankings move more on the culturally sensitive (CS) than on the culturally agnostic (CA) "
-              "subset, each ranked against the annotated set (MA), per language",
-              {"base": "MA", "a": "CA", "b": "CS"},
-              quote="On average, across all languages, CA datasets see 3.4 rank changes and 3.7 position changes, "
-                    "whereas CS datasets experience markedly higher volatility, with 5.7 rank changes and 7.3 "
-                    "position changes.", section="4.2 Results", verbatim=True,
-              needs="at least three systems evaluated on Global-MMLU with MA, CS and CA results, ranked on the "
-                    "languages they all have (the paper: rank changes and position shifts per language, CA vs MA "
-                    "and CS vs MA, averaged over languages; CS moves more)"),
-        Claim("human_above_machine_same_language", "human_translated_above_machine_translated",
-              "on high-resource languages accuracy is higher on the human-translated (HT) Global-MMLU test set "
-              "than on a machine-translated (MT) version of the same language",
-              {"tiers": ("high", "mid", "low"), "expect": {"high": "human"}},
-              quote="The key finding is that models generally perform better on human-translated data for "
-                    "high-resource languages.", section="4.2 Results, Human Translated vs. Machine Translated",
-              verbatim=True,
-              needs="one system evaluated on a human-translated Global-MMLU language and on a machine-translated "
-                    "version of the same language (a benchmark entry of kind global_mmlu with "
-                    "machine_translated: true), per resource tier"),
-    )
-
-    @property
-    def display_title(self) -> str:
-        return "Global-MMLU-Lite" if self.lite else "Global-MMLU"
-
-    @property
-    def finding_prefix(self) -> str:
-        return self.kind.replace("global_mmlu", "gmmlu")  # gmmlu_*, gmmlu_lite_*: the ids README and tests cite
 
     def language_info(self, code: str, groups: dict[str, str] | None = None) -> dict[str, Any]:
         """The default columns, plus the paper's resource ``tier`` and ``translation`` (human / machine)."""

@@ -22,13 +22,13 @@ multilingual transfer" (translate-test against in-language, for any system).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from datasets import Features, Value
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, text
+from xlt.config.eval import BenchmarkConfig
+from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, Prompt, Report, Subset, text
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 
@@ -85,13 +85,17 @@ class XCOPA(ConfigPerLanguage):
     pivot_language = None  # no English config
     fields, key_fields, features, convert_row = FIELDS, KEY_FIELDS, FEATURES, staticmethod(convert_row)
     fewshot_split = "validation"
-    subsets = ("cause", "effect")
-    subset_columns = ("question_type",)
+    # LLMs: lm-evaluation-harness's xcopa_<code> tasks: the prompt is the question (premise and connector),
+    # the continuations the alternatives with a lower-cased first letter, few-shot examples drawn by the
+    # harness's default sampler (one Random(1234) per language task).
+    prompt = Prompt(text="{question}", raw=("question",), choices="lowercased_options", sampler="random",
+                    instruction="Given the following premise and two alternatives, output the letter of the "
+                                "alternative that is its more plausible cause or effect, as the premise's last word says.")
 
     def known_languages(self) -> tuple[str, ...]:
         return tuple(LANGUAGES)
 
-    def languages(self, bcfg: Any) -> list[str]:
+    def languages(self, bcfg: BenchmarkConfig) -> list[str]:
         # The translation-<code> configs are English machine translations, not languages.
         return [c for c in super().languages(bcfg) if not c.startswith("translation-")]
 
@@ -106,34 +110,16 @@ class XCOPA(ConfigPerLanguage):
     def table_code(self, code: str) -> str:
         return LANGUAGES[code][0] if code in LANGUAGES else code
 
-    def subset_masks(self, meta: Any) -> dict[str, Any]:
-        return {t: (meta["question_type"] == t).to_numpy() for t in self.subsets}
-
-    # --- causal LLMs: lm-evaluation-harness's xcopa_<code> tasks -------------------------------------
-    def doc_to_text(self, rec: Mapping[str, Any]) -> str:
-        return rec["question"]
-
-    def doc_to_choice(self, rec: Mapping[str, Any]) -> list[str]:
-        return [o[0].lower() + o[1:] for o in rec["options"]]
-
-    def default_fewshot_sampler(self, bcfg: Any) -> str:
-        return "random"  # the harness's default sampler, one Random(1234) per language task
-
-    def instruction(self) -> str:
-        return ("Given the following premise and two alternatives, output the letter of the alternative that is "
-                "its more plausible cause or effect, as the premise's last word says.")
-
     # --- reporting ---------------------------------------------------------------------------------------
     # Grouped by script, family and resource level (the defaults); chance is 50%, so the 50/70 counts of
     # the defaults would say little: none. The paper's finding: translation-based transfer beats
     # multilingual zero-shot transfer.
-    title = "XCOPA"
-    thresholds = ()
-    findings = (
+    report = Report(title="XCOPA", subsets=(Subset("cause", "question_type", "cause"), Subset("effect", "question_type", "effect")),
+                    thresholds=(), claims=(
         Claim("translate_test_beats_in_language_llm", "translate_test_beats_in_language",
               "translate-test beats in-language evaluation on most XCOPA languages", {"systems": "any"},
               quote="translation-based transfer (translating the test data into English) outperforms "
                     "multilingual zero-shot transfer", section="results; the paper's text is not at hand",
               needs="one system (encoder or LLM) evaluated on XCOPA both in-language and translate-test, on the "
                     "languages both evaluated"),
-    )
+    ))

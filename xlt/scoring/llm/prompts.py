@@ -1,8 +1,9 @@
 """How a benchmark's prompts become what a causal LLM reads, character for character as lm-evaluation-harness 0.4.x.
 
 What is specific to a benchmark (its ``doc_to_text`` template, answer continuations, few-shot split,
-sampler and grouping) is declared by its definition (:class:`xlt.data.benchmarks.base.Benchmark`); this
-module only assembles them, the same way for every benchmark:
+sampler and grouping) is declared by its definition (``prompt``, :class:`xlt.data.benchmarks.declarations.Prompt`)
+and formatted by :class:`xlt.scoring.llm.task.HarnessTask`; this module only assembles them, the same way for
+every benchmark:
 
 A k-shot context is the k examples, each followed by ``TARGET_DELIMITER`` + the gold target and
 ``FEWSHOT_DELIMITER``, then the question's own prompt; each answer continuation is scored as
@@ -34,7 +35,7 @@ Turns = tuple[list[tuple[str, str]], str]
 
 def fewshot_turns(bench: Any, items: Dataset, pool: Dataset | None, shots: list[list[int]]) -> list[Turns]:
     """The examples (prompt, gold target) and the question prompt of every row of ``items``, in the
-    templates of the benchmark definition ``bench``."""
+    templates of the benchmark's task ``bench`` (:class:`~xlt.scoring.llm.task.HarnessTask`)."""
     pool_turns: dict[int, tuple[str, str]] = {}
     out = []
     for row, rec in enumerate(items):

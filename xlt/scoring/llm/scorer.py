@@ -29,7 +29,7 @@ import numpy as np
 from datasets import Dataset
 from omegaconf import DictConfig, OmegaConf
 
-from xlt.data.benchmarks import Benchmark, get_benchmark
+from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError
 from xlt.run import atomic_write_json
 from xlt.scoring.llm import prompts
@@ -37,6 +37,7 @@ from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, ext
 from xlt.scoring.llm.load import llm_config, load_causal_lm
 from xlt.scoring.llm.loglik import LoglikelihoodEngine, build_sequences, encode_pairs, resolve_max_length
 from xlt.scoring.llm.prefix_cache import plan_prefixes, prefix_texts
+from xlt.scoring.llm.task import HarnessTask
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ class LLMScorer:
         """Scores ``(len(items), most options)``, ``-inf`` where an item has fewer options; higher is more
         likely. See :attr:`last_meta` afterwards."""
         kind = self._kind(benchmark)
-        bench = get_benchmark(kind)
+        bench = HarnessTask(get_benchmark(kind))
         if self.llm.mode == "generate":
             scores, meta = self._score_generate(items, bench)
         else:
@@ -101,13 +102,13 @@ class LLMScorer:
 
     def contexts(self, items: Dataset, *, benchmark: str, language: str) -> list[str]:
         """The exact prompt strings (without the answer) that :meth:`score` feeds the model."""
-        bench = get_benchmark(self._kind(benchmark))
+        bench = HarnessTask(get_benchmark(self._kind(benchmark)))
         if self.llm.mode == "generate":
             return [self._wrap(prompts.instruction_prompt(r, self._instruction(bench))) for r in items]
         return [self._render(t) for t in self._fewshot_turns(items, benchmark, bench, language)[0]]
 
     # -- log-likelihood ---------------------------------------------------------------------------
-    def _score_loglikelihood(self, items: Dataset, benchmark: str, bench: Benchmark,
+    def _score_loglikelihood(self, items: Dataset, benchmark: str, bench: HarnessTask,
                              language: str) -> tuple[np.ndarray, dict[str, Any]]:
         turns, fewshot = self._fewshot_turns(items, benchmark, bench, language)
         ctx = [self._render(t) for t in turns]
@@ -147,7 +148,7 @@ class LLMScorer:
             "prompt that already starts with BOS (as the harness)",
         }
 
-    def _comparability(self, benchmark: str, bench: Benchmark, n_items: int) -> dict[str, Any]:
+    def _comparability(self, benchmark: str, bench: HarnessTask, n_items: int) -> dict[str, Any]:
         """Whether this run's numbers are comparable with an lm-evaluation-harness run, and why not."""
         bcfg = self._bcfg(benchmark)
         cap = bcfg.get("max_questions") if bcfg is not None else None
@@ -171,7 +172,7 @@ class LLMScorer:
             out["limit"] = f"max_questions={cap} = the harness's --limit {cap} (first {cap} questions of the task)"
         return out
 
-    def _fewshot_turns(self, items: Dataset, benchmark: str, bench: Benchmark,
+    def _fewshot_turns(self, items: Dataset, benchmark: str, bench: HarnessTask,
                        language: str) -> tuple[list[prompts.Turns], dict[str, Any]]:
         k = int(self.llm.num_fewshot)
         if k == 0:
@@ -203,7 +204,7 @@ class LLMScorer:
         return prompts.fewshot_turns(bench, items, pool, shots), info
 
     # -- generation -------------------------------------------------------------------------------
-    def _score_generate(self, items: Dataset, bench: Benchmark) -> tuple[np.ndarray, dict[str, Any]]:
+    def _score_generate(self, items: Dataset, bench: HarnessTask) -> tuple[np.ndarray, dict[str, Any]]:
         texts = [self._wrap(prompts.instruction_prompt(r, self._instruction(bench))) for r in items]
         outputs = self.generator.generate(texts)
         scores = np.full((len(items), max(map(len, items["options"]))), -math.inf)
@@ -221,7 +222,7 @@ class LLMScorer:
                 "max_new_tokens": self.llm.max_new_tokens}
         return scores, meta
 
-    def _instruction(self, bench: Benchmark) -> str:
+    def _instruction(self, bench: HarnessTask) -> str:
         return self.llm.instruction or bench.instruction()
 
     # -- helpers ----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
-"""Comparing finished runs (the pieces): ``python -m xlt.report --compare RUN_DIR... --out DIR`` (put together in :mod:`xlt.reporting.comparison`).
+"""Finished runs read and tabulated for ``python -m xlt.report --compare RUN_DIR... --out DIR``.
 
-Writes to ``DIR``: ``compare.md``, ``compare.json`` and CSVs with
+The tables (written to ``DIR`` by :mod:`xlt.reporting.compare_runs` as ``compare.md``, ``compare.json`` and CSVs):
 
 * side-by-side accuracy per language and benchmark (one column per run), plus a plot per benchmark;
 * per-language differences of every run against the first (the baseline), with a paired bootstrap test
@@ -10,8 +10,8 @@ Writes to ``DIR``: ``compare.md``, ``compare.json`` and CSVs with
 * rankings, for a benchmark whose definition declares ``rank_subsets``: the systems ranked on each of
   those subsets, each system's rank per subset, and for each of its ``rank_pairs`` the number of rank
   changes and the mean absolute position shift (as a paper compares rankings between two subsets);
-* the findings the benchmarks' definitions declare, each holds / does not hold / cannot be tested (:mod:`xlt.reporting.findings`),
-  and ``compare.html``, the self-contained page of all of it (:mod:`xlt.reporting.html`).
+beside the findings the benchmarks declare (:mod:`xlt.reporting.findings`) and ``compare.html``, the
+self-contained page of all of it (:mod:`xlt.reporting.html`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``report --compare``: several run directories side by side, written as ``compare.{md,json,html}``.
 
-The per-run pieces (reading runs, side-by-side tables, paired differences, seed groups, rankings) live in
-:mod:`xlt.reporting.compare`; the papers' findings in :mod:`xlt.reporting.findings`; the page in
+The tables of finished runs (reading runs, side-by-side tables, paired differences, seed groups, rankings) are
+in :mod:`xlt.reporting.run_tables`; the papers' findings in :mod:`xlt.reporting.findings`; the page in
 :mod:`xlt.reporting.html`. This module puts them together.
 """
 
@@ -16,7 +16,11 @@ import pandas as pd
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
 from xlt.files import strict_json
-from xlt.reporting.compare import (
+from xlt.reporting.findings import add_findings
+from xlt.reporting.html import write_compare_page
+from xlt.reporting.plots import comparison_plot
+from xlt.reporting.render import markdown_table
+from xlt.reporting.run_tables import (
     RunInfo,
     paired_differences,
     rankings,
@@ -25,11 +29,7 @@ from xlt.reporting.compare import (
     side_by_side,
     system_subset_scores,
 )
-from xlt.reporting.findings import add_findings
-from xlt.reporting.html import write_compare_page
-from xlt.reporting.plots import comparison_plot
-from xlt.reporting.render import markdown_table
-from xlt.reporting.tables import chance_level
+from xlt.reporting.tables import chance_level, heading
 from xlt.run import atomic_write_json, atomic_write_text
 
 
@@ -64,18 +64,18 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
         atomic_write_text(out / f"{bench}_seeds.csv", seeds.to_csv(index=False))
         definition = get_benchmark(next(r.results[bench].kind for r in runs if bench in r.results))
         chance = chance_level(pd.concat([r.results[bench].per_language for r in runs if bench in r.results]))
-        comparison_plot(sbs, bench, out, chance, definition.heading(bench))
+        comparison_plot(sbs, bench, out, chance, heading(definition, bench))
         entry: dict[str, Any] = {"side_by_side": sbs.reset_index().to_dict(orient="records"),
                                  "differences": diffs.to_dict(orient="records"),
                                  "seeds": seeds.to_dict(orient="records"), "kind": definition.kind, "chance": chance,
-                                 "heading": definition.heading(bench)}
-        md += [f"\n## {definition.heading(bench)}\n", "\n### accuracy per language\n\n", markdown_table(sbs.reset_index()),
+                                 "heading": heading(definition, bench)}
+        md += [f"\n## {heading(definition, bench)}\n", "\n### accuracy per language\n\n", markdown_table(sbs.reset_index()),
                "\n### differences vs baseline (paired bootstrap)\n\n", markdown_table(diffs, digits=3) if len(diffs) else "none\n",
                "\n### mean ± std over seeds\n\n", markdown_table(seeds, digits=2)]
-        if definition.rank_subsets:
-            subsets = definition.rank_subsets
+        if definition.report.rank_subsets:
+            subsets = definition.report.rank_subsets
             scores = system_subset_scores(groups, bench, subsets)
-            ranks, changes = rankings(scores, subsets, definition.rank_pairs)
+            ranks, changes = rankings(scores, subsets, definition.report.rank_pairs)
             atomic_write_text(out / f"{bench}_rankings.csv", scores.merge(ranks, on="system").to_csv(index=False))
             entry["rankings"] = scores.merge(ranks, on="system").astype(object).to_dict(orient="records")
             entry["rank_changes"] = changes.to_dict(orient="records")
