@@ -62,7 +62,7 @@ def test_a_damaged_part_is_translated_again(run, caplog):
     from xlt.translation.cache import TranslationCache
     from xlt.translation.engines import build_translator
 
-    with TranslationCache(stage.cache_path(cfg, run)) as cache:
+    with TranslationCache(stage.cache_path(cfg.translate, run)) as cache:
         stage.translate_unit(cfg, run, unit, source, build_translator(cfg.translate), cache)
     assert stage.is_part_done(run, unit)
     arrow = next(stage.part_dir(run, unit).glob("data-*.arrow"))

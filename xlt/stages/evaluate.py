@@ -150,7 +150,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         scorer = build_scorer(cfg, run)
         translate_test = None
         if any(uses_translator(cfg.eval.benchmarks[j.benchmark]) for j in todo):
-            translate_test = TranslateTestRunner(cfg, run)
+            translate_test = TranslateTestRunner(cfg.translate, run)
         with progress_bar(total=len(todo), desc="evaluate", unit="lang") as bar:
             for job in todo:
                 bar.set_postfix_str(f"{job.benchmark}/{job.language}")

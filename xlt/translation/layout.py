@@ -4,9 +4,12 @@ translate-train-all union and translate-test)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from xlt.run import RunDir
+
+if TYPE_CHECKING:
+    from xlt.config.translate import TranslateConfig
 
 # The record that seals a merged (or imported) language folder: its units, quality counts and the
 # fingerprint of its Arrow data (xlt.state.seal / read_sealed).
@@ -22,6 +25,7 @@ def language_dir(run: RunDir, language: str) -> Path:
     return translated_dir(run) / language
 
 
-def cache_path(cfg: Any, run: RunDir) -> Path:
-    base = Path(cfg.translate.cache_dir).expanduser() if cfg.translate.cache_dir else run.data
+def cache_path(translate: TranslateConfig, run: RunDir) -> Path:
+    """The SQLite translation cache: in ``translate.cache_dir`` (shared between runs), else in ``run/data``."""
+    base = Path(translate.cache_dir).expanduser() if translate.cache_dir else run.data
     return base / "translation_cache.sqlite"
