@@ -13,24 +13,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omegaconf import DictConfig
 
 from xlt import config as xcfg
 from xlt.config import CONF_DIR
-from xlt.config.eval import machine_translate_source, uses_translator
-from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID
+from xlt.config.data import DataConfig
+from xlt.config.eval import EvalConfig, machine_translate_source, uses_translator
+from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID, ModelConfig
 from xlt.config.overrides import entry_overrides, new_entries
+from xlt.config.schema import XltConfig
+from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 from xlt.hub import is_local
-
-if TYPE_CHECKING:
-    from xlt.config.data import DataConfig
-    from xlt.config.eval import EvalConfig
-    from xlt.config.model import ModelConfig
-    from xlt.config.schema import XltConfig
-    from xlt.config.translate import TranslateConfig
 
 # Revision of the Hub's automatic Parquet export, used for loading-script datasets (MCTest).
 PARQUET_EXPORT = "refs/convert/parquet"

@@ -14,16 +14,14 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from omegaconf import DictConfig
+
+from xlt.config.logger import LoggerConfig
 from xlt.errors import ConfigError
 from xlt.run import RunDir, is_main_process
 from xlt.secrets import redact_config
-
-if TYPE_CHECKING:
-    from omegaconf import DictConfig
-
-    from xlt.config.logger import LoggerConfig
 
 log = logging.getLogger("xlt.tracking")
 

@@ -16,18 +16,16 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omegaconf import OmegaConf
 
+from xlt.config.eval import EvalConfig
+from xlt.config.model import ModelConfig
 from xlt.fingerprint import digest
 from xlt.run import RunDir
 from xlt.scoring.results import Job, job_provenance, missing_jobs, plan_jobs, verified_result
 from xlt.state import Damaged
-
-if TYPE_CHECKING:
-    from xlt.config.eval import EvalConfig
-    from xlt.config.model import ModelConfig
 
 log = logging.getLogger("xlt.evaluate")
 

@@ -18,12 +18,12 @@ import logging
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from omegaconf import OmegaConf
 
 from xlt import languages as langtab
-from xlt.config.eval import machine_translate_source, uses_translator
+from xlt.config.eval import EvalConfig, machine_translate_source, uses_translator
 from xlt.config.keys import eval_job_values
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
@@ -33,9 +33,6 @@ from xlt.registry import BENCHMARKS, SCORERS
 from xlt.run import RunDir, atomic_write_json, shard
 from xlt.scoring.scorers import SCORER_VERSIONS
 from xlt.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
-
-if TYPE_CHECKING:
-    from xlt.config.eval import EvalConfig
 
 log = logging.getLogger("xlt.evaluate")
 

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from xlt.config.training import DEEPSPEED_DIR, resolve_deepspeed  # noqa: F401  (re-exported)
+from xlt.config.logger import LoggerConfig
+from xlt.config.training import DEEPSPEED_DIR, TrainingConfig, resolve_deepspeed  # noqa: F401  (re-exported)
 from xlt.errors import ConfigError
 from xlt.run import RunDir
-
-if TYPE_CHECKING:
-    from xlt.config.logger import LoggerConfig
-    from xlt.config.training import TrainingConfig
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 

@@ -7,19 +7,16 @@ between them with its results (:func:`fill_evaluation_section`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from xlt.config.model import PACKAGED_MODEL_IDS
+from xlt.config.data import DataConfig
+from xlt.config.eval import EvalConfig
+from xlt.config.model import PACKAGED_MODEL_IDS, ModelConfig
+from xlt.config.training import TrainingConfig
 from xlt.hub import is_local
 from xlt.markdown import markdown_table
 from xlt.modeling.packaged import source_text
 from xlt.run import atomic_write_text
-
-if TYPE_CHECKING:
-    from xlt.config.data import DataConfig
-    from xlt.config.eval import EvalConfig
-    from xlt.config.model import ModelConfig
-    from xlt.config.training import TrainingConfig
 
 EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"
 EVAL_END = "<!-- xlt:evaluation:end -->"

@@ -7,17 +7,15 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from datasets import DatasetDict
 
+from xlt.config.training import TrainingConfig
 from xlt.config.translate import translate_train_all  # noqa: F401  (re-exported: whether the union is used)
 from xlt.errors import DataError
 from xlt.modeling.features import tokenize_mc
 from xlt.run import RunDir
-
-if TYPE_CHECKING:
-    from xlt.config.training import TrainingConfig
 
 log = logging.getLogger("xlt.training")
 

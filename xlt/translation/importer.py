@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from datasets import Dataset, DatasetDict, load_from_disk
 
 from xlt import languages as langtab
+from xlt.config.translate import TranslateConfig
 from xlt.data.schema import TRAIN_FEATURES, TRANSLATED_FEATURES, check_record
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir
@@ -31,9 +32,6 @@ from xlt.translation.layout import MERGED_FILE, language_dir
 from xlt.translation.quality import QualityStats
 from xlt.translation.report import write_report
 from xlt.translation.storage import save_dataset
-
-if TYPE_CHECKING:
-    from xlt.config.translate import TranslateConfig
 
 log = logging.getLogger(__name__)
 

@@ -4,12 +4,9 @@ translate-train-all union and translate-test)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from xlt.config.translate import TranslateConfig
 from xlt.run import RunDir
-
-if TYPE_CHECKING:
-    from xlt.config.translate import TranslateConfig
 
 # The record that seals a merged (or imported) language folder: its units, quality counts and the
 # fingerprint of its Arrow data (xlt.state.seal / read_sealed).

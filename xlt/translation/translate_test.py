@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import numpy as np
 from datasets import Dataset, concatenate_datasets
 
 from xlt import languages
+from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 from xlt.run import RunDir, atomic_write_json
 from xlt.translation.cache import TranslationCache
@@ -26,9 +26,6 @@ from xlt.translation.engines import build_translator
 from xlt.translation.engines.base import Translator
 from xlt.translation.layout import cache_path
 from xlt.translation.quality import QualityStats
-
-if TYPE_CHECKING:
-    from xlt.config.translate import TranslateConfig
 
 _FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
 

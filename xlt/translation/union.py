@@ -24,20 +24,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from datasets import Dataset, DatasetDict, concatenate_datasets
 
+from xlt.config.translate import TranslateConfig
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir
 from xlt.state import Damaged, read_sealed
 from xlt.translation.importer import find_languages
 from xlt.translation.layout import MERGED_FILE, language_dir
-
-if TYPE_CHECKING:
-    from xlt.config.translate import TranslateConfig
 
 log = logging.getLogger(__name__)
 
