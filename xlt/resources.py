@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig
 
 from xlt import config as xcfg
 from xlt.config import CONF_DIR
 from xlt.config.data import DataConfig
-from xlt.config.eval import EvalConfig, machine_translate_source, uses_translator
+from xlt.config.eval import BenchmarkConfig, EvalConfig, machine_translate_source, uses_translator
 from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID, ModelConfig
 from xlt.config.overrides import entry_overrides, new_entries
 from xlt.config.schema import XltConfig
@@ -133,7 +132,7 @@ def translator_resources(translate: TranslateConfig) -> list[Resource]:
     return [Resource("model", t.model_name_or_path, t.revision, used_by=("translate.model_name_or_path",))]
 
 
-def benchmark_languages(kind: str, bcfg: Any) -> tuple[str, ...]:
+def benchmark_languages(kind: str, bcfg: BenchmarkConfig) -> tuple[str, ...]:
     """The Hub configs (languages) a benchmark is evaluated on: the selection, else all known ones.
 
     "All" is what the benchmark's definition knows (``known_languages``); empty for a benchmark whose

@@ -23,7 +23,7 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from xlt import languages as langtab
-from xlt.config.eval import EvalConfig, machine_translate_source, uses_translator
+from xlt.config.eval import BenchmarkConfig, EvalConfig, machine_translate_source, uses_translator
 from xlt.config.keys import eval_job_values
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
@@ -79,7 +79,7 @@ def plan_jobs(eval_cfg: EvalConfig, run: RunDir | None = None) -> list[Job]:
     return sorted(jobs)
 
 
-def entry_languages(name: str, bcfg: Any) -> list[str]:
+def entry_languages(name: str, bcfg: BenchmarkConfig) -> list[str]:
     """The languages a benchmark entry evaluates (:meth:`~xlt.data.benchmarks.base.Benchmark.select_languages`).
     An entry xlt machine-translates (``machine_translate_from``) leaves out its source language, which must be
     one of the benchmark's: its items are the originals, not a translation."""
@@ -98,7 +98,7 @@ def entry_languages(name: str, bcfg: Any) -> list[str]:
     return langs
 
 
-def source_language(bcfg: Any, language: str) -> str:
+def source_language(bcfg: BenchmarkConfig, language: str) -> str:
     """The language whose items a job of ``language`` reads: the entry's ``machine_translate_from`` (in the
     benchmark's spelling), else ``language`` itself."""
     src = machine_translate_source(bcfg)
