@@ -91,7 +91,7 @@ def _hashes(cfg: Any, run: RunDir) -> dict[str, str]:
     out = {stage: context(cfg, run, stage).inputs for stage in STAGES}
     ctx = context(cfg, run, "evaluate")
     for name in (PLAIN, TT):
-        out[f"job {name}"] = job_provenance(cfg, run, Job(name, "fra_Latn", "belebele"), ctx)["job"]
+        out[f"job {name}"] = job_provenance(cfg.eval, run, Job(name, "fra_Latn", "belebele"), ctx)["job"]
     return out
 
 
@@ -205,10 +205,10 @@ def test_what_the_translator_resolves_to_is_recorded_and_recomputes_on_the_evalu
     tt = run.eval / TT / "fra_Latn.json"
     first = json.loads(tt.read_text())["provenance"]
     assert first["translator"] == ran
-    jobs = plan_jobs(cfg)
-    before = current_jobs(cfg, run, jobs, context(cfg, run, "evaluate"))
+    jobs = plan_jobs(cfg.eval)
+    before = current_jobs(cfg.eval, run, jobs, context(cfg, run, "evaluate"))
     ran.update(engine="ctranslate2", dtype="int8")  # ctranslate2 installed since
-    assert current_jobs(cfg, run, jobs, context(cfg, run, "evaluate")) == before  # the report's check: not stale
+    assert current_jobs(cfg.eval, run, jobs, context(cfg, run, "evaluate")) == before  # the report's check: not stale
     plain = (run.eval / PLAIN / "fra_Latn.json").stat().st_mtime_ns
     call_stage("evaluate", cfg, run)
     assert json.loads(tt.read_text())["provenance"]["translator"] == {"engine": "ctranslate2", "dtype": "int8"}
@@ -277,6 +277,6 @@ def test_an_external_model_is_recorded_at_the_revision_loaded(tmp_path):
     cfg = _external(tmp_path)
     OmegaConf.update(cfg, "model.revision", "v2")
     ctx = context(cfg, run, "evaluate")
-    assert job_provenance(cfg, run, Job(PLAIN, "fra_Latn", "belebele"), ctx)["model"] == "hub:org/another-model@v2"
+    assert job_provenance(cfg.eval, run, Job(PLAIN, "fra_Latn", "belebele"), ctx)["model"] == "hub:org/another-model@v2"
     assert ctx.record()["data"]["model settings"] == {"model.max_length": cfg.model.max_length,
                                                       "model.revision": "v2", "model.trust_remote_code": False}

@@ -259,7 +259,7 @@ def test_damaged_arrow_file_of_the_training_set_is_rebuilt(base, tmp_path, caplo
     from xlt.training.data import load_training_set
 
     with pytest.raises(XltError, match="train_set.*build_data"):
-        load_training_set(base.cfg, run, lambda: checked_train_set(run))
+        load_training_set(base.cfg.training, run, lambda: checked_train_set(run))
 
 
 # --- checkpoints: recovered -----------------------------------------------------------------------

@@ -126,7 +126,7 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                     atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
 
             rank = int(os.environ.get("RANK", "0"))
-            with RunLock(run.path, lock_name(validated), rank=rank) as lock:
+            with RunLock(run.path, lock_name(validated.translate, validated.eval), rank=rank) as lock:
                 if is_main_process():
                     clear_preemption(run.path)
                 ran = run_stages(validated, run, stages, on_first_run=write_config, launch=lock.owner)

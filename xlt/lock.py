@@ -31,7 +31,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from xlt.errors import XltError
 from xlt.files import atomic_write_json
@@ -310,9 +310,17 @@ class RunLock:
         self.release()
 
 
-def lock_name(cfg: Any) -> str:
-    """``run`` for an ordinary run; ``<stage>-shard<i>-of-<n>`` for a sharded translate/evaluate job."""
-    for stage, section in (("translate", cfg.translate), ("evaluate", cfg.eval)):
+class Sharded(Protocol):
+    """A config section whose work is split between processes (``translate``, ``eval``)."""
+
+    shard_index: int
+    num_shards: int
+
+
+def lock_name(translate: Sharded, eval_cfg: Sharded) -> str:
+    """``run`` for an ordinary run; ``<stage>-shard<i>-of-<n>`` for a sharded translate/evaluate job (given the
+    ``translate`` and ``eval`` sections)."""
+    for stage, section in (("translate", translate), ("evaluate", eval_cfg)):
         if int(section.num_shards) > 1:
             return f"{stage}-shard{int(section.shard_index)}-of-{int(section.num_shards)}"
     return RUN_LOCK

@@ -13,15 +13,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig
 
 from xlt import config as xcfg
 from xlt.config import CONF_DIR
-from xlt.config.eval import machine_translate_source, uses_translator
-from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID
+from xlt.config.data import DataConfig
+from xlt.config.eval import BenchmarkConfig, EvalConfig, machine_translate_source, uses_translator
+from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID, ModelConfig
 from xlt.config.overrides import entry_overrides, new_entries
+from xlt.config.schema import XltConfig
+from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 from xlt.hub import is_local
 
@@ -83,7 +85,7 @@ def _on_hub(name: str | None) -> bool:
             and not is_local(name))
 
 
-def model_resources(model: Any) -> list[Resource]:
+def model_resources(model: ModelConfig) -> list[Resource]:
     """The encoder (and a separate tokenizer) of ``model`` (the ``model`` config section)."""
     out: list[Resource] = []
     if _on_hub(model.name_or_path):
@@ -93,12 +95,12 @@ def model_resources(model: Any) -> list[Resource]:
     return out
 
 
-def source_resources(cfg: Any) -> list[Resource]:
-    """Training sources of the build_data stage that are read from the Hub or a URL."""
+def source_resources(data: DataConfig) -> list[Resource]:
+    """Training sources of the build_data stage (the ``data`` section) that are read from the Hub or a URL."""
     from xlt.data.sources import SOURCES  # lazy: start-up time
 
     out: list[Resource] = []
-    for name, src in cfg.data.sources.items():
+    for name, src in data.sources.items():
         if not src.enabled or src.path:
             continue
         if name not in SOURCES:
@@ -117,20 +119,20 @@ def source_resources(cfg: Any) -> list[Resource]:
     return out
 
 
-def translation_resources(cfg: Any) -> list[Resource]:
+def translation_resources(translate: TranslateConfig) -> list[Resource]:
     """The MT model of the translate stage (nothing when translations are imported or echoed)."""
-    return [] if cfg.translate.import_dir else translator_resources(cfg)
+    return [] if translate.import_dir else translator_resources(translate)
 
 
-def translator_resources(cfg: Any) -> list[Resource]:
+def translator_resources(translate: TranslateConfig) -> list[Resource]:
     """The ``translate`` group's MT model (nothing for the echo translator or a local folder)."""
-    t = cfg.translate
+    t = translate
     if t.kind != "hf" or not _on_hub(t.model_name_or_path):
         return []
     return [Resource("model", t.model_name_or_path, t.revision, used_by=("translate.model_name_or_path",))]
 
 
-def benchmark_languages(kind: str, bcfg: Any) -> tuple[str, ...]:
+def benchmark_languages(kind: str, bcfg: BenchmarkConfig) -> tuple[str, ...]:
     """The Hub configs (languages) a benchmark is evaluated on: the selection, else all known ones.
 
     "All" is what the benchmark's definition knows (``known_languages``); empty for a benchmark whose
@@ -144,15 +146,17 @@ def benchmark_languages(kind: str, bcfg: Any) -> tuple[str, ...]:
     return bench.known_languages()
 
 
-def eval_resources(cfg: Any) -> list[Resource]:
-    """Benchmarks (configs and splits) and any model the evaluate stage loads from the Hub."""
+def eval_resources(eval_cfg: EvalConfig, model: ModelConfig, translate: TranslateConfig) -> list[Resource]:
+    """Benchmarks (configs and splits) and any model the evaluate stage loads from the Hub: ``eval_cfg``'s
+    scorer's, the base of a LoRA run's ``model``, the ``translate`` group's MT model for an entry translated
+    before scoring."""
     from xlt.data.benchmarks import get_benchmark  # lazy: start-up time
 
-    e = cfg.eval
+    e = eval_cfg
     out: list[Resource] = []
     for name, b in e.benchmarks.items():
         if b.enabled and uses_translator(b):  # translate-test, or a machine-translated version xlt makes
-            out += translator_resources(cfg)
+            out += translator_resources(translate)
         if not b.enabled or b.path:
             continue
         splits = [b.split]
@@ -172,25 +176,26 @@ def eval_resources(cfg: Any) -> list[Resource]:
     elif e.scorer == "mc":
         if e.model == "run":
             # The run's own model; a LoRA adapter reloads its base from the Hub id.
-            if cfg.model.lora.enabled:
-                out.extend(model_resources(cfg.model))
+            if model.lora.enabled:
+                out.extend(model_resources(model))
         elif _on_hub(e.model):
             out.append(Resource("model", e.model, None, used_by=("eval.model",)))
     return out
 
 
-def resources_for(cfg: DictConfig | Any) -> list[Resource]:
-    """Everything the stages of the validated config ``cfg`` load from the Hub, deduplicated."""
+def resources_for(cfg: XltConfig | DictConfig) -> list[Resource]:
+    """Everything the stages of the validated config ``cfg`` load from the Hub, deduplicated: the plan of the
+    prefetch entry point, over the whole config like the stage table it follows (each stage's section)."""
     stages = set(cfg.stages)
     out: list[Resource] = []
     if "build_data" in stages:
-        out += source_resources(cfg)
+        out += source_resources(cfg.data)
     if "translate" in stages:
-        out += translation_resources(cfg)
+        out += translation_resources(cfg.translate)
     if "train" in stages:
         out += model_resources(cfg.model)
     if "evaluate" in stages:
-        out += eval_resources(cfg)
+        out += eval_resources(cfg.eval, cfg.model, cfg.translate)
     return merge(out)
 
 

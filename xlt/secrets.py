@@ -42,8 +42,9 @@ def redact_overrides(overrides: list[str]) -> list[str]:
     return out
 
 
-def redact_config(cfg: DictConfig) -> DictConfig:
-    return OmegaConf.create(redact(OmegaConf.to_container(cfg, resolve=True)))
+def redact_config(config: DictConfig) -> DictConfig:
+    """A copy of ``config`` (any config node, resolved) with secret-looking keys and values replaced by ``***``."""
+    return OmegaConf.create(redact(OmegaConf.to_container(config, resolve=True)))
 
 
 # The last key of an override that holds a secret: hf_token, api_key, wandb_api_key, password, secret...

@@ -16,6 +16,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from omegaconf import DictConfig
+
+from xlt.config.logger import LoggerConfig
 from xlt.errors import ConfigError
 from xlt.run import RunDir, is_main_process
 from xlt.secrets import redact_config
@@ -26,8 +29,8 @@ KINDS = ("none", "wandb")
 MODES = ("online", "offline", "disabled")
 
 
-def enabled(cfg: Any) -> bool:
-    kind = cfg.logger.kind
+def enabled(logger: LoggerConfig) -> bool:
+    kind = logger.kind
     if kind not in KINDS:
         raise ConfigError(f"logger.kind must be one of {list(KINDS)}, got {kind!r}")
     return kind == "wandb"
@@ -38,29 +41,32 @@ def run_id(run: RunDir) -> str:
     return "xlt-" + hashlib.sha1(str(Path(run.path).resolve()).encode()).hexdigest()[:16]
 
 
-def _display_name(cfg: Any, run: RunDir) -> str:
-    return cfg.logger.name or "/".join(Path(run.path).parts[-2:])
+def _display_name(logger: LoggerConfig, run: RunDir) -> str:
+    return logger.name or "/".join(Path(run.path).parts[-2:])
 
 
-def init(cfg: Any, run: RunDir, job_type: str = "train"):
-    """Start or resume the W&B run of ``run`` on rank 0; returns it, or None when tracking is off."""
-    if not enabled(cfg) or not is_main_process():
+def init(logger: LoggerConfig, run: RunDir, record: DictConfig, job_type: str = "train"):
+    """Start or resume the W&B run of ``run`` on rank 0; returns it, or None when tracking is off.
+
+    ``record``: the config the W&B run records (the run's whole config: only recorded, with its secrets
+    removed by :func:`xlt.secrets.redact_config`, never read for a setting)."""
+    if not enabled(logger) or not is_main_process():
         return None
     import wandb
     from omegaconf import OmegaConf
 
-    lg = cfg.logger
+    lg = logger
     if lg.mode not in MODES:
         raise ConfigError(f"logger.mode must be one of {list(MODES)}, got {lg.mode!r}")
     if wandb.run is not None and wandb.run.id == run_id(run):
         return wandb.run
-    config = OmegaConf.to_container(redact_config(cfg), resolve=True)
+    config = OmegaConf.to_container(redact_config(record), resolve=True)
     return wandb.init(
         project=lg.project,
         entity=lg.entity,
         group=lg.group,
         tags=list(lg.tags),
-        name=_display_name(cfg, run),
+        name=_display_name(logger, run),
         id=run_id(run),
         resume="allow",
         dir=str(run.path),
@@ -70,9 +76,9 @@ def init(cfg: Any, run: RunDir, job_type: str = "train"):
     )
 
 
-def report_to(cfg: Any) -> list[str]:
+def report_to(logger: LoggerConfig) -> list[str]:
     """The Trainer's ``report_to``: ``["wandb"]`` when W&B tracking is on (rank 0 only), else ``["none"]``."""
-    return ["wandb"] if enabled(cfg) else ["none"]
+    return ["wandb"] if enabled(logger) else ["none"]
 
 
 def _active_run():
@@ -100,10 +106,11 @@ def finish() -> None:
         wb_run.finish()
 
 
-def log_report(cfg: Any, run: RunDir, files: list[Path], tables: dict[str, Any]) -> None:
+def log_report(logger: LoggerConfig, run: RunDir, record: DictConfig, files: list[Path], tables: dict[str, Any]) -> None:
     """Log evaluation tables (pandas DataFrames) and report files (plots as images, the rest as an
-    artifact) to the run's W&B run. No-op when ``logger.kind == "none"`` or on ranks other than 0."""
-    wb_run = init(cfg, run, job_type="report")
+    artifact) to the run's W&B run (``record``: as for :func:`init`). No-op when ``logger.kind == "none"``
+    or on ranks other than 0."""
+    wb_run = init(logger, run, record, job_type="report")
     if wb_run is None:
         return
     import wandb

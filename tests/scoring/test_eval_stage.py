@@ -135,7 +135,7 @@ def test_language_subset_and_errors(data, tmp_path):
     cfg = make_cfg(data, scorer="gold")
     cfg.eval.benchmarks.belebele.languages = ["fra_Latn", "zho_Hans"]
     cfg.eval.benchmarks.global_mmlu.languages = ["swh_Latn"]
-    jobs = plan_jobs(cfg)
+    jobs = plan_jobs(cfg.eval)
     assert [(j.benchmark, j.language) for j in jobs] == [
         ("belebele", "fra_Latn"), ("belebele", "zho_Hans"), ("global_mmlu", "sw")]
     cfg.eval.benchmarks.belebele.languages = ["fra_latm"]

@@ -178,7 +178,7 @@ def test_a_definition_file_enters_the_job_hash_by_its_content(tmp_path):
 
     def versions() -> dict:
         cfg = compose("demo_tiny", [f"eval.include_path=[{folder}]", *new_benchmark(data, tmp_path / "m")])
-        return job_settings(cfg, Job("xcsqa", "fr", "xcsqa"))["versions"]
+        return job_settings(cfg.eval, Job("xcsqa", "fr", "xcsqa"))["versions"]
 
     first = versions()
     assert first["benchmark definition"].startswith("file:xcsqa.py@sha256:")

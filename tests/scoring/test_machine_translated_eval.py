@@ -41,7 +41,7 @@ def test_the_english_items_are_translated_into_each_language_and_pair_with_the_h
     run = RunDir(tmp_path / "run")
     cfg = _cfg(data)
     # The source language is not one of the machine-translated entry's languages.
-    assert [j.language for j in plan_jobs(cfg) if j.benchmark == "gm_mt"] == ["de", "sw"]
+    assert [j.language for j in plan_jobs(cfg.eval) if j.benchmark == "gm_mt"] == ["de", "sw"]
     call_stage("evaluate", cfg, run)
     res = json.loads((run.eval / "gm_mt" / "de.json").read_text())
     assert res["machine_translated_from"] == "en" and res["translate_test"] is False and res["n"] == 8
@@ -80,7 +80,7 @@ def test_an_edited_source_language_recomputes_the_translations_only(data, tmp_pa
     ctx = context(cfg, run, "evaluate")
 
     def hashes():
-        return {(b, x): job_provenance(cfg, run, Job(b, x, "global_mmlu"), ctx)["job"]
+        return {(b, x): job_provenance(cfg.eval, run, Job(b, x, "global_mmlu"), ctx)["job"]
                 for b, langs in (("gm", LANGS), ("gm_mt", ["de", "sw"])) for x in langs}
 
     before = hashes()
@@ -96,10 +96,10 @@ def test_a_translator_setting_enters_the_machine_translated_results_only(data, t
     run = RunDir(tmp_path / "run")
     cfg = _cfg(data)
     ctx = context(cfg, run, "evaluate")
-    before = {j: job_provenance(cfg, run, j, ctx)["job"] for j in plan_jobs(cfg)}
+    before = {j: job_provenance(cfg.eval, run, j, ctx)["job"] for j in plan_jobs(cfg.eval)}
     OmegaConf.update(cfg, "translate.max_new_tokens_ratio", 3.0)
     ctx = context(cfg, run, "evaluate")
-    after = {j: job_provenance(cfg, run, j, ctx)["job"] for j in plan_jobs(cfg)}
+    after = {j: job_provenance(cfg.eval, run, j, ctx)["job"] for j in plan_jobs(cfg.eval)}
     assert {j.benchmark for j in before if before[j] != after[j]} == {"gm_mt"}
 
 
@@ -109,7 +109,7 @@ def test_a_translator_setting_enters_the_machine_translated_results_only(data, t
 ])
 def test_a_bad_source_or_selection_is_named(data, mt, message):
     with pytest.raises(ConfigError, match=message):
-        plan_jobs(_cfg(data, **mt))
+        plan_jobs(_cfg(data, **mt).eval)
 
 
 def test_translate_test_and_machine_translate_from_exclude_each_other(data):

@@ -14,7 +14,7 @@ from xlt.training.args import DEEPSPEED_DIR, build_training_arguments, resolve_d
 
 def test_v5_arguments_from_config(run_dir):
     cfg = make_cfg(**{"training.warmup_ratio": 0.1, "training.eval_steps": 50, "seed": 3})
-    args = build_training_arguments(cfg, run_dir)
+    args = build_training_arguments(cfg.training, cfg.logger, run_dir, seed=cfg.seed)
     assert args.output_dir == str(run_dir.checkpoints)
     assert args.train_sampling_strategy == "group_by_length" and args.length_column_name == "length"
     assert args.average_tokens_across_devices is False  # the MC loss would be multiplied by world size
@@ -28,7 +28,8 @@ def test_v5_arguments_from_config(run_dir):
 
 
 def test_group_by_length_can_be_turned_off(run_dir):
-    args = build_training_arguments(make_cfg(**{"training.group_by_length": False}), run_dir)
+    cfg = make_cfg(**{"training.group_by_length": False})
+    args = build_training_arguments(cfg.training, cfg.logger, run_dir, seed=cfg.seed)
     assert args.train_sampling_strategy == "random"
 
 
@@ -82,8 +83,9 @@ def test_deepspeed_config_accepted_by_trainer_arguments(run_dir, name):
     pytest.importorskip("deepspeed")
     from transformers.integrations.deepspeed import HfTrainerDeepSpeedConfig
 
-    args = build_training_arguments(make_cfg(**{"training.deepspeed": name, "training.per_device_train_batch_size": 4,
-                                                "training.gradient_accumulation_steps": 8}), run_dir)
+    xcfg = make_cfg(**{"training.deepspeed": name, "training.per_device_train_batch_size": 4,
+                       "training.gradient_accumulation_steps": 8})
+    args = build_training_arguments(xcfg.training, xcfg.logger, run_dir, seed=xcfg.seed)
     hf_ds = HfTrainerDeepSpeedConfig(args.deepspeed)
     hf_ds.trainer_config_process(args)
     cfg = hf_ds.config

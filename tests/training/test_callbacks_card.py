@@ -7,6 +7,7 @@ from transformers import TrainerControl, TrainerState, TrainingArguments
 
 from tests.training.conftest import make_cfg
 from tests.training.helpers import CrashAtStep, SimulatedCrash
+from xlt.config.translate import translate_train_all
 from xlt.training.callbacks import CollapseDetector
 from xlt.training.card import EVAL_BEGIN, EVAL_END, fill_evaluation_section, render_card
 
@@ -51,12 +52,18 @@ def test_crash_at_step():
         cb.on_step_end(None, TrainerState(global_step=3), TrainerControl())
 
 
+def _card(cfg, summary, data_info):
+    """:func:`render_card` given the sections the train stage passes it."""
+    return render_card(cfg.model, cfg.training, cfg.data, cfg.eval, summary, data_info, seed=cfg.seed,
+                       recipe_name=cfg.recipe_name, description=cfg.description, train_all=translate_train_all(cfg))
+
+
 def test_card_and_evaluation_section(tmp_path):
     cfg = make_cfg(**{"recipe_name": "xlmr_zeroshot", "model.name_or_path": "FacebookAI/xlm-roberta-base",
                       "model.revision": "abc123"})
     summary = {"best_dev_accuracy": 0.6123, "best_step": 400, "effective_batch_size": 32, "precision": "bf16",
                "dev_accuracy_history": [{"step": 200, "accuracy": 0.5}, {"step": 400, "accuracy": 0.6123}]}
-    text = render_card(cfg, summary, {"train": 1000, "dev": 100})
+    text = _card(cfg, summary, {"train": 1000, "dev": 100})
     assert text.startswith("---\nlibrary_name: transformers")
     assert "base_model: FacebookAI/xlm-roberta-base" in text and "`abc123`" in text
     assert "**0.6123** at step 400" in text and "| 200 | 0.5000 |" in text and "train: 1000 rows" in text
@@ -72,5 +79,5 @@ def test_card_and_evaluation_section(tmp_path):
 
 def test_card_lora_front_matter():
     cfg = make_cfg(**{"model.lora.enabled": True})
-    text = render_card(cfg, {"best_dev_accuracy": 0.3, "best_step": 10}, {"train": 1, "dev": 1})
+    text = _card(cfg, {"best_dev_accuracy": 0.3, "best_step": 10}, {"train": 1, "dev": 1})
     assert "library_name: peft" in text and "r=8" in text and "base_model" not in text.split("---")[1]

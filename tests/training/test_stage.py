@@ -168,7 +168,7 @@ def test_batches_are_grouped_by_length(run_dir):
     def padding_share(group: bool) -> float:
         cfg = make_cfg(**{"model.max_length": 256, "training.group_by_length": group})
         tok = load_tokenizer(cfg.model)
-        trainer = make_trainer(build_training_arguments(cfg, run_dir), load_model(cfg.model, tok), tok,
+        trainer = make_trainer(build_training_arguments(cfg.training, cfg.logger, run_dir, seed=cfg.seed), load_model(cfg.model, tok), tok,
                                tokenized_splits(ds, tok, 256))
         real = total = 0
         for batch in trainer.get_train_dataloader():

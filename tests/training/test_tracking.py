@@ -13,22 +13,25 @@ from xlt.run import RunDir
 
 def test_none_logger_is_a_no_op(run_dir, tmp_path):
     cfg = make_cfg()
-    assert tracking.init(cfg, run_dir) is None and tracking.report_to(cfg) == ["none"]
+    assert tracking.init(cfg.logger, run_dir, cfg) is None and tracking.report_to(cfg.logger) == ["none"]
     missing = tmp_path / "does-not-exist.png"
-    tracking.log_report(cfg, run_dir, [missing], {"t": pd.DataFrame({"a": [1]})})  # nothing touched
+    tracking.log_report(cfg.logger, run_dir, cfg, [missing], {"t": pd.DataFrame({"a": [1]})})  # nothing touched
     assert not (run_dir.path / "wandb").exists()
 
 
 def test_bad_kind_or_mode_is_a_config_error(run_dir):
     with pytest.raises(ConfigError, match="logger.kind"):
-        tracking.init(make_cfg(**{"logger.kind": "tensorboard"}), run_dir)
+        cfg = make_cfg(**{"logger.kind": "tensorboard"})
+        tracking.init(cfg.logger, run_dir, cfg)
     with pytest.raises(ConfigError, match="logger.mode"):
-        tracking.init(make_cfg(**{"logger.kind": "wandb", "logger.mode": "sometimes"}), run_dir)
+        cfg = make_cfg(**{"logger.kind": "wandb", "logger.mode": "sometimes"})
+        tracking.init(cfg.logger, run_dir, cfg)
 
 
 def test_only_rank_zero_logs(run_dir, monkeypatch):
     monkeypatch.setenv("RANK", "1")
-    assert tracking.init(make_cfg(**{"logger.kind": "wandb", "logger.mode": "disabled"}), run_dir) is None
+    cfg = make_cfg(**{"logger.kind": "wandb", "logger.mode": "disabled"})
+    assert tracking.init(cfg.logger, run_dir, cfg) is None
 
 
 def test_run_id_is_stable_per_run_directory(tmp_path):
@@ -57,7 +60,7 @@ def test_offline_wandb_run_logs_redacted_config_and_report(run_dir, tmp_path, mo
     csv.write_text("lang,acc\neng,0.5\n")
     page = tmp_path / "report.html"
     page.write_text("<!DOCTYPE html><html><body>results</body></html>")
-    wb = tracking.init(cfg, run_dir)
+    wb = tracking.init(cfg.logger, run_dir, cfg)
     logged, artifacts = {}, []
     real_log, real_log_artifact = wb.log, wb.log_artifact
     monkeypatch.setattr(wb, "log", lambda data, *a, **k: (logged.update(data), real_log(data, *a, **k))[1])
@@ -67,7 +70,7 @@ def test_offline_wandb_run_logs_redacted_config_and_report(run_dir, tmp_path, mo
     # Run-level values go to the summary, not into the curves as one more step.
     tracking.summarize({"best_dev_accuracy": 0.5, "train_loss": 1.2})
     assert wb.summary["best_dev_accuracy"] == 0.5 and wb.summary["train_loss"] == 1.2
-    tracking.log_report(cfg, run_dir, [plot, csv, page], {"belebele": pd.DataFrame({"lang": ["eng"], "acc": [0.5]})})
+    tracking.log_report(cfg.logger, run_dir, cfg, [plot, csv, page], {"belebele": pd.DataFrame({"lang": ["eng"], "acc": [0.5]})})
     assert wandb.run is None  # log_report finished the run
     # tables, plots and the results page (an Html panel, and a file of the report artifact beside the tables)
     assert isinstance(logged["report/belebele"], wandb.Table) and isinstance(logged["plots/acc"], wandb.Image)

@@ -43,13 +43,16 @@ def test_the_union_reads_only_sealed_translations(run):
     from xlt.errors import DataError
     from xlt.translation.union import build_train_all
 
+    def _union(cfg, run):
+        return build_train_all(cfg.translate, run, lambda: checked_train_set(run), seed=cfg.data.seed, stages=cfg.stages)
+
     cfg = make_cfg()
     call_stage("translate", cfg, run)
-    assert build_train_all(cfg, run, lambda: checked_train_set(run))["train"].num_rows > 0
+    assert _union(cfg, run)["train"].num_rows > 0
     arrow = next(stage.language_dir(run, "fra_Latn").glob("train/data-*.arrow"))
     arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
     with pytest.raises(DataError, match=r"fra_Latn: its data changed since it was written.*rerun the translate stage"):
-        build_train_all(cfg, run, lambda: checked_train_set(run))
+        _union(cfg, run)
 
 
 def test_a_damaged_part_is_translated_again(run, caplog):
@@ -59,7 +62,7 @@ def test_a_damaged_part_is_translated_again(run, caplog):
     from xlt.translation.cache import TranslationCache
     from xlt.translation.engines import build_translator
 
-    with TranslationCache(stage.cache_path(cfg, run)) as cache:
+    with TranslationCache(stage.cache_path(cfg.translate, run)) as cache:
         stage.translate_unit(cfg, run, unit, source, build_translator(cfg.translate), cache)
     assert stage.is_part_done(run, unit)
     arrow = next(stage.part_dir(run, unit).glob("data-*.arrow"))

@@ -224,7 +224,7 @@ def test_shards_and_resume_after_kill_under_the_engine(tmp_path, tiny_mt, engine
     monkeypatch.setattr(tr, "_generate", dies_after_two)
     with pytest.raises(KeyboardInterrupt):
         call_stage("translate", mt_cfg(tiny_mt, engine, **cfg), killed)
-    with TranslationCache(stage.cache_path(mt_cfg(tiny_mt, engine), killed)) as cache:
+    with TranslationCache(stage.cache_path(mt_cfg(tiny_mt, engine).translate, killed)) as cache:
         assert len(cache) == sum(calls)
     monkeypatch.setattr(tr, "_generate", generate)
     call_stage("translate", mt_cfg(tiny_mt, engine, **cfg), killed)
@@ -239,7 +239,7 @@ def test_translate_test_uses_the_engine(run, tiny_mt, engine):
     from tests.translation.test_translation_test import items
     from xlt.translation.translate_test import TranslateTestRunner
 
-    runner = TranslateTestRunner(mt_cfg(tiny_mt, engine, max_new_tokens=6), run)
+    runner = TranslateTestRunner(mt_cfg(tiny_mt, engine, max_new_tokens=6).translate, run)
     out = runner(items(), "belebele", "mixed")
     assert out["id"] == items()["id"] and out[3]["question"] == "Question 3?"  # English stays as it is
     assert out[0]["question"] != items()[0]["question"]
@@ -256,7 +256,7 @@ def test_a_machine_translated_test_set_uses_the_engine_and_the_target_language(r
     english = Dataset.from_list([{"id": f"q{i}", "language": "en", "passage": "", "question": f"What is true about item {i}?",
                                   "options": ["Answer one two four", "None of the above", "one", "two"], "label": i % 4}
                                  for i in range(3)], features=Features(EVAL_FEATURES))
-    runner = TranslateTestRunner(mt_cfg(tiny_mt, engine, max_new_tokens=6), run)
+    runner = TranslateTestRunner(mt_cfg(tiny_mt, engine, max_new_tokens=6).translate, run)
     out = runner.into(english, "gm_mt", "de")
     assert out["id"] == english["id"] and out["label"] == english["label"] and set(out["language"]) == {"de"}
     assert out[0]["question"] != english[0]["question"]

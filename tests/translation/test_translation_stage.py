@@ -96,7 +96,7 @@ def test_rerun_uses_cache_and_only_translates_missing(run, counting):
 def test_identical_segments_across_units_translated_once(run, counting):
     tr = counting()
     call_stage("translate", make_cfg(languages=["fra_Latn"]), run)
-    with TranslationCache(stage.cache_path(make_cfg(), run)) as cache:
+    with TranslationCache(stage.cache_path(make_cfg().translate, run)) as cache:
         # Every unique text was translated exactly once: translated count == cache size.
         assert tr.translated == len(cache)
 
@@ -112,7 +112,7 @@ def test_resume_after_kill_loses_at_most_one_batch(run, counting):
     with pytest.raises(KeyboardInterrupt):
         call_stage("translate", cfg, run)
     assert killed.translated > 0
-    with TranslationCache(stage.cache_path(cfg, run)) as cache:
+    with TranslationCache(stage.cache_path(cfg.translate, run)) as cache:
         assert len(cache) == killed.translated  # every finished batch was committed
     resumed = counting()
     summary = call_stage("translate", cfg, run)

@@ -80,7 +80,7 @@ def test_translate_test_runner_writes_quality(run):
     from tests.translation.conftest import make_cfg
     from xlt.translation.translate_test import TranslateTestRunner
 
-    runner = TranslateTestRunner(make_cfg(), run)  # translate.kind=echo
+    runner = TranslateTestRunner(make_cfg().translate, run)  # translate.kind=echo
     out = runner(items(), "belebele", "mixed")
     assert out[0]["question"] == "[eng_Latn] Question 0?"
     info = json.loads((run.data / "translate_test" / "belebele" / "mixed.json").read_text())

@@ -16,6 +16,11 @@ from xlt.stages import translate as stage
 from xlt.translation.union import build_train_all, language_sizes, sample_indices
 
 
+def _union(cfg, run):
+    """The translate-train-all union as the train stage builds it (xlt.stages.train.read_training_set)."""
+    return build_train_all(cfg.translate, run, lambda: checked_train_set(run), seed=cfg.data.seed, stages=cfg.stages)
+
+
 @pytest.fixture
 def translated(run):
     call_stage("translate", make_cfg(), run)
@@ -23,7 +28,7 @@ def translated(run):
 
 
 def test_union_all_rows(translated):
-    dd = build_train_all(make_cfg(), translated, lambda: checked_train_set(translated))
+    dd = _union(make_cfg(), translated)
     assert dd["train"].features == TRANSLATED_FEATURES
     assert Counter(dd["train"]["language"]) == {"eng_Latn": 14, "fra_Latn": 14, "deu_Latn": 14}
     assert Counter(dd["dev"]["language"]) == {"eng_Latn": 5, "fra_Latn": 5, "deu_Latn": 5}
@@ -36,16 +41,16 @@ def test_union_all_rows(translated):
 
 def test_union_is_deterministic_and_seeded(translated):
     cfg = make_cfg(sampling={"strategy": "cap", "max_rows_per_language": 6})
-    a = build_train_all(cfg, translated, lambda: checked_train_set(translated))["train"]["question_id"]
-    b = build_train_all(cfg, translated, lambda: checked_train_set(translated))["train"]["question_id"]
+    a = _union(cfg, translated)["train"]["question_id"]
+    b = _union(cfg, translated)["train"]["question_id"]
     assert a == b
     cfg.data.seed = 7
-    assert build_train_all(cfg, translated, lambda: checked_train_set(translated))["train"]["question_id"] != a
+    assert _union(cfg, translated)["train"]["question_id"] != a
 
 
 def test_union_cap_and_dev_cap(translated):
     cfg = make_cfg(sampling={"strategy": "cap", "max_rows_per_language": 6, "max_dev_rows_per_language": 2})
-    dd = build_train_all(cfg, translated, lambda: checked_train_set(translated))
+    dd = _union(cfg, translated)
     assert Counter(dd["train"]["language"]) == {"eng_Latn": 6, "fra_Latn": 6, "deu_Latn": 6}
     assert Counter(dd["dev"]["language"]) == {"eng_Latn": 2, "fra_Latn": 2, "deu_Latn": 2}
     per_lang_ids = [r["question_id"] for r in dd["train"] if r["language"] == "fra_Latn"]
@@ -54,7 +59,7 @@ def test_union_cap_and_dev_cap(translated):
 
 def test_union_without_english(translated):
     cfg = make_cfg(sampling={"include_english": False})
-    assert set(build_train_all(cfg, translated, lambda: checked_train_set(translated))["train"]["language"]) == {"fra_Latn", "deu_Latn"}
+    assert set(_union(cfg, translated)["train"]["language"]) == {"fra_Latn", "deu_Latn"}
 
 
 def test_temperature_sampling_sizes():
@@ -77,13 +82,13 @@ def test_sample_indices_upsamples_with_all_rows():
 
 def test_union_temperature_upsamples(translated):
     cfg = make_cfg(sampling={"strategy": "temperature", "temperature": 2.0, "total_rows": 60})
-    dd = build_train_all(cfg, translated, lambda: checked_train_set(translated))
+    dd = _union(cfg, translated)
     assert Counter(dd["train"]["language"]) == {"eng_Latn": 20, "fra_Latn": 20, "deu_Latn": 20}
 
 
 def test_union_needs_translations(run):
     with pytest.raises(ConfigError, match=r"translations into 'fra_Latn' are configured.*run the translate stage"):
-        build_train_all(make_cfg(), run, lambda: checked_train_set(run))
+        _union(make_cfg(), run)
 
 
 # Import of ready translations ------------------------------------------------------------------------
@@ -105,7 +110,7 @@ def test_import_flat_jsonl_and_folder(tmp_path, run):
     report = json.loads((run.data / "translation_report.json").read_text())
     assert report["imported"] is True
     # The union works on imported data exactly as on translated data.
-    assert Counter(build_train_all(make_cfg(), run, lambda: checked_train_set(run))["train"]["language"])["deu_Latn"] == 4
+    assert Counter(_union(make_cfg(), run)["train"]["language"])["deu_Latn"] == 4
 
 
 def test_import_save_to_disk_folder(tmp_path, run):

@@ -21,6 +21,7 @@ from datasets import Dataset, DatasetDict
 from omegaconf import DictConfig, OmegaConf
 
 from xlt.config.data import DataConfig, SourceConfig
+from xlt.config.eval import EvalConfig
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.decontaminate import find_overlaps
 from xlt.data.schema import TRAIN_FEATURES, TRAIN_LETTERS
@@ -224,11 +225,11 @@ def print_report(report: dict[str, Any]) -> None:
         console.print(table)
 
 
-def decontamination_texts(cfg: DictConfig) -> list[str]:
-    """Passages and questions of the local benchmark copies configured under ``eval.benchmarks``
-    (each benchmark definition says what its texts are: ``Benchmark.contamination_texts``)."""
+def decontamination_texts(eval_cfg: EvalConfig | DictConfig) -> list[str]:
+    """Passages and questions of the local benchmark copies configured under ``eval.benchmarks`` (of the
+    ``eval`` section; each benchmark definition says what its texts are: ``Benchmark.contamination_texts``)."""
     texts: list[str] = []
-    for name, bench in (cfg.eval.benchmarks or {}).items():
+    for name, bench in (eval_cfg.benchmarks or {}).items():
         if not bench.enabled:
             continue
         if not bench.path:

@@ -14,11 +14,14 @@ and no upstream stage (they do not depend on training). The report shows them as
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from omegaconf import OmegaConf
 
+from xlt.config.eval import EvalConfig
+from xlt.config.model import ModelConfig
 from xlt.fingerprint import digest
 from xlt.run import RunDir
 from xlt.scoring.results import Job, job_provenance, missing_jobs, plan_jobs, verified_result
@@ -37,61 +40,69 @@ class BeforeRun(RunDir):
         return self.path / "eval_before"
 
 
-def wanted(cfg: Any) -> bool:
+def wanted(eval_cfg: EvalConfig) -> bool:
     """Whether this evaluation also scores the untrained model: asked for, the MC scorer, the run's model."""
-    e = cfg.eval
+    e = eval_cfg
     return bool(e.get("before_training")) and e.scorer == "mc" and e.model == "run"
 
 
-def untrained_fingerprint(cfg: Any, train_files: dict[str, Any]) -> str:
+def untrained_fingerprint(model: ModelConfig, seed: int, train_files: dict[str, Any]) -> str:
     """What the untrained model is: the checkpoint (``train_files``: as the train stage fingerprints it), the
-    model settings (the tiny model's architecture, max_length, ...; not LoRA, which starts as the identity)
-    and the seed."""
+    ``model`` settings (the tiny model's architecture, max_length, ...; not LoRA, which starts as the identity)
+    and the run's ``seed``."""
     files = train_files
-    model = {k: v for k, v in OmegaConf.to_container(cfg.model, resolve=True).items() if k != "lora"}
+    settings = {k: v for k, v in OmegaConf.to_container(model, resolve=True).items() if k != "lora"}
     return "untrained:" + digest({"checkpoint": files.get("model.name_or_path"), "tokenizer": files.get("model.tokenizer"),
-                                  "model": model, "seed": int(cfg.seed)})
+                                  "model": settings, "seed": int(seed)})
 
 
-def context(cfg: Any, ctx: Any, train_files: dict[str, Any]) -> Any:
+def context(model: ModelConfig, seed: int, ctx: Any, train_files: dict[str, Any]) -> Any:
     """The evaluate stage's context for the untrained model: its fingerprint as the model, no upstream."""
-    detail = {**ctx.detail, "files": {**ctx.detail["files"], "model": untrained_fingerprint(cfg, train_files)},
+    detail = {**ctx.detail, "files": {**ctx.detail["files"], "model": untrained_fingerprint(model, seed, train_files)},
               "upstream": {}}
     return replace(ctx, inputs=digest(detail), detail=detail)
 
 
-def scorer(cfg: Any) -> Any:
+def scorer(model: ModelConfig, eval_cfg: EvalConfig, seed: int) -> Any:
+    """The MC scorer of the untrained ``model``: its new weights initialised from ``seed``."""
     from xlt.modeling.load import load_model, load_tokenizer  # lazy: start-up time
     from xlt.scoring.mc import MCScorer  # lazy: start-up time
 
-    tokenizer = load_tokenizer(cfg.model)
-    model = load_model(cfg.model, tokenizer, seed=int(cfg.seed))
-    return MCScorer(model, tokenizer, max_length=cfg.model.max_length, batch_size=cfg.eval.batch_size)
+    tokenizer = load_tokenizer(model)
+    net = load_model(model, tokenizer, seed=int(seed))
+    return MCScorer(net, tokenizer, max_length=model.max_length, batch_size=eval_cfg.batch_size)
 
 
-def evaluate(cfg: Any, run: RunDir, ctx: Any, jobs: list[Job], evaluate_job: Any, train_files: dict[str, Any]) -> None:
+# The evaluate stage's scoring of one job: (run view, job, scorer, provenance) -> the result written.
+EvaluateJob = Callable[[RunDir, Job, Any, dict[str, Any]], dict[str, Any]]
+
+
+def evaluate(model: ModelConfig, eval_cfg: EvalConfig, run: RunDir, ctx: Any, jobs: list[Job],
+             evaluate_job: EvaluateJob, train_files: dict[str, Any], *, seed: int) -> None:
     """Score ``jobs`` (this shard's) with the untrained model where no current result exists; ``train_files``:
-    what the train stage reads (its checkpoint's fingerprint), which the untrained model is."""
-    view, bctx = BeforeRun(run.path), context(cfg, ctx, train_files)
-    plan_jobs(cfg, view)  # eval_before/<benchmark>/plan.json
-    prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg, view, j, bctx) for j in jobs}
+    what the train stage reads (its checkpoint's fingerprint), which the untrained model is (with ``model``
+    and the run's ``seed``)."""
+    view, bctx = BeforeRun(run.path), context(model, seed, ctx, train_files)
+    plan_jobs(eval_cfg, view)  # eval_before/<benchmark>/plan.json
+    prov = {f"{j.benchmark}/{j.language}": job_provenance(eval_cfg, view, j, bctx) for j in jobs}
     current = {k: p["job"] for k, p in prov.items()}
     todo = jobs if ctx.force else missing_jobs(view, jobs, current, log_damage=True)
     log.info("evaluate before fine-tuning (eval.before_training): %d job(s), %d to do", len(jobs), len(todo))
     if not todo:
         return
-    score = scorer(cfg)
+    score = scorer(model, eval_cfg, seed)
     for job in todo:
-        res = evaluate_job(cfg, view, job, score, None, prov[f"{job.benchmark}/{job.language}"])
+        res = evaluate_job(view, job, score, prov[f"{job.benchmark}/{job.language}"])
         log.info("%s/%s before fine-tuning: accuracy %.2f%% (n=%d)", job.benchmark, job.language, res["accuracy"], res["n"])
 
 
-def accuracies(cfg: Any, run: RunDir, ctx: Any, jobs: list[Job], train_files: dict[str, Any]) -> dict[tuple[str, str], float]:
+def accuracies(model: ModelConfig, eval_cfg: EvalConfig, run: RunDir, ctx: Any, jobs: list[Job],
+               train_files: dict[str, Any], *, seed: int) -> dict[tuple[str, str], float]:
     """``(benchmark, language) -> accuracy`` of the sound, current results of the untrained model (none when
     not asked for); a missing, damaged or stale one is left out (the report shows no number for it)."""
-    if not wanted(cfg):
+    if not wanted(eval_cfg):
         return {}
-    view, bctx = BeforeRun(run.path), context(cfg, ctx, train_files)
+    view, bctx = BeforeRun(run.path), context(model, seed, ctx, train_files)
     out = {}
     for job in jobs:
         try:
@@ -99,7 +110,7 @@ def accuracies(cfg: Any, run: RunDir, ctx: Any, jobs: list[Job], train_files: di
         except Damaged as err:
             log.warning("%s; the report shows no number before fine-tuning for it (rerun the evaluate stage)", err)
             continue
-        if result is None or (result.get("provenance") or {}).get("job") != job_provenance(cfg, view, job, bctx)["job"]:
+        if result is None or (result.get("provenance") or {}).get("job") != job_provenance(eval_cfg, view, job, bctx)["job"]:
             continue
         out[(job.benchmark, job.language)] = float(result["accuracy"])
     return out

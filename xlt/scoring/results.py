@@ -23,8 +23,8 @@ from typing import Any
 from omegaconf import OmegaConf
 
 from xlt import languages as langtab
-from xlt.config.eval import machine_translate_source, uses_translator
-from xlt.config.keys import job_values
+from xlt.config.eval import BenchmarkConfig, EvalConfig, machine_translate_source, uses_translator
+from xlt.config.keys import eval_job_values
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
 from xlt.fingerprint import digest, language_fingerprint
@@ -44,9 +44,9 @@ class Job:
     kind: str = ""
 
 
-def enabled_benchmarks(cfg: Any) -> dict[str, Any]:
+def enabled_benchmarks(eval_cfg: EvalConfig) -> dict[str, Any]:
     """The enabled entries of ``eval.benchmarks``; none raises :class:`ConfigError`."""
-    out = {name: b for name, b in cfg.eval.benchmarks.items() if b.enabled}
+    out = {name: b for name, b in eval_cfg.benchmarks.items() if b.enabled}
     if not out:
         raise ConfigError("empty benchmark selection: eval.benchmarks has no enabled benchmark")
     return dict(sorted(out.items()))
@@ -68,10 +68,10 @@ def plan_path(run: RunDir, benchmark: str) -> Path:
     return bench_dir(run, benchmark) / "plan.json"
 
 
-def plan_jobs(cfg: Any, run: RunDir | None = None) -> list[Job]:
-    """All (benchmark, language) jobs of the config, sorted; written to ``plan.json`` when ``run`` given."""
+def plan_jobs(eval_cfg: EvalConfig, run: RunDir | None = None) -> list[Job]:
+    """All (benchmark, language) jobs of the ``eval`` section, sorted; written to ``plan.json`` when ``run`` given."""
     jobs: list[Job] = []
-    for name, bcfg in enabled_benchmarks(cfg).items():
+    for name, bcfg in enabled_benchmarks(eval_cfg).items():
         langs = entry_languages(name, bcfg)
         if run is not None:
             atomic_write_json(plan_path(run, name), {"benchmark": name, "kind": bcfg.kind, "languages": langs})
@@ -79,7 +79,7 @@ def plan_jobs(cfg: Any, run: RunDir | None = None) -> list[Job]:
     return sorted(jobs)
 
 
-def entry_languages(name: str, bcfg: Any) -> list[str]:
+def entry_languages(name: str, bcfg: BenchmarkConfig) -> list[str]:
     """The languages a benchmark entry evaluates (:meth:`~xlt.data.benchmarks.base.Benchmark.select_languages`).
     An entry xlt machine-translates (``machine_translate_from``) leaves out its source language, which must be
     one of the benchmark's: its items are the originals, not a translation."""
@@ -98,7 +98,7 @@ def entry_languages(name: str, bcfg: Any) -> list[str]:
     return langs
 
 
-def source_language(bcfg: Any, language: str) -> str:
+def source_language(bcfg: BenchmarkConfig, language: str) -> str:
     """The language whose items a job of ``language`` reads: the entry's ``machine_translate_from`` (in the
     benchmark's spelling), else ``language`` itself."""
     src = machine_translate_source(bcfg)
@@ -114,10 +114,10 @@ def read_plan(run: RunDir, benchmark: str) -> dict[str, Any] | None:
     return plan
 
 
-def planned_jobs(cfg: Any, run: RunDir) -> list[Job]:
-    """The jobs recorded by the evaluate stage (``plan.json``), else planned from the config."""
+def planned_jobs(eval_cfg: EvalConfig, run: RunDir) -> list[Job]:
+    """The jobs recorded by the evaluate stage (``plan.json``), else planned from the ``eval`` section."""
     jobs: list[Job] = []
-    for name, bcfg in enabled_benchmarks(cfg).items():
+    for name, bcfg in enabled_benchmarks(eval_cfg).items():
         plan = read_plan(run, name)
         if plan is not None:
             jobs.extend(Job(name, lang, plan["kind"]) for lang in plan["languages"])
@@ -132,36 +132,36 @@ def shard_jobs(jobs: list[Job], index: int, num: int) -> list[Job]:
     return shard(sorted(jobs), index, num)
 
 
-def job_settings(cfg: Any, job: Job) -> dict[str, Any]:
+def job_settings(eval_cfg: EvalConfig, job: Job) -> dict[str, Any]:
     """What a result depends on besides the model: stored in the result, compared on resume.
 
     A result computed under other settings (another local copy, question cap, split, scorer or
     translate-test choice) is stale and is recomputed instead of being silently reused.
     """
-    b = cfg.eval.benchmarks[job.benchmark]
+    b = eval_cfg.benchmarks[job.benchmark]
     # Code versions: the benchmark definition's and the scorer's (bumping one recomputes exactly the
     # results it affects).
     versions = {"benchmark": int(get_benchmark(b.kind).version),
-                "scorer": SCORER_VERSIONS.get(cfg.eval.scorer)}
+                "scorer": SCORER_VERSIONS.get(eval_cfg.scorer)}
     # A definition from outside xlt's tree (a definition file of eval.include_path, an installed package's
     # entry point): its file's content or its distribution's version, so an edit without a version bump
     # recomputes its results (absent for xlt's own: their hashes are unchanged).
     for what, registry, name in (("benchmark definition", BENCHMARKS, b.kind), ("scorer definition", SCORERS,
-                                                                                cfg.eval.scorer)):
+                                                                                eval_cfg.scorer)):
         identity = registry.identity(name)
         if identity is not None:
             versions[what] = identity
     settings = {"kind": b.kind, "versions": versions, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
                 "max_questions": b.max_questions, "translate_test": bool(b.translate_test),
-                "machine_translate_from": machine_translate_source(b), "model": cfg.eval.model, "scorer": cfg.eval.scorer}
-    if cfg.eval.scorer == "llm":
-        settings["llm"] = OmegaConf.to_container(cfg.eval.llm, resolve=True)
-    elif cfg.eval.scorer == "fixed":
-        settings["fixed_option"] = cfg.eval.fixed_option
+                "machine_translate_from": machine_translate_source(b), "model": eval_cfg.model, "scorer": eval_cfg.scorer}
+    if eval_cfg.scorer == "llm":
+        settings["llm"] = OmegaConf.to_container(eval_cfg.llm, resolve=True)
+    elif eval_cfg.scorer == "fixed":
+        settings["fixed_option"] = eval_cfg.fixed_option
     return settings
 
 
-def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
+def job_provenance(eval_cfg: EvalConfig, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     """What one (benchmark, language) result depends on, with its hash under ``job``.
 
     The code versions of the benchmark definition and the scorer, every evaluate key of the schema that
@@ -172,15 +172,15 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     :func:`xlt.contract.translator_inputs`; the data is then the source language's files), and the upstream train stage's
     output id (a retrain, even to the same weights, recomputes every result).
     """
-    b = cfg.eval.benchmarks[job.benchmark]
+    b = eval_cfg.benchmarks[job.benchmark]
     files = ctx.detail["files"]
     # The files read: this language's, or the source language's for an entry xlt machine-translates.
     read = source_language(b, job.language)
     data = language_fingerprint(b.path, read) if b.path else f"hub:{b.hub_id}@{b.revision or 'main'}"
     translated = uses_translator(b)
     inputs = {
-        "versions": job_settings(cfg, job)["versions"],
-        "config": job_values(cfg, job.benchmark),
+        "versions": job_settings(eval_cfg, job)["versions"],
+        "config": eval_job_values(eval_cfg, job.benchmark),
         "model": files.get("model"),
         "data": data,
         "translate_test": _settled(files.get("translate_test")) if translated else None,
@@ -211,10 +211,10 @@ def stale_translator(run: RunDir, job: Job, now: dict[str, Any] | None) -> bool:
     return ran is not None and now is not None and ran != now
 
 
-def current_jobs(cfg: Any, run: RunDir, jobs: list[Job], ctx: Any) -> dict[str, str]:
+def current_jobs(eval_cfg: EvalConfig, run: RunDir, jobs: list[Job], ctx: Any) -> dict[str, str]:
     """The job hash each of ``jobs`` would be computed under now (``benchmark/language`` -> hash), given the
     evaluate stage's context as it is now (:func:`xlt.contract.context`, passed in by the stage)."""
-    return {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx)["job"] for j in jobs}
+    return {f"{j.benchmark}/{j.language}": job_provenance(eval_cfg, run, j, ctx)["job"] for j in jobs}
 
 
 def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
@@ -364,14 +364,14 @@ def check_outputs(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     if not any(b.enabled for b in cfg.eval.benchmarks.values()):
         return []  # nothing planned (the config check refuses this before a real evaluation)
     out = []
-    for name in enabled_benchmarks(cfg):
+    for name in enabled_benchmarks(cfg.eval):
         try:
             if read_state(plan_path(run, name), PLAN) is None:
                 out.append(f"eval/{name}/plan.json missing")
         except Damaged as err:
             out.append(f"eval/{name}/plan.json damaged ({err.why})")
-    jobs = plan_jobs(cfg)
-    current = current_jobs(cfg, run, jobs, ctx)
+    jobs = plan_jobs(cfg.eval)
+    current = current_jobs(cfg.eval, run, jobs, ctx)
     for job in jobs:
         problem = result_problem(run, job, current)
         if problem:

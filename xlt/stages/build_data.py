@@ -24,7 +24,7 @@ def run_stage(cfg: DictConfig, run: RunDir, ctx: StageContext) -> dict[str, Any]
     ``ctx`` (built by the contract) supplies the provenance recorded in the build report.
     """
     data_cfg = cfg.data
-    eval_texts = decontamination_texts(cfg) if data_cfg.decontamination.enabled else None
+    eval_texts = decontamination_texts(cfg.eval) if data_cfg.decontamination.enabled else None
     dsd, report, result = build(data_cfg, eval_texts)
     if data_cfg.export_tsv:
         write_tsv([r for s in SPLITS for r in result.records[s]], run.data / "train_set.tsv")

@@ -101,7 +101,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "model": cfg.eval.model,
         "translate_test": bool(bcfg.translate_test),
         **({"machine_translated_from": read} if read != job.language else {}),
-        "settings": job_settings(cfg, job),
+        "settings": job_settings(cfg.eval, job),
         **accuracy_with_ci(correct, samples, seed),
         "chance": chance_level(counts),  # % right when guessing among each item's own options
         "ties": ties,  # predictions whose top score is shared by several options (argmax picks the first)
@@ -134,8 +134,8 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     """
     if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
         check_model(run)  # the weights must be the ones training saved (the user decides otherwise)
-    jobs = plan_jobs(cfg, run)
-    prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx) for j in jobs}
+    jobs = plan_jobs(cfg.eval, run)
+    prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg.eval, run, j, ctx) for j in jobs}
     current = {k: p["job"] for k, p in prov.items()}
     mine = shard_jobs(jobs, int(cfg.eval.shard_index), int(cfg.eval.num_shards))
     todo = mine if ctx.force else missing_jobs(run, mine, current, log_damage=True)
@@ -150,7 +150,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         scorer = build_scorer(cfg, run)
         translate_test = None
         if any(uses_translator(cfg.eval.benchmarks[j.benchmark]) for j in todo):
-            translate_test = TranslateTestRunner(cfg, run)
+            translate_test = TranslateTestRunner(cfg.translate, run)
         with progress_bar(total=len(todo), desc="evaluate", unit="lang") as bar:
             for job in todo:
                 bar.set_postfix_str(f"{job.benchmark}/{job.language}")
@@ -158,14 +158,16 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
                 log.info("%s/%s: accuracy %.2f%% (n=%d, 95%% CI %.1f-%.1f)", job.benchmark, job.language,
                          res["accuracy"], res["n"], res["ci_low"], res["ci_high"])
                 bar.update(1)
-    if before.wanted(cfg):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
-        before.evaluate(cfg, run, ctx, mine, evaluate_job, STAGES["train"].files(cfg, run))
+    if before.wanted(cfg.eval):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
+        before.evaluate(cfg.model, cfg.eval, run, ctx, mine,
+                        lambda view, job, score, prov: evaluate_job(cfg, view, job, score, None, prov),
+                        STAGES["train"].files(cfg, run), seed=cfg.seed)
     missing = missing_jobs(run, jobs, current)
     if missing:
         log.info(missing_message(missing, int(cfg.eval.num_shards)))
         return None
     summary: dict[str, Any] = {}
-    for name in enabled_benchmarks(cfg):
+    for name in enabled_benchmarks(cfg.eval):
         results = [read_result(run, j) for j in jobs if j.benchmark == name]
         accs = [r["accuracy"] for r in results]
         summary[name] = {"n_languages": len(results), "mean_accuracy": float(np.mean(accs)),

@@ -139,7 +139,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     if cfg.eval.model == "run" and card.is_file():
         fill_evaluation_section(card, card_summary(results))
     tables = {f"{name}_per_language": r.per_language for name, r in results.items()}
-    log_report(cfg, run, files, tables)
+    log_report(cfg.logger, run, cfg, files, tables)
     log.info("report written: %s", run / "report.md")
     return {name: {"mean_accuracy": r.summary["mean"], "n_languages": int(len(r.per_language))}
             for name, r in results.items()}

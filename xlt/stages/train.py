@@ -30,6 +30,7 @@ from typing import Any
 from xlt import tracking
 from xlt.cluster import checkpoint_callback
 from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID
+from xlt.config.translate import translate_train_all
 from xlt.contract import StageContext, checked_train_set, record_inputs, recorded_inputs
 from xlt.fingerprint import path_fingerprint
 from xlt.modeling.load import load_model, load_tokenizer, load_trained
@@ -49,6 +50,7 @@ from xlt.training.trainer import (
     metrics_history,
     release_training_state,
 )
+from xlt.translation.union import build_train_all
 
 log = logging.getLogger("xlt.training")
 
@@ -98,14 +100,14 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
     from transformers import EarlyStoppingCallback
 
     t = cfg.training
-    args = build_training_arguments(cfg, run, report_to=tracking.report_to(cfg))
-    tracking.init(cfg, run, job_type="train")
+    args = build_training_arguments(t, cfg.logger, run, seed=cfg.seed, report_to=tracking.report_to(cfg.logger))
+    tracking.init(cfg.logger, run, cfg, job_type="train")
     main = args.process_index == 0
     launch = report_launch(args, t)
 
     tokenizer = load_tokenizer(cfg.model)
     with args.main_process_first(desc="training data"):
-        raw = load_training_set(cfg, run, lambda: checked_train_set(run))
+        raw = load_training_set(t, run, lambda: read_training_set(cfg, run))
         feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
         usable_checkpoints(run, ctx, main)
         if main and t.resume:  # incomplete or damaged checkpoints (a kill during a save) go to stale/
@@ -135,6 +137,15 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
     trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks))
     return Session(cfg, run, ctx, args, main, launch, tokenizer, raw, model, new_weights, collapse, trainer)
+
+
+def read_training_set(cfg: Any, run: RunDir) -> Any:
+    """The training set: the translate-train-all union when the recipe configures translations
+    (:func:`translate_train_all`), else the English set checked against what the build_data stage wrote."""
+    if translate_train_all(cfg):
+        return build_train_all(cfg.translate, run, lambda: checked_train_set(run), seed=cfg.data.seed,
+                               stages=cfg.stages)
+    return checked_train_set(run)
 
 
 def usable_checkpoints(run: RunDir, ctx: StageContext, main: bool) -> bool:
@@ -267,7 +278,9 @@ def save(s: Session, summary: dict[str, Any]) -> None:
         # Named by its id, not by this machine's cache folder: load_trained converts it again where needed.
         point_adapter_at_base(partial, cfg.model.name_or_path)
     data_info = {split: len(s.raw[split]) for split in ("train", "dev")}
-    atomic_write_text(partial / "README.md", render_card(cfg, summary, data_info))
+    atomic_write_text(partial / "README.md", render_card(
+        cfg.model, cfg.training, cfg.data, cfg.eval, summary, data_info, seed=cfg.seed, recipe_name=cfg.recipe_name,
+        description=cfg.description, train_all=translate_train_all(cfg)))
 
     atomic_write_json(partial / "xlt_provenance.json", {**s.ctx.record(), "fingerprint": path_fingerprint(partial)})
     with atomic_dir(run.model) as tmp:

@@ -236,7 +236,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     """Translate this shard's units; when all units are done, merge and report (see module docstring)."""
     tcfg = cfg.translate
     if tcfg.import_dir:
-        return import_translations(cfg, run, ctx.record())
+        return import_translations(cfg.translate, run, ctx.record())
     discard_stale(cfg, run, ctx)
     languages = [str(c) for c in tcfg.languages]
     source = load_train_set(run)
@@ -249,7 +249,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         if hasattr(translator, "check_languages"):
             translator.check_languages([tcfg.source_language, *languages])
         log.info("translate: %d of %d units to do in shard %d/%d", len(todo), len(units), tcfg.shard_index, tcfg.num_shards)
-        with TranslationCache(cache_path(cfg, run)) as cache:
+        with TranslationCache(cache_path(cfg.translate, run)) as cache:
             for unit in todo:
                 translate_unit(cfg, run, unit, source, translator, cache)
     merged = {lang: merged_units(run, lang) for lang in languages}

@@ -7,7 +7,8 @@ from typing import Any
 
 import torch
 
-from xlt.config.training import DEEPSPEED_DIR, resolve_deepspeed  # noqa: F401  (re-exported)
+from xlt.config.logger import LoggerConfig
+from xlt.config.training import DEEPSPEED_DIR, TrainingConfig, resolve_deepspeed  # noqa: F401  (re-exported)
 from xlt.errors import ConfigError
 from xlt.run import RunDir
 
@@ -23,16 +24,18 @@ def resolve_precision(precision: str) -> str:
     return precision
 
 
-def build_training_arguments(cfg: Any, run: RunDir, report_to: list[str] | None = None, **overrides: Any):
-    """TrainingArguments for ``cfg.training`` writing checkpoints under ``run.checkpoints``."""
+def build_training_arguments(training: TrainingConfig, logger: LoggerConfig, run: RunDir, *, seed: int,
+                             report_to: list[str] | None = None, **overrides: Any):
+    """TrainingArguments for the ``training`` section writing checkpoints under ``run.checkpoints``; ``seed``:
+    the run's seed (model initialisation and data order); ``logger``: the W&B run name (``logger.name``)."""
     from transformers import TrainingArguments
 
-    t = cfg.training
+    t = training
     precision = resolve_precision(t.precision)
     kwargs: dict[str, Any] = dict(
         output_dir=str(run.checkpoints),
-        seed=cfg.seed,
-        data_seed=cfg.seed,
+        seed=seed,
+        data_seed=seed,
         learning_rate=t.learning_rate,
         num_train_epochs=t.num_train_epochs,
         max_steps=t.max_steps,
@@ -73,7 +76,7 @@ def build_training_arguments(cfg: Any, run: RunDir, report_to: list[str] | None 
         # Without CUDA, multi-process runs must be told to use CPU + gloo, or each rank trains alone.
         use_cpu=not torch.cuda.is_available(),
         report_to=report_to or ["none"],
-        run_name=getattr(cfg.logger, "name", None) or str(run.path),
+        run_name=getattr(logger, "name", None) or str(run.path),
         disable_tqdm=False,
         ddp_find_unused_parameters=False,
     )

@@ -9,12 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from xlt.config.model import PACKAGED_MODEL_IDS
+from xlt.config.data import DataConfig
+from xlt.config.eval import EvalConfig
+from xlt.config.model import PACKAGED_MODEL_IDS, ModelConfig
+from xlt.config.training import TrainingConfig
 from xlt.hub import is_local
 from xlt.markdown import markdown_table
 from xlt.modeling.packaged import source_text
 from xlt.run import atomic_write_text
-from xlt.training.data import translate_train_all
 
 EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"
 EVAL_END = "<!-- xlt:evaluation:end -->"
@@ -29,9 +31,14 @@ def _front_matter(base_model: str | None, lora: bool, benchmarks: list[str] | No
     return "\n".join(lines)
 
 
-def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) -> str:
-    """Markdown model card for a run: base model, recipe, data, hyperparameters, dev results."""
-    m, t = cfg.model, cfg.training
+def render_card(model: ModelConfig, training: TrainingConfig, data: DataConfig, eval_cfg: EvalConfig,
+                summary: dict[str, Any], data_info: dict[str, Any], *, seed: int, recipe_name: str,
+                description: str, train_all: bool) -> str:
+    """Markdown model card for a run: base model, recipe, data, hyperparameters, dev results.
+
+    ``data``: its enabled sources are named; ``eval_cfg``: its benchmark kinds are tags; ``train_all``: the run
+    trains on the translate-train-all union (:func:`xlt.config.translate.translate_train_all`)."""
+    m, t = model, training
     lora = bool(m.lora.enabled)
     local = m.name_or_path != "xlt-tiny" and is_local(m.name_or_path)
     converted = m.name_or_path in PACKAGED_MODEL_IDS
@@ -46,11 +53,11 @@ def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) ->
     if m.name_or_path == "xlt-tiny":
         head = "randomly initialised with the whole model (no pretraining)"
     elif new_weights:
-        head = (f"newly initialised (seed {cfg.seed}; the checkpoint holds no weights for "
+        head = (f"newly initialised (seed {seed}; the checkpoint holds no weights for "
                 f"{', '.join(f'`{k}`' for k in new_weights)})")
     else:
         head = "loaded from the checkpoint (it already held a multiple-choice head)"
-    sources = sorted(name for name, src in cfg.data.sources.items() if getattr(src, "enabled", True))
+    sources = sorted(name for name, src in data.sources.items() if getattr(src, "enabled", True))
     hyper = {
         "learning_rate": t.learning_rate,
         "effective batch size": summary.get("effective_batch_size"),
@@ -60,24 +67,24 @@ def render_card(cfg: Any, summary: dict[str, Any], data_info: dict[str, Any]) ->
         "scheduler": t.lr_scheduler_type,
         "precision": summary.get("precision"),
         "max_length": m.max_length,
-        "seed": cfg.seed,
+        "seed": seed,
         "DeepSpeed": t.deepspeed or "no",
         "LoRA": f"r={m.lora.r}, alpha={m.lora.alpha}, targets={list(m.lora.target_modules)}" if lora else "no (full fine-tuning)",
     }
     hyper_table = markdown_table(["setting", "value"], hyper.items()).rstrip("\n")
-    setting = "translate-train-all (English + translations)" if translate_train_all(cfg) else "English (zero-shot transfer)"
+    setting = "translate-train-all (English + translations)" if train_all else "English (zero-shot transfer)"
     splits = ", ".join(f"{k}: {v} rows" for k, v in data_info.items())
     history = summary.get("dev_accuracy_history") or []
     dev_table = markdown_table(["step", "dev accuracy"],
                                [[h["step"], f"{h['accuracy']:.4f}"] for h in history] or [["-", "-"]]).rstrip("\n")
-    kinds = sorted({str(b.kind) for b in (cfg.eval.benchmarks or {}).values() if b.enabled})
+    kinds = sorted({str(b.kind) for b in (eval_cfg.benchmarks or {}).values() if b.enabled})
     return f"""{_front_matter(base, lora, kinds)}
 
-# {cfg.recipe_name}: {m.name} fine-tuned for multiple-choice reading comprehension
+# {recipe_name}: {m.name} fine-tuned for multiple-choice reading comprehension
 
-{cfg.description}
+{description}
 
-Trained with xlt, recipe `{cfg.recipe_name}`.
+Trained with xlt, recipe `{recipe_name}`.
 
 - **Base model:** {base_text}{rev}
 - **Head:** `AutoModelForMultipleChoice` (4 options, passage truncated, question and option kept); {head}

@@ -11,28 +11,27 @@ from typing import Any
 
 from datasets import DatasetDict
 
-from xlt.config.translate import translate_train_all
+from xlt.config.training import TrainingConfig
+from xlt.config.translate import translate_train_all  # noqa: F401  (re-exported: whether the union is used)
 from xlt.errors import DataError
 from xlt.modeling.features import tokenize_mc
 from xlt.run import RunDir
-from xlt.translation.union import build_train_all
 
 log = logging.getLogger("xlt.training")
 
 
-def load_training_set(cfg: Any, run: RunDir, read_train_set: Callable[[], DatasetDict]) -> DatasetDict:
-    """The translate-train-all union when the recipe configures translations, else the English training set;
-    ``read_train_set`` (from the stage) reads that set checked against what the build_data stage wrote."""
-    if translate_train_all(cfg):
-        ds = build_train_all(cfg, run, read_train_set)
-    else:
-        ds = read_train_set()
+def load_training_set(training: TrainingConfig, run: RunDir, read_train_set: Callable[[], DatasetDict]) -> DatasetDict:
+    """The training set ``read_train_set`` (from the stage) reads, checked and cut to ``training.max_train_rows``
+    / ``max_dev_rows``: the translate-train-all union when the recipe configures translations
+    (:func:`translate_train_all`; :func:`xlt.translation.union.build_train_all`), else the English training set
+    checked against what the build_data stage wrote."""
+    ds = read_train_set()
     for split in ("train", "dev"):
         if split not in ds:
             raise DataError(f"{run.train_set}: split '{split}' is missing (found {sorted(ds)})")
         if len(ds[split]) == 0:
             raise DataError(f"{run.train_set}: split '{split}' is empty")
-    limits = {"train": cfg.training.max_train_rows, "dev": cfg.training.max_dev_rows}
+    limits = {"train": training.max_train_rows, "dev": training.max_dev_rows}
     return DatasetDict(
         {s: ds[s].select(range(min(n, len(ds[s])))) if n is not None else ds[s] for s, n in limits.items()}
     )

@@ -12,8 +12,8 @@ refuses, saying so.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from xlt.config.model import LoraConfig
 from xlt.errors import ConfigError
 
 # Folder (inside the saved adapter folder) holding the base weights when the base has no Hub id or
@@ -49,7 +49,7 @@ def trained_new_modules(model, new_weights: list[str], target_modules: list[str]
     return out
 
 
-def wrap_lora(model, lora_cfg: Any, new_weights: list[str] | None = None):
+def wrap_lora(model, lora_cfg: LoraConfig, new_weights: list[str] | None = None):
     """``model`` with LoRA adapters on ``lora_cfg.target_modules``; the head and every other module with
     newly initialised weights (``new_weights``, default ``model.xlt_new_weights``) trained and saved in full."""
     from peft import LoraConfig, get_peft_model

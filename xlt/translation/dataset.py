@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from datasets import Dataset, Features, Value
 
+from xlt.config.translate import TranslationQualityConfig
 from xlt.progress import progress_bar
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engines.base import Translator
@@ -34,7 +34,7 @@ class QualityRules:
     runaway_max_length_ratio: float = 4.0
 
     @classmethod
-    def from_cfg(cls, qcfg: Any) -> QualityRules:
+    def from_cfg(cls, qcfg: TranslationQualityConfig) -> QualityRules:
         return cls(bool(qcfg.drop_runaway), int(qcfg.runaway_min_repeats), float(qcfg.runaway_max_length_ratio))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 from datasets import Dataset, DatasetDict, load_from_disk
 
 from xlt import languages as langtab
+from xlt.config.translate import TranslateConfig
 from xlt.data.schema import TRAIN_FEATURES, TRANSLATED_FEATURES, check_record
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir, atomic_dir
@@ -159,19 +160,19 @@ def _empty() -> Dataset:
     return Dataset.from_dict({k: [] for k in TRANSLATED_FEATURES}, features=TRANSLATED_FEATURES)
 
 
-def import_translations(cfg: Any, run: RunDir, provenance: dict[str, Any] | None = None) -> dict[str, Any]:
+def import_translations(translate: TranslateConfig, run: RunDir, provenance: dict[str, Any] | None = None) -> dict[str, Any]:
     """The translate stage with ``translate.import_dir``: validate, store, report."""
 
-    import_dir = Path(cfg.translate.import_dir).expanduser()
+    import_dir = Path(translate.import_dir).expanduser()
     if not import_dir.is_dir():
         raise ConfigError(f"translate.import_dir: {import_dir} is not a folder")
-    languages = [str(c) for c in cfg.translate.languages] or find_languages(import_dir)
+    languages = [str(c) for c in translate.languages] or find_languages(import_dir)
     if not languages:
         raise DataError(f"{import_dir}: no <code>.jsonl files or <code>/ folders to import")
     per_language: dict[str, dict[str, QualityStats]] = {}
     rows = {}
     for lang in languages:
-        check_language(lang, str(cfg.translate.source_language))
+        check_language(lang, str(translate.source_language))
     for lang in languages:
         dropped: dict[str, int] = {}
         dd = read_language(import_dir, lang, dropped)
@@ -189,7 +190,7 @@ def import_translations(cfg: Any, run: RunDir, provenance: dict[str, Any] | None
                                     "stats": {s: st.to_json() for s, st in per_language[lang].items()}})
         rows[lang] = {s: dd[s].num_rows for s in SPLITS}
         log.info("imported %s: %s", lang, rows[lang])
-    meta = {"translator": f"imported from {import_dir}", "source_language": cfg.translate.source_language, "imported": True,
+    meta = {"translator": f"imported from {import_dir}", "source_language": translate.source_language, "imported": True,
             "provenance": provenance}
     write_report(run, meta, per_language)
     return {"languages": languages, "rows": rows, "imported_from": str(import_dir)}

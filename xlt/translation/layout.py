@@ -4,8 +4,8 @@ translate-train-all union and translate-test)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from xlt.config.translate import TranslateConfig
 from xlt.run import RunDir
 
 # The record that seals a merged (or imported) language folder: its units, quality counts and the
@@ -22,6 +22,7 @@ def language_dir(run: RunDir, language: str) -> Path:
     return translated_dir(run) / language
 
 
-def cache_path(cfg: Any, run: RunDir) -> Path:
-    base = Path(cfg.translate.cache_dir).expanduser() if cfg.translate.cache_dir else run.data
+def cache_path(translate: TranslateConfig, run: RunDir) -> Path:
+    """The SQLite translation cache: in ``translate.cache_dir`` (shared between runs), else in ``run/data``."""
+    base = Path(translate.cache_dir).expanduser() if translate.cache_dir else run.data
     return base / "translation_cache.sqlite"

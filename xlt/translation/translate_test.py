@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 from datasets import Dataset, concatenate_datasets
 
 from xlt import languages
+from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 from xlt.run import RunDir, atomic_write_json
 from xlt.translation.cache import TranslationCache
@@ -105,8 +105,9 @@ class TranslateTestRunner:
     :func:`xlt.translation.layout.cache_path`, so reruns only score.
     """
 
-    def __init__(self, cfg: Any, run: RunDir, translator: Translator | None = None, target: str = "eng_Latn"):
-        self.cfg = cfg
+    def __init__(self, translate: TranslateConfig, run: RunDir, translator: Translator | None = None,
+                 target: str = "eng_Latn"):
+        self.translate = translate  # the ``translate`` section: the translator and its cache
         self.run = run
         self.target = target
         self._translator = translator
@@ -114,7 +115,7 @@ class TranslateTestRunner:
     @property
     def translator(self) -> Translator:
         if self._translator is None:
-            self._translator = build_translator(self.cfg.translate)
+            self._translator = build_translator(self.translate)
         return self._translator
 
     def __call__(self, items: Dataset, benchmark: str, language: str) -> Dataset:
@@ -128,9 +129,9 @@ class TranslateTestRunner:
 
     def _translate(self, items: Dataset, benchmark: str, language: str, target: str, record: str) -> Dataset:
         stats: dict[str, QualityStats] = {}
-        with TranslationCache(cache_path(self.cfg, self.run)) as cache:
+        with TranslationCache(cache_path(self.translate, self.run)) as cache:
             out = translate_items(items, self.translator, cache, target, stats=stats,
-                                  commit_every=int(self.cfg.translate.commit_every))
+                                  commit_every=int(self.translate.commit_every))
         merged = QualityStats()
         for st in stats.values():
             merged.merge(st)

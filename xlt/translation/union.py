@@ -22,13 +22,13 @@ a training-seed sweep trains on the same rows. The result is shuffled (seeded) s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from datasets import Dataset, DatasetDict, concatenate_datasets
 
+from xlt.config.translate import TranslateConfig
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir
@@ -70,13 +70,14 @@ def english_with_language(ds: Dataset, language: str = "eng_Latn") -> Dataset:
     return ds.add_column("language", [language] * ds.num_rows, feature=TRANSLATED_FEATURES["language"])
 
 
-def union_languages(cfg: Any) -> list[str]:
-    """The translated languages of the union: ``translate.languages``, else those in ``translate.import_dir``."""
-    tcfg = cfg.translate
+def union_languages(translate: TranslateConfig, stages: Sequence[str]) -> list[str]:
+    """The translated languages of the union: ``translate.languages``, else those in ``translate.import_dir``
+    (none while ``stages``, the run's, include ``translate`` is a :class:`ConfigError`)."""
+    tcfg = translate
     languages = [str(c) for c in tcfg.languages]
     if not languages and tcfg.import_dir and Path(tcfg.import_dir).expanduser().is_dir():
         languages = find_languages(Path(tcfg.import_dir).expanduser())
-    if not languages and "translate" in list(cfg.stages):
+    if not languages and "translate" in list(stages):
         raise ConfigError(
             "stages include `translate` but translate.languages is empty and translate.import_dir is unset: "
             "nothing to translate for translate-train-all (pick a translate group, e.g. translate=nllb, or "
@@ -85,17 +86,18 @@ def union_languages(cfg: Any) -> list[str]:
     return languages
 
 
-def load_languages(cfg: Any, run: RunDir, read_english: Callable[[], DatasetDict]) -> dict[str, DatasetDict]:
+def load_languages(translate: TranslateConfig, stages: Sequence[str], run: RunDir,
+                   read_english: Callable[[], DatasetDict]) -> dict[str, DatasetDict]:
     """The English set (as ``eng_Latn``, if included; ``read_english`` from the stage: the checked training
-    set) and each translated language, memory-mapped."""
+    set) and each translated language (:func:`union_languages`), memory-mapped."""
     sources: dict[str, DatasetDict] = {}
-    scfg = cfg.translate.sampling
+    scfg = translate.sampling
     if scfg.include_english:
         eng = read_english()
-        sources[cfg.translate.source_language] = DatasetDict(
-            {s: english_with_language(eng[s], cfg.translate.source_language) for s in eng}
+        sources[translate.source_language] = DatasetDict(
+            {s: english_with_language(eng[s], translate.source_language) for s in eng}
         )
-    for lang in union_languages(cfg):
+    for lang in union_languages(translate, stages):
         path = language_dir(run, lang)
         if not path.exists():
             raise ConfigError(
@@ -117,11 +119,13 @@ def load_languages(cfg: Any, run: RunDir, read_english: Callable[[], DatasetDict
     return sources
 
 
-def build_train_all(cfg: Any, run: RunDir, read_english: Callable[[], DatasetDict]) -> DatasetDict:
-    """English + translations as one DatasetDict train/dev (TRANSLATED_FEATURES), sampled and shuffled."""
-    scfg = cfg.translate.sampling
-    sources = load_languages(cfg, run, read_english)
-    seed = int(cfg.data.seed)
+def build_train_all(translate: TranslateConfig, run: RunDir, read_english: Callable[[], DatasetDict], *,
+                    seed: int, stages: Sequence[str]) -> DatasetDict:
+    """English + translations as one DatasetDict train/dev (TRANSLATED_FEATURES), sampled and shuffled;
+    ``seed``: ``data.seed`` (sampling and shuffling); ``stages``: the run's (:func:`union_languages`)."""
+    scfg = translate.sampling
+    sources = load_languages(translate, stages, run, read_english)
+    seed = int(seed)
     rng = np.random.default_rng(seed)
     train_sizes = language_sizes(
         {k: dd["train"].num_rows for k, dd in sources.items()},

@@ -15,14 +15,14 @@ CHAT = ("{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor
 
 def test_config_is_checked():
     with pytest.raises(ConfigError, match="eval.llm.model is not set"):
-        llm_config({"eval": {"llm": {}}})
+        llm_config({})
     with pytest.raises(ConfigError, match="eval.llm.mode must be one of"):
-        llm_config({"eval": {"llm": {"model": "m", "mode": "sample"}}})
+        llm_config({"model": "m", "mode": "sample"})
     with pytest.raises(ConfigError, match="invalid eval.llm key 'num_shots'"):
-        llm_config({"eval": {"llm": {"model": "m", "num_shots": 5}}})
+        llm_config({"model": "m", "num_shots": 5})
     with pytest.raises(ConfigError, match="eval.llm is missing"):
-        llm_config({"eval": {}})
-    assert llm_config({"eval": {"llm": {"model": "m"}}}).num_fewshot == 5
+        llm_config(None)
+    assert llm_config({"model": "m"}).num_fewshot == 5
 
 
 def test_global_mmlu_pool_is_the_untruncated_dev_split(make_cfg, loaded_lm, load_items):
@@ -158,7 +158,7 @@ def test_capped_global_mmlu_says_it_is_not_comparable_with_the_harness(make_cfg,
     bele = scorer.language_meta("belebele", "eng_Latn")
     assert bele["comparable_to_harness"] is True and "--limit 3" in bele["limit"]
     with pytest.raises(ConfigError, match="eval.llm.score_dtype must be one of"):
-        llm_config({"eval": {"llm": {"model": "m", "score_dtype": "bf16"}}})
+        llm_config({"model": "m", "score_dtype": "bf16"})
     # A cap above the number of questions cuts nothing: comparable.
     cfg.eval.benchmarks.global_mmlu.max_questions = 100
     scorer.score(load_items("global_mmlu", "en"), benchmark="global_mmlu", language="en")

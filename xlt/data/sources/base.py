@@ -189,9 +189,9 @@ class Source:
     splits: tuple[str, ...] = ("train", "validation")  # upstream splits used
     needs_passage: bool = True  # an empty passage drops the row
 
-    def __init__(self, cfg: SourceConfig):
-        self.cfg = cfg
-        self.license = cfg.license or self.default_license
+    def __init__(self, source_cfg: SourceConfig):
+        self.cfg = source_cfg  # this source's entry of data.sources
+        self.license = source_cfg.license or self.default_license
         self.stats = SourceStats(self.name, self.dataset)
 
     # -- reading --

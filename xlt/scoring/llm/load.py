@@ -18,14 +18,9 @@ SCORE_DTYPES = ("harness", "float32")
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-def llm_config(cfg: DictConfig | dict[str, Any] | LLMConfig) -> DictConfig:
-    """``eval.llm`` of a root config (or an ``LLMConfig`` itself), checked against :class:`LLMConfig`."""
-    if isinstance(cfg, DictConfig) and "eval" in cfg:
-        node = cfg.eval.get("llm")
-    elif isinstance(cfg, dict) and "eval" in cfg:
-        node = cfg["eval"].get("llm")
-    else:
-        node = cfg
+def llm_config(llm: DictConfig | dict[str, Any] | LLMConfig | None) -> DictConfig:
+    """The ``eval.llm`` section (None: absent), checked against :class:`LLMConfig`."""
+    node = llm
     if node is None:
         raise ConfigError("eval.llm is missing: an LLM evaluation needs eval.llm.model=<hub id or path>")
     try:

@@ -52,7 +52,9 @@ class LLMScorer:
                  device: Any = None, pool_source: PoolSource | None = None, progress: bool = True,
                  share_passes: bool = True, prefix_cache: bool | None = None) -> None:
         self.cfg = cfg
-        self.llm = llm_config(cfg)
+        # The scorer protocol hands over the whole config (xlt.scoring.scorers); an LLM section itself is taken too.
+        evaluation = cfg.get("eval") if isinstance(cfg, (dict, DictConfig)) and "eval" in cfg else None
+        self.llm = llm_config(evaluation.get("llm") if evaluation is not None else cfg)
         # False scores every option in its own forward pass (the baseline of benchmarks/llm_eval_bench.py).
         self.share_passes = share_passes
         # None: eval.llm.prefix_cache decides (benchmarks/llm_eval_bench.py compares both).

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 from xlt.translation.engines import ct2
 from xlt.translation.engines.base import EchoTranslator, EngineSettings, Translator, pick_device, pick_dtype
@@ -20,7 +21,7 @@ from xlt.translation.engines.hf import HFSeq2SeqTranslator
 log = logging.getLogger(__name__)
 
 
-def build_translator(tcfg: Any) -> Translator:
+def build_translator(tcfg: TranslateConfig) -> Translator:
     """The translator that ``translate`` config ``tcfg`` selects (``kind``: "hf" or "echo"; for "hf",
     ``engine``: "hf", "ctranslate2" or "auto", see :func:`xlt.translation.engines.ct2.resolve_engine`)."""
     kind = tcfg.kind
@@ -38,7 +39,7 @@ def build_translator(tcfg: Any) -> Translator:
     raise ConfigError(f"translate.kind must be 'hf' or 'echo', got {kind!r}")
 
 
-def resolved_settings(tcfg: Any) -> dict[str, Any]:
+def resolved_settings(tcfg: TranslateConfig) -> dict[str, Any]:
     """What the translator ``tcfg`` selects runs as, found without loading it: the engine (``auto``
     resolved) and the dtype (hf) or CTranslate2 compute type (``auto`` resolved on this machine's device).
     These enter the hashes of what it translates: installing ctranslate2, or moving to a GPU, is another

@@ -24,6 +24,7 @@ from typing import Any
 
 from xlt import languages as langtab
 from xlt.batching import AdaptiveBatcher
+from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ class EngineSettings:
     lang_code_map: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def from_cfg(cls, tcfg: Any) -> EngineSettings:
+    def from_cfg(cls, tcfg: TranslateConfig) -> EngineSettings:
         """The settings of ``translate`` config ``tcfg``."""
         return cls(revision=tcfg.revision, batch_size=tcfg.batch_size, max_batch_tokens=tcfg.max_batch_tokens,
                    max_input_tokens=tcfg.max_input_tokens, max_new_tokens=tcfg.max_new_tokens,

@@ -31,7 +31,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from xlt.config.translate import device_error
+from xlt.config.translate import TranslateConfig, device_error
 from xlt.errors import ConfigError
 from xlt.fingerprint import resource_fingerprint
 from xlt.hub import hub_resource
@@ -228,6 +228,6 @@ class CT2Translator(LanguageTokens):
         return [t.strip() for t in tok.batch_decode(out, skip_special_tokens=True)]
 
 
-def build_ct2_translator(tcfg: Any, **kw: Any) -> CT2Translator:
+def build_ct2_translator(tcfg: TranslateConfig, **kw: Any) -> CT2Translator:
     """The CTranslate2 translator for ``translate`` config ``tcfg``."""
     return CT2Translator(tcfg.model_name_or_path, EngineSettings.from_cfg(tcfg), compute_type=tcfg.compute_type, **kw)
