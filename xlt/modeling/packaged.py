@@ -39,8 +39,8 @@ import numpy as np
 
 from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.errors import XltError
+from xlt.files import atomic_dir
 from xlt.modeling.tiny import cache_dir
-from xlt.run import atomic_dir
 
 log = logging.getLogger("xlt.modeling")
 

@@ -27,8 +27,7 @@ import pandas as pd
 
 from xlt import __version__
 from xlt import languages as langtab
-from xlt.files import json_text, strict_json
-from xlt.run import atomic_write_text
+from xlt.files import atomic_write_text, json_text, strict_json
 from xlt.scoring.before import COLUMN as BEFORE
 from xlt.scoring.results import first_result
 from xlt.state import REPORT, Damaged, read_state

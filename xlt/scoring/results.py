@@ -27,10 +27,11 @@ from xlt.config.eval import machine_translate_source, uses_translator
 from xlt.config.keys import job_values
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
+from xlt.files import atomic_write_json
 from xlt.fingerprint import digest, language_fingerprint
 from xlt.metrics import chance_level
 from xlt.registry import BENCHMARKS, SCORERS
-from xlt.run import RunDir, atomic_write_json, shard
+from xlt.run import RunDir, shard
 from xlt.scoring.scorers import SCORER_VERSIONS
 from xlt.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from xlt.config.model import PACKAGED_MODEL_IDS
+from xlt.files import atomic_write_text
 from xlt.hub import is_local
 from xlt.markdown import markdown_table
 from xlt.modeling.packaged import source_text
-from xlt.run import atomic_write_text
 from xlt.training.data import translate_train_all
 
 EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"

@@ -19,7 +19,8 @@ from datasets import Dataset, concatenate_datasets
 
 from xlt import languages
 from xlt.errors import ConfigError
-from xlt.run import RunDir, atomic_write_json
+from xlt.files import atomic_write_json
+from xlt.run import RunDir
 from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
 from xlt.translation.engines import build_translator

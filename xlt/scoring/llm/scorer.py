@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.errors import ConfigError
-from xlt.run import atomic_write_json
+from xlt.files import atomic_write_json
 from xlt.scoring.llm import prompts
 from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
 from xlt.scoring.llm.load import llm_config, load_causal_lm
