@@ -31,7 +31,7 @@ from xlt.files import atomic_write_json
 from xlt.fingerprint import digest, language_fingerprint
 from xlt.metrics import chance_level
 from xlt.registry import BENCHMARKS, SCORERS
-from xlt.run import RunDir, shard
+from xlt.run import PLAN_FILE, RunDir, shard
 from xlt.scoring.scorers import SCORER_VERSIONS
 from xlt.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
 
@@ -54,19 +54,19 @@ def enabled_benchmarks(cfg: Any) -> dict[str, Any]:
 
 
 def bench_dir(run: RunDir, benchmark: str) -> Path:
-    return run.eval / benchmark
+    return run.bench_dir(benchmark)
 
 
 def result_path(run: RunDir, job: Job) -> Path:
-    return bench_dir(run, job.benchmark) / f"{job.language}.json"
+    return run.result(job.benchmark, job.language)
 
 
 def predictions_path(run: RunDir, job: Job) -> Path:
-    return bench_dir(run, job.benchmark) / "predictions" / f"{job.language}.jsonl"
+    return run.predictions(job.benchmark, job.language)
 
 
 def plan_path(run: RunDir, benchmark: str) -> Path:
-    return bench_dir(run, benchmark) / "plan.json"
+    return run.plan(benchmark)
 
 
 def plan_jobs(cfg: Any, run: RunDir | None = None) -> list[Job]:
@@ -312,7 +312,7 @@ def first_result(run_path: str | Path, benchmark: str) -> tuple[str, dict[str, A
     :func:`verified_result`; damaged ones are skipped), for reports that show one language's provenance."""
     run = RunDir(run_path)
     folder = bench_dir(run, benchmark)
-    for lang in sorted(f.stem for f in folder.glob("*.json") if f.name != "plan.json"):
+    for lang in sorted(f.stem for f in folder.glob("*.json") if f.name != PLAN_FILE):
         try:
             result = verified_result(run, Job(benchmark, lang))
         except Damaged:
@@ -366,11 +366,12 @@ def check_outputs(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
         return []  # nothing planned (the config check refuses this before a real evaluation)
     out = []
     for name in enabled_benchmarks(cfg):
+        rel = plan_path(run, name).relative_to(run.path).as_posix()
         try:
             if read_state(plan_path(run, name), PLAN) is None:
-                out.append(f"eval/{name}/plan.json missing")
+                out.append(f"{rel} missing")
         except Damaged as err:
-            out.append(f"eval/{name}/plan.json damaged ({err.why})")
+            out.append(f"{rel} damaged ({err.why})")
     jobs = plan_jobs(cfg)
     current = current_jobs(cfg, run, jobs, ctx)
     for job in jobs:

@@ -254,7 +254,7 @@ class LLMScorer:
         if self.run is None:
             return
 
-        atomic_write_json(self.run.path / "eval" / benchmark / "llm_meta" / f"{language}.json", self.last_meta)
+        atomic_write_json(self.run.llm_meta(benchmark, language), self.last_meta)
 
 
 def _single_pass(seqs: list, n_questions: int) -> int:
