@@ -14,9 +14,9 @@ LAZY_MARK = "# lazy: start-up time"
 # Bottom first: a module imports modules of its own layer and the layers below, never above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("xlt", "xlt.errors", "xlt.files", "xlt.markdown", "xlt.languages", "xlt.registry", "xlt.secrets", "xlt.progress",
-              "xlt.metrics", "xlt.batching", "xlt.fingerprint", "xlt.state", "xlt.lock", "xlt.assets")),
+              "xlt.metrics", "xlt.batching", "xlt.fingerprint", "xlt.state", "xlt.assets")),
     ("config", ("xlt.config",)),
-    ("run directory and Hub", ("xlt.run", "xlt.hub")),
+    ("run directory and Hub", ("xlt.run", "xlt.lock", "xlt.hub")),
     ("data", ("xlt.data",)),
     ("library", ("xlt.modeling", "xlt.translation", "xlt.training", "xlt.scoring", "xlt.reporting", "xlt.tracking",
                  "xlt.resources", "xlt.cluster")),

@@ -15,7 +15,7 @@ Layout (the constants below; :class:`RunDir` joins them)::
         calls.jsonl             one line per call (overrides, stages run and skipped)
         stages/<stage>.json     done-markers with a short summary per finished stage
         stages/<stage>.attempt  rank 0's decision per launch; <stage>.failed: rank 0 failed it
-        locks/<name>.json       who holds the run (xlt.lock, which sits below this module)
+        locks/<name>.json       who holds the run (xlt.lock)
         preempted.json          the record of a preempted run (xlt.cluster)
         data/train_set          the English training set (build_data); train_set.tsv, build_report.{json,md}
         data/translated/        merged translations per language (<lang>/xlt_translation.json seals each),
@@ -50,6 +50,7 @@ from xlt.state import MARKER, read_state
 CONFIG_FILE = "config.yaml"
 CALLS_FILE = "calls.jsonl"
 MARKERS_DIR = "stages"
+LOCKS_DIR = "locks"  # <name>.json: who holds the run (xlt.lock)
 PREEMPTION_FILE = "preempted.json"
 DATA_DIR = "data"
 TRAIN_SET_DIR = "data/train_set"
@@ -128,6 +129,10 @@ class RunDir:
     @property
     def calls(self) -> Path:
         return self.path / CALLS_FILE
+
+    @property
+    def locks(self) -> Path:
+        return self.path / LOCKS_DIR
 
     @property
     def preemption(self) -> Path:
