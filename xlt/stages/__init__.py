@@ -1,4 +1,4 @@
-"""The five stages, one module each, named as the stage, and their table (:data:`STAGES`).
+"""The five stages, one module each, named as the stage, and their table (``STAGES``).
 
 Each module holds a stage's code, ``run_stage(cfg, run, ctx)``, and beside it its declaration ``STAGE``
 (a :class:`~xlt.contract.StageSpec`: upstream stages, file inputs, outputs, output check, guard); ``ctx``
