@@ -170,7 +170,7 @@ def job_provenance(cfg: Any, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
     options, batch size, bootstrap; not the split and selection keys), the fingerprint of the scored model,
     of this language's files in a local copy, the translator's inputs
     for an entry translated before scoring (translate-test or ``machine_translate_from``:
-    :func:`xlt.contract.translator_inputs`; the data is then the source language's files), and the upstream train stage's
+    :func:`xlt.stages.inputs.translator_inputs`; the data is then the source language's files), and the upstream train stage's
     output id (a retrain, even to the same weights, recomputes every result).
     """
     b = cfg.eval.benchmarks[job.benchmark]
