@@ -38,6 +38,7 @@ def _names() -> tuple[set[str], set[str]]:
     """The layout's names: (file names and nested paths, checked everywhere; plain folder names, checked
     where they are joined into a path)."""
     values = {v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str)}
+    values |= {f"{layout.REPORT_STEM}.{ext}" for ext in layout.REPORT_FORMATS}
     parts = {p for v in values for p in v.split("/")} | values
     files = {p for p in parts if "." in p or "/" in p}
     return files, parts - files - {layout.REPORT_STEM}

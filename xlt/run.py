@@ -83,7 +83,8 @@ EVAL_BEFORE_DIR = "eval_before"
 PLAN_FILE = "plan.json"  # in eval/<benchmark>
 PREDICTIONS_DIR = "predictions"  # in eval/<benchmark>
 LLM_META_DIR = "llm_meta"  # in eval/<benchmark>
-REPORT_STEM = "report"  # report.json, report.md, report.csv, report.tex, report.html
+REPORT_STEM = "report"
+REPORT_FORMATS = ("json", "md", "csv", "tex", "html")  # report.json, report.md, ...
 REPORT_FILE = "report.json"
 PLOTS_DIR = "plots"
 INPUTS_FILE = "xlt_inputs.json"  # in a folder of partial work (checkpoints, translations)
@@ -248,7 +249,9 @@ class RunDir:
 
     # --- report ---
     def report(self, ext: str = "json") -> Path:
-        """``report.<ext>`` (json, md, csv, tex, html)."""
+        """``report.<ext>`` (one of :data:`REPORT_FORMATS`)."""
+        if ext not in REPORT_FORMATS:
+            raise ValueError(f"no report.{ext} in a run directory (formats: {', '.join(REPORT_FORMATS)})")
         return self.path / f"{REPORT_STEM}.{ext}"
 
     @property
