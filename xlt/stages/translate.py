@@ -47,7 +47,6 @@ from xlt.translation.storage import save_dataset
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev")
-STATS_FILE = PART_STATS_FILE
 
 
 @dataclass(frozen=True, order=True)
@@ -96,7 +95,7 @@ def read_part(run: RunDir, unit: Unit) -> tuple[Any, Any] | None:
     None if it is not finished, or damaged (logged and removed: the unit is translated again, from the
     segment cache)."""
     try:
-        return read_sealed(part_dir(run, unit), STATS_FILE)
+        return read_sealed(part_dir(run, unit), PART_STATS_FILE)
     except Damaged as err:
         redo(err, "translated again (from the segment cache)")
         remove_path(part_dir(run, unit))
@@ -129,7 +128,7 @@ def translate_unit(
     result.stats.add("truncated_inputs", n=translator.stats.get("truncated_inputs", 0) - truncated_before)
     with atomic_dir(part_dir(run, unit)) as tmp:
         save_dataset(result.dataset, tmp)
-        seal(tmp, STATS_FILE, result.stats.to_json())
+        seal(tmp, PART_STATS_FILE, result.stats.to_json())
     return result.stats
 
 
