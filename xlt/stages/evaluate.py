@@ -139,7 +139,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     language data, upstream training) matches what would be computed now; ``force`` recomputes this
     shard's jobs.
     """
-    if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
+    if scores_own_model(cfg):
         check_model(run)  # the weights must be the ones training saved (the user decides otherwise)
     jobs = plan_jobs(cfg, run)
     prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg, run, j, ctx) for j in jobs}
