@@ -29,9 +29,9 @@ import numpy as np
 import pandas as pd
 
 from xlt.config import validate
-from xlt.contract import call_stage
 from xlt.data.sentences import count_sentences
 from xlt.run import RunDir
+from xlt.stages import call_stage
 
 # ---- synthetic upstream copies --------------------------------------------------------------------------
 

@@ -43,8 +43,8 @@ def test_bf16_training_steps_track_fp32(tmp_path, record_property):
     normalised updates amplify the difference (allowed 5% mean over 10 steps). A wrong autocast
     (fp16 overflow, a loss in bf16) or a precision flag that did not reach the Trainer fails this."""
     from tests.training.conftest import make_cfg, write_train_set
-    from xlt.contract import call_stage
     from xlt.run import RunDir
+    from xlt.stages import call_stage
 
     history = {}
     for precision in ("fp32", "bf16"):

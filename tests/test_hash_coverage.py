@@ -21,9 +21,9 @@ from tests.fixtures.benchmarks import write_belebele
 from xlt import config as xcfg
 from xlt.config.fields import choices_of, dataclass_of
 from xlt.config.keys import declared_exceptions, key_info, leaves, schema_keys
-from xlt.contract import STAGES, call_stage, context
 from xlt.run import RunDir
 from xlt.scoring.results import Job, job_provenance
+from xlt.stages import STAGES, call_stage, context
 
 PLAIN, TT = "bele", "bele_tt"  # a benchmark scored as it is, and one scored through translate-test
 
@@ -240,10 +240,10 @@ def _external(tmp_path: Path) -> Any:
 def test_what_the_scorer_reads_of_an_external_model_enters_the_job_hash(tmp_path, monkeypatch):
     """eval.model != run: every config key the MC scorer reads to load and score the model changes every job
     hash (or is declared neutral); a read the hashes do not account for fails here (issue 35)."""
-    from xlt import contract
     from xlt.config.keys import key_info
     from xlt.modeling import load as modeling_load
     from xlt.scoring import mc
+    from xlt.stages import evaluate as contract  # the evaluate stage declares what its scorer reads
 
     run = RunDir(tmp_path / "run")
     cfg = _external(tmp_path)
@@ -271,7 +271,7 @@ def test_what_the_scorer_reads_of_an_external_model_enters_the_job_hash(tmp_path
 
 
 def test_an_external_model_is_recorded_at_the_revision_loaded(tmp_path):
-    from xlt.contract import context
+    from xlt.stages import context
 
     run = RunDir(tmp_path / "run")
     cfg = _external(tmp_path)

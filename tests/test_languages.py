@@ -120,8 +120,8 @@ def test_the_report_stage_depends_on_the_language_table(tmp_path, monkeypatch):
     """Another language table (e.g. other resource levels) is another report: the report stage's inputs change,
     so a done report is rewritten instead of showing the old levels."""
     from xlt import config as xcfg
-    from xlt.contract import context
     from xlt.run import RunDir
+    from xlt.stages import context
 
     cfg = xcfg.validate({"eval": {"benchmarks": {"b": {"kind": "belebele", "path": str(tmp_path)}}}})
     run = RunDir(tmp_path / "run")

@@ -79,7 +79,7 @@ def test_signal_during_training_checkpoints_then_resume_finishes(tmp_path):
     """USR1 mid-training: a checkpoint at that very step (not a save step), Preempted; a rerun resumes from it."""
     from transformers import TrainerCallback
 
-    from xlt.contract import call_stage
+    from xlt.stages import call_stage
 
     class SignalAtStep(TrainerCallback):
         def on_step_end(self, args, state, control, **kwargs):

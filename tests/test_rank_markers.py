@@ -24,7 +24,7 @@ CHILD = r'''
 import dataclasses, json, os, sys, time
 from pathlib import Path
 from omegaconf import OmegaConf
-from xlt import contract
+from xlt import contract, stages
 from xlt.lock import RunLock
 from xlt.run import RunDir
 
@@ -54,10 +54,10 @@ def train(cfg, run, ctx):
 
 
 # The real contract with stand-in stages and config values (no model, no data, no Hydra composition).
-S = contract.STAGES
-S["build_data"] = dataclasses.replace(S["build_data"], func="__main__:build", guard=guard, check=None, outputs=(),
+S = stages.STAGES
+S["build_data"] = dataclasses.replace(S["build_data"], run=build, guard=guard, check=None, outputs=(),
                                       files=lambda cfg, run: {})
-S["train"] = dataclasses.replace(S["train"], func="__main__:train", check=None, outputs=(), files=lambda cfg, run: {},
+S["train"] = dataclasses.replace(S["train"], run=train, check=None, outputs=(), files=lambda cfg, run: {},
                                  upstream=lambda cfg: ("build_data",))
 contract.stage_values = lambda cfg, stage: {"seed": 1}
 cfg = OmegaConf.create({"force": force == "true"})
@@ -68,7 +68,7 @@ for p in run.path.glob("seen-*.json"):
         p.unlink()
 time.sleep(0.3)
 with RunLock(run.path, rank=rank) as lock:
-    contract.run_stages(cfg, run, ["build_data", "train"], launch=lock.owner)
+    stages.run_stages(cfg, run, ["build_data", "train"], launch=lock.owner)
 '''
 
 

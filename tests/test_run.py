@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from xlt.run import RunDir, atomic_dir, atomic_write_json, run_name
+from xlt.files import atomic_dir, atomic_write_json
+from xlt.run import RunDir, run_name
 from xlt.state import Damaged
 
 

@@ -28,12 +28,12 @@ import pytest
 import torch
 
 from tests.cli import xlt
-from xlt.contract import run_stages
 from xlt.errors import XltError
 from xlt.lock import RunLock
 from xlt.resources import compose
 from xlt.run import RunDir, run_name
 from xlt.scoring.results import Job, verified_result
+from xlt.stages import run_stages
 
 ARGS = ["+recipe=demo_tiny", "training.max_steps=8", "training.eval_steps=4", "training.max_train_rows=256",
         "training.max_dev_rows=48", "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]",
@@ -255,7 +255,7 @@ def test_damaged_arrow_file_of_the_training_set_is_rebuilt(base, tmp_path, caplo
     _same_as_base(base, run, "train_set")
     # Training alone on a damaged set: a clear error naming the folder and the stage that rebuilds it.
     damage(next((run.train_set / "train").glob("data-*.arrow")), "truncated")
-    from xlt.contract import checked_train_set
+    from xlt.stages.build_data import checked_train_set
     from xlt.training.data import load_training_set
 
     with pytest.raises(XltError, match="train_set.*build_data"):

@@ -1,15 +1,16 @@
-"""The stage contract (xlt.contract): skipping done stages, rerunning on changed inputs and upstream
+"""The stage contract (xlt.contract's engine over xlt.stages' table): skipping done stages, rerunning on changed inputs and upstream
 stages, force, ranks under a launcher."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 
 import pytest
 
 from xlt import config as xcfg
-from xlt import contract
+from xlt import contract, stages
 from xlt.errors import XltError
 from xlt.run import RunDir
 
@@ -18,10 +19,10 @@ def _write_outputs(run: RunDir, name: str) -> None:
     """Outputs of the shape the real stage writes (the contract checks them when it decides to skip)."""
     from datasets import Dataset, DatasetDict
 
+    from xlt.files import atomic_write_json
     from xlt.fingerprint import path_fingerprint
-    from xlt.run import atomic_write_json
 
-    for out in contract.STAGES[name].outputs:
+    for out in stages.STAGES[name].outputs:
         path = run.path / out
         if out == "data/train_set":
             DatasetDict({"train": Dataset.from_dict({"x": [1]})}).save_to_disk(str(path))
@@ -44,38 +45,39 @@ def calls(monkeypatch):
             return {"ok": True}
         return stage
 
-    monkeypatch.setattr(contract, "_stage_function", fake)
+    for name, spec in list(stages.STAGES.items()):
+        monkeypatch.setitem(stages.STAGES, name, dataclasses.replace(spec, run=fake(name)))
     return seen
 
 
 def test_done_stages_are_skipped_and_changed_inputs_rerun(tmp_path, calls):
     run = RunDir(tmp_path)
     cfg = xcfg.validate({})
-    contract.run_stages(cfg, run, ["build_data", "evaluate"])
-    contract.run_stages(cfg, run, ["build_data", "evaluate"])
+    stages.run_stages(cfg, run, ["build_data", "evaluate"])
+    stages.run_stages(cfg, run, ["build_data", "evaluate"])
     assert calls == ["build_data", "evaluate"]
     cfg.eval.batch_size = 7  # evaluation settings changed: evaluate runs again, build_data does not
-    contract.run_stages(cfg, run, ["build_data", "evaluate"])
+    stages.run_stages(cfg, run, ["build_data", "evaluate"])
     assert calls == ["build_data", "evaluate", "evaluate"]
     cfg.eval.num_shards = 1  # how work is split is not an input
-    contract.run_stages(cfg, run, ["build_data", "evaluate"])
+    stages.run_stages(cfg, run, ["build_data", "evaluate"])
     assert calls == ["build_data", "evaluate", "evaluate"]
     cfg.force = True
-    contract.run_stages(cfg, run, ["build_data"])
+    stages.run_stages(cfg, run, ["build_data"])
     assert calls[-1] == "build_data"
 
 
 def test_a_stage_that_ran_makes_everything_downstream_stale(tmp_path, calls):
     run = RunDir(tmp_path)
     cfg = xcfg.validate({})
-    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])
+    stages.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])
     assert calls == ["build_data", "train", "evaluate", "report"]
     cfg.force = True
-    contract.run_stages(cfg, run, ["build_data"])  # redo only the first stage ...
+    stages.run_stages(cfg, run, ["build_data"])  # redo only the first stage ...
     cfg.force = False
-    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])  # ... the rest follows
+    stages.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])  # ... the rest follows
     assert calls[4:] == ["build_data", "train", "evaluate", "report"]
-    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])
+    stages.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"])
     assert len(calls) == 8
 
 
@@ -84,10 +86,10 @@ def test_missing_outputs_rerun_a_done_stage(tmp_path, calls):
 
     run = RunDir(tmp_path)
     cfg = xcfg.validate({})
-    contract.run_stages(cfg, run, ["build_data"])
+    stages.run_stages(cfg, run, ["build_data"])
     shutil.rmtree(run.train_set)
-    assert contract.stale_reason(run, contract.context(cfg, run, "build_data")) == "outputs missing: data/train_set"
-    contract.run_stages(cfg, run, ["build_data"])
+    assert contract.stale_reason(run, stages.STAGES["build_data"], stages.context(cfg, run, "build_data")) == "outputs missing: data/train_set"
+    stages.run_stages(cfg, run, ["build_data"])
     assert calls == ["build_data", "build_data"]
 
 
@@ -96,7 +98,7 @@ def test_other_ranks_wait_for_rank0_before_train_and_skip_after(tmp_path, calls,
     monkeypatch.setenv("RANK", "1")
     run = RunDir(tmp_path)
     cfg = xcfg.validate({})
-    inputs = contract.context(cfg, run, "build_data").inputs
+    inputs = stages.context(cfg, run, "build_data").inputs
     contract._settle(run, "build_data", "an earlier launch", "failed")  # not this launch's: not looked at
 
     def rank0():  # what rank 0 records: build_data done, train started
@@ -107,7 +109,7 @@ def test_other_ranks_wait_for_rank0_before_train_and_skip_after(tmp_path, calls,
     timer = threading.Timer(0.3, rank0)
     timer.start()
     monkeypatch.setattr(contract, "WAIT_POLL_S", 0.05)
-    contract.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"], launch="L")
+    stages.run_stages(cfg, run, ["build_data", "train", "evaluate", "report"], launch="L")
     assert calls == ["train"]  # build_data came from rank 0; evaluate and report are rank 0's
 
 
@@ -117,7 +119,7 @@ def test_other_ranks_stop_when_rank0_fails(tmp_path, calls, monkeypatch):
     run = RunDir(tmp_path)
     contract._settle(run, "build_data", "L", "failed")
     with pytest.raises(XltError, match="failed on rank 0"):
-        contract.run_stages(xcfg.validate({}), run, ["build_data", "train"], launch="L")
+        stages.run_stages(xcfg.validate({}), run, ["build_data", "train"], launch="L")
     assert calls == []
 
 
@@ -128,9 +130,9 @@ def test_rank0_marks_a_failed_stage_for_the_others(tmp_path, monkeypatch):
     def boom(cfg, run, ctx):
         raise RuntimeError("broken")
 
-    monkeypatch.setattr(contract, "_stage_function", lambda name: boom)
+    monkeypatch.setitem(stages.STAGES, "build_data", dataclasses.replace(stages.STAGES["build_data"], run=boom))
     run = RunDir(tmp_path)
     with pytest.raises(RuntimeError):
-        contract.run_stages(xcfg.validate({}), run, ["build_data"], launch="L")
+        stages.run_stages(xcfg.validate({}), run, ["build_data"], launch="L")
     assert (tmp_path / "stages" / "build_data.failed").is_file()
     assert json.loads((tmp_path / "stages" / "build_data.attempt").read_text()) == {"launch": "L", "state": "failed"}

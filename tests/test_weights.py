@@ -179,8 +179,8 @@ def test_a_bin_only_encoder_trains_and_its_model_evaluates(tmp_path, tiny_encode
     (the log names the file and the loader), saves safetensors, and the evaluate stage scores the result."""
     from tests.fixtures.benchmarks import write_global_mmlu
     from tests.training.conftest import make_cfg, write_train_set
-    from xlt.contract import call_stage
     from xlt.run import RunDir
+    from xlt.stages import call_stage
 
     src, _, _ = tiny_encoder
     folder = relayout(src, tmp_path / "bin-only", "bin")

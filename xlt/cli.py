@@ -20,7 +20,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from xlt import config as xcfg
 from xlt.cluster import (
-    PREEMPTION_FILE,
     REQUEUE_EXIT,
     SIGNALS,
     Preempted,
@@ -32,11 +31,12 @@ from xlt.cluster import (
 )
 from xlt.config import CONF_DIR
 from xlt.config.overrides import check_overrides, check_parsable, entry_overrides, new_entries, override_form
-from xlt.contract import run_stages
 from xlt.errors import XltError
+from xlt.files import atomic_write_text
 from xlt.lock import RunLock, lock_name
-from xlt.run import RunDir, atomic_write_text, is_main_process, world_size
+from xlt.run import PREEMPTION_FILE, RunDir, is_main_process, world_size
 from xlt.secrets import redact_config, redact_overrides
+from xlt.stages import run_stages
 
 log = logging.getLogger("xlt")
 
@@ -87,7 +87,7 @@ def _record_call(run: RunDir, stages: Sequence[str], ran: Sequence[str]) -> None
     """Append this call to ``calls.jsonl`` (time, command-line overrides, stages run and skipped)."""
     line = {"time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "overrides": redact_overrides(sys.argv[1:]),
             "stages": list(stages), "ran": list(ran)}
-    path = run.path / "calls.jsonl"
+    path = run.calls
     try:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(line, ensure_ascii=False) + "\n")
@@ -123,7 +123,7 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
 
             def write_config() -> None:
                 if is_main_process():
-                    atomic_write_text(run.path / "config.yaml", OmegaConf.to_yaml(redact_config(validated)))
+                    atomic_write_text(run.config, OmegaConf.to_yaml(redact_config(validated)))
 
             rank = int(os.environ.get("RANK", "0"))
             with RunLock(run.path, lock_name(validated.translate, validated.eval), rank=rank) as lock:

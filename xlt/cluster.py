@@ -46,7 +46,7 @@ from xlt.errors import ConfigError
 from xlt.files import atomic_write_json
 from xlt.lock import slurm_identity
 from xlt.resources import compose
-from xlt.run import run_name
+from xlt.run import RunDir, run_name
 
 log = logging.getLogger("xlt.cluster")
 
@@ -121,7 +121,6 @@ def recipe_of(args: list[str]) -> str:
 
 # -- preemption ---------------------------------------------------------------------------------------
 
-PREEMPTION_FILE = "preempted.json"
 RECORD_ENV = "XLT_PREEMPTION_RECORD"
 
 
@@ -132,7 +131,7 @@ def record_preemption(run_path: str | os.PathLike[str] | None, reason: str) -> l
     record = {"preempted": True, "reason": reason, "signal": preemption_requested(), "time": time.time(),
               "host": socket.gethostname(), "pid": os.getpid(), "slurm": slurm_identity(),
               "run": str(run_path) if run_path is not None else None, "exit_status": REQUEUE_EXIT}
-    targets = [Path(run_path) / PREEMPTION_FILE] if run_path is not None else []
+    targets = [RunDir(run_path).preemption] if run_path is not None else []
     if os.environ.get(RECORD_ENV):
         targets.append(Path(os.environ[RECORD_ENV]))
     written = []
@@ -166,7 +165,7 @@ def requeue_under_submitit(written: list[Path]) -> bool:
 
 def clear_preemption(run_path: str | os.PathLike[str]) -> None:
     """A run starts: the run directory's preemption record of an earlier run is history."""
-    (Path(run_path) / PREEMPTION_FILE).unlink(missing_ok=True)
+    RunDir(run_path).preemption.unlink(missing_ok=True)
 
 
 _requested: dict[str, Any] = {"signal": None}

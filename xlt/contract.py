@@ -1,13 +1,14 @@
-"""The stage contract: what each stage reads and writes, and the one place that decides what runs.
+"""The stage engine: the one place that decides whether a stage runs, and the hand-off between ranks.
 
-Every stage (build_data, translate, train, evaluate, report) is declared in :data:`STAGES` with
+Each stage declares itself beside its code (``STAGE`` in :mod:`xlt.stages.build_data`, ...; the table is
+:data:`xlt.stages.STAGES`) as a :class:`StageSpec`:
 
 * its **config inputs**: the keys the schema marks as affecting it (:func:`xlt.config.keys.stage_values`);
-* its **file inputs**: content fingerprints of what it reads from outside the run directory (local source
+* its **file inputs** (``files``): content fingerprints of what it reads from outside the run directory (local source
   copies, benchmark copies used for decontamination, imported translations, local models, benchmark copies,
   the model it scores) — :mod:`xlt.fingerprint`;
 * its **upstream stages**: their markers' ``output_id`` (a new id every time a stage really runs);
-* its **outputs** in the run directory.
+* its **outputs** in the run directory, and the ``check`` and ``guard`` that read them back.
 
 Their hash is the stage's *input hash*. :func:`run_stages` skips a stage only when its done-marker was
 written under the same input hash and its outputs exist and pass its check; otherwise it runs it and logs why (never
@@ -17,13 +18,13 @@ that is not what training saved stops with an :class:`~xlt.state.StateError` (a 
 ``output_id``, everything downstream of it is stale by construction: ``force=true`` on train makes every
 evaluation recompute, and a rebuilt training set retrains. Every result file records the provenance of
 what produced it (:meth:`StageContext.record`); the stages reuse partial work (training checkpoints,
-evaluation languages, translation parts) only when its recorded inputs still match.
+evaluation languages, translation parts) only when its recorded inputs still match
+(:func:`recorded_inputs`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import logging
 import os
 import socket
@@ -33,163 +34,52 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from xlt import __version__
-from xlt import languages as langtab
-from xlt.config.eval import uses_translator
-from xlt.config.keys import stage_values, translator_values
-from xlt.config.model import TINY_MODEL_ID
-from xlt.config.translate import translate_train_all
-from xlt.errors import ConfigError, DataError, XltError
-from xlt.fingerprint import digest, path_fingerprint, resource_fingerprint
+from xlt.config.keys import stage_values
+from xlt.errors import ConfigError, XltError
+from xlt.files import atomic_write_json, atomic_write_text, remove_path
+from xlt.fingerprint import digest, path_fingerprint
 from xlt.lock import launch_id
-from xlt.modeling import packaged
-from xlt.run import RunDir, atomic_write_json, atomic_write_text, is_main_process, remove_path, world_size
-from xlt.state import (
-    BUILD_REPORT,
-    INPUTS,
-    MODEL_PROVENANCE,
-    REPORT,
-    TRAIN_METRICS,
-    Damaged,
-    StateError,
-    load_dataset_dir,
-    read_or_redo,
-    read_state,
-)
-from xlt.translation import engines
+from xlt.run import INPUTS_FILE, RunDir, is_main_process, world_size
+from xlt.state import INPUTS, Damaged, StateError, read_or_redo, read_state
 
 log = logging.getLogger("xlt")
 
 WAIT_POLL_S = 2.0
 
 
-def _local(path: Any) -> str | None:
-    """Fingerprint of a local input (None when absent); a file in it that the OS cannot open (a symbolic-link
-    loop, no permission) is a :class:`DataError` naming it."""
-    if not (path and Path(str(path)).expanduser().exists()):
-        return None
-    try:
-        return path_fingerprint(path)
-    except OSError as err:
-        bad = err.filename or path
-        raise DataError(f"{bad}: cannot be read ({err.strerror or err}), an input of this run ({path}); replace it "
-                        "with the data file (a symbolic link must point at a readable file) or remove it") from None
+@dataclass(frozen=True)
+class StageSpec:
+    """One stage as its module declares it (``STAGE`` in ``xlt/stages/<name>.py``)."""
 
-
-# --- file inputs of each stage -------------------------------------------------------------------
-
-def _build_data_files(cfg: Any, run: RunDir) -> dict[str, Any]:
-    files = {f"data.sources.{name}": _local(src.path) for name, src in sorted(cfg.data.sources.items())
-             if src.enabled and src.path}
-    if cfg.data.decontamination.enabled:  # build_data reads the local benchmark copies
-        for name, b in sorted(cfg.eval.benchmarks.items()):
-            if b.enabled and b.path:
-                files[f"eval.benchmarks.{name}.path"] = _local(b.path)
-                files[f"eval.benchmarks.{name}.languages"] = list(b.languages) if b.languages else None
-    return files
-
-
-def _translate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
-    t = cfg.translate
-    files: dict[str, Any] = {"translate.import_dir": _local(t.import_dir), "translate.model": _local(t.model_name_or_path)}
-    if not t.import_dir and t.languages:  # what the translator resolves to (engine, dtype, cached commit)
-        files["translator"] = translator_inputs(cfg)
-    return files
-
-
-def model_fingerprint(name_or_path: str | None, revision: str | None = None) -> str | None:
-    """:func:`xlt.fingerprint.resource_fingerprint`, and for a model converted from an installed package
-    (:mod:`xlt.modeling.packaged`) the converted folder's content."""
-    if packaged.is_packaged(name_or_path):
-        return f"{name_or_path}:{path_fingerprint(packaged.checkpoint_dir())}"
-    return resource_fingerprint(name_or_path, revision)
-
-
-def _train_files(cfg: Any, run: RunDir) -> dict[str, Any]:
-    m = cfg.model
-    built = m.name_or_path == TINY_MODEL_ID  # built offline from model.tiny (config keys)
-    return {"model.name_or_path": None if built else model_fingerprint(m.name_or_path, m.revision),
-            "model.tokenizer": model_fingerprint(m.tokenizer, m.revision),
-            "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}
-
-
-def scored_model(cfg: Any, run: RunDir) -> str | None:
-    """Fingerprint of the model the evaluate stage scores (weights, tokenizer, config; not the card)."""
-    e = cfg.eval
-    if e.scorer == "llm":
-        model = resource_fingerprint(e.llm.model, e.llm.revision)
-        tokenizer = resource_fingerprint(e.llm.tokenizer, e.llm.revision)
-        return f"{model}+tokenizer:{tokenizer}" if tokenizer else model
-    if e.scorer != "mc":
-        return None
-    # another model than the run's is loaded at model.revision (xlt.scoring.mc): its identity is that commit
-    return path_fingerprint(run.model) if e.model == "run" else model_fingerprint(e.model, cfg.model.revision)
-
-
-# What the multiple-choice scorer reads of the ``model`` section (xlt.scoring.mc.MCScorer.from_config) when it
-# scores another model than the run's (``eval.model`` not ``run``): these keys affect the train stage, so
-# with eval.model=run they reach results through the train stage's output; for another model they are read
-# by the evaluate stage itself and enter its inputs and every job hash (tests/test_hash_coverage.py walks them).
-MC_MODEL_READS = ("model.max_length", "model.revision", "model.trust_remote_code")
-
-
-def scorer_model_settings(cfg: Any) -> dict[str, Any] | None:
-    """The ``model`` keys the evaluate stage's scorer reads for an external ``eval.model`` (None otherwise)."""
-    if cfg.eval.scorer != "mc" or cfg.eval.model == "run":
-        return None
-    return {key: OmegaConf.select(cfg, key) for key in MC_MODEL_READS}
-
-
-def translator_inputs(cfg: Any) -> dict[str, Any]:
-    """What the ``translate`` group's translator computes from: its settings (the schema's ``translator``
-    keys, :func:`xlt.config.keys.translator_values`), its checkpoint (a local folder's fingerprint, or the
-    commit the Hub cache resolves its revision to) and what it resolves to on this machine (engine, dtype
-    or compute type: :func:`xlt.translation.engines.resolved_settings`)."""
-    t = cfg.translate
-    hf = t.kind == "hf"
-    try:
-        resolved = engines.resolved_settings(t)
-    except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so
-        resolved = {"unresolved": str(err).splitlines()[0]}
-    return {"settings": translator_values(cfg),
-            "model": resource_fingerprint(t.model_name_or_path, t.revision) if hf else None,
-            "resolved": resolved}
-
-
-def translate_test_values(cfg: Any) -> dict[str, Any] | None:
-    """Translate-test, and the machine-translated entries xlt makes, translate with the ``translate`` group's
-    model: its inputs are evaluation inputs."""
-    if not any(b.enabled and uses_translator(b) for b in cfg.eval.benchmarks.values()):
-        return None
-    return translator_inputs(cfg)
-
-
-def _evaluate_files(cfg: Any, run: RunDir) -> dict[str, Any]:
-    files: dict[str, Any] = {"model": scored_model(cfg, run), "translate_test": translate_test_values(cfg)}
-    settings = scorer_model_settings(cfg)
-    if settings is not None:  # absent otherwise: the hashes of runs that score their own model are unchanged
-        files["model settings"] = settings
-    for name, b in sorted(cfg.eval.benchmarks.items()):
-        if b.enabled and b.path:
-            files[f"eval.benchmarks.{name}.path"] = _local(b.path)
-    return files
-
-
-def _report_files(cfg: Any, run: RunDir) -> dict[str, Any]:
-    # The language table gives the report its names, scripts, families and default resource levels: a new
-    # table (e.g. another taxonomy) is another report. Its content, not its path (installs differ).
-    return {"eval.resource_groups": _local(cfg.eval.resource_groups), "language table": langtab.table_digest()}
+    name: str
+    # The stage's code: (cfg, run, ctx) -> a summary (written into its done-marker), or None if incomplete
+    # (e.g. a shard whose siblings are not done yet).
+    run: Callable[..., dict[str, Any] | None]
+    upstream: Callable[[Any], tuple[str, ...]]
+    files: Callable[[Any, RunDir], dict[str, Any]]
+    outputs: tuple[str, ...]  # paths relative to the run directory (xlt.run.RunDir's names)
+    shard_section: str | None = None  # config section whose shard_index/num_shards split this stage
+    # Outputs whose fingerprints go into the done-marker and are compared on every check (folders whose
+    # damage their structure does not show, e.g. Arrow files).
+    sealed: tuple[str, ...] = ()
+    # Checks the outputs of a done stage beyond their existence (:mod:`xlt.state`): the list of missing or
+    # damaged ones (derivable: the stage reruns); raises StateError for what the user must decide.
+    check: Callable[[Any, RunDir, Any], list[str]] | None = None
+    # Runs before the stage is skipped or run (and before its marker is cleared): raises StateError for
+    # state the user must decide about (e.g. scoring a model that is not what training saved).
+    guard: Callable[[Any, RunDir], None] | None = None
 
 
 # --- output checks of a done stage (xlt.state): damaged derivable outputs rerun the stage ----------------
 
-def _json_problems(run: RunDir, files: dict[str, Any]) -> list[str]:
+def json_problems(run: RunDir, files: dict[Path, Any]) -> list[str]:
+    """``files`` (paths in the run directory -> their :mod:`xlt.state` schema) that are missing or damaged."""
     out = []
-    for rel, schema in files.items():
+    for path, schema in files.items():
+        rel = path.relative_to(run.path).as_posix()
         try:
-            if read_state(run.path / rel, schema) is None:
+            if read_state(path, schema) is None:
                 out.append(f"{rel} missing")
         except Damaged as err:
             out.append(f"{rel} damaged ({err.why})")
@@ -213,117 +103,6 @@ def sealed_problems(run: RunDir, stage: str) -> list[str]:
         return []
     return [f"{rel} changed or damaged since {stage} wrote it" for rel, fp in recorded.items()
             if sealed_fingerprint(run.path / rel) != fp]
-
-
-def checked_train_set(run: RunDir) -> Any:
-    """``run.train_set`` as the build_data stage wrote it (its Arrow data checked against the fingerprints
-    in its marker); a missing, damaged or changed set is a :class:`~xlt.errors.DataError` naming the fix."""
-    fix = "run the build_data stage (python -m xlt.build_data with the same recipe and overrides: it rebuilds it)"
-    if not (run.train_set / "dataset_dict.json").is_file():
-        raise DataError(f"no training set at {run.train_set}: {fix}")
-    try:
-        changed = sealed_problems(run, "build_data")
-        if changed:
-            raise Damaged(run.train_set, changed[0])
-        return load_dataset_dir(run.train_set)
-    except Damaged as err:
-        raise DataError(f"{err}; {fix}") from None
-
-
-def _check_build_data(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    out = _json_problems(run, {"data/build_report.json": BUILD_REPORT})
-    try:
-        load_dataset_dir(run.train_set)
-    except Damaged as err:
-        out.append(f"data/train_set damaged ({err.why})")
-    return out or sealed_problems(run, "build_data")
-
-
-def _check_translate(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    return _json_problems(run, {"data/translation_report.json": None})
-
-
-def model_problem(run: RunDir) -> str | None:
-    """Why ``run.model`` is not the model the train stage saved (None: its files match the fingerprint
-    recorded in ``model/xlt_provenance.json``)."""
-    if not run.model.exists():
-        return None  # no model yet: scoring says so (train first)
-    prov_file = run.model / "xlt_provenance.json"
-    try:
-        prov = read_state(prov_file, MODEL_PROVENANCE)
-    except Damaged as err:
-        return f"{prov_file} is damaged ({err.why}), so the weights cannot be checked"
-    if prov is None:
-        return f"{prov_file} is missing, so the weights in {run.model} cannot be checked"
-    now = path_fingerprint(run.model)
-    if now != prov["fingerprint"]:
-        return (f"the files in {run.model} no longer match what the train stage saved ({prov_file} records "
-                f"fingerprint {prov['fingerprint']}, the files give {now}: weights replaced, edited or truncated)")
-    return None
-
-
-def check_model(run: RunDir) -> None:
-    """Refuse a run model that is not what training produced: the user decides what it should be."""
-    problem = model_problem(run)
-    if problem:
-        raise StateError(
-            f"{problem}.\n  To retrain it: add force=true 'stages=[train,evaluate,report]' to the command. To score "
-            f"other weights, give them their own folder and pass eval.model=/path/to/that/folder (another run).")
-
-
-def _check_train(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    check_model(run)
-    return _json_problems(run, {"train_metrics.json": TRAIN_METRICS})
-
-
-def _check_report(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    return _json_problems(run, {"report.json": REPORT})
-
-
-def _evaluate_guard(cfg: Any, run: RunDir) -> None:
-    if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
-        check_model(run)
-
-
-def _evaluate_upstream(cfg: Any) -> tuple[str, ...]:
-    return ("train",) if cfg.eval.scorer == "mc" and cfg.eval.model == "run" else ()
-
-
-@dataclass(frozen=True)
-class StageSpec:
-    name: str
-    # "module:function" (in xlt.stages, one module per stage) taking (cfg, run, ctx) and returning a
-    # summary, or None if incomplete
-    func: str
-    upstream: Callable[[Any], tuple[str, ...]]
-    files: Callable[[Any, RunDir], dict[str, Any]]
-    outputs: tuple[str, ...]
-    shard_section: str | None = None  # config section whose shard_index/num_shards split this stage
-    # Outputs whose fingerprints go into the done-marker and are compared on every check (folders whose
-    # damage their structure does not show, e.g. Arrow files).
-    sealed: tuple[str, ...] = ()
-    # Checks the outputs of a done stage beyond their existence (:mod:`xlt.state`): the list of missing or
-    # damaged ones (derivable: the stage reruns); raises StateError for what the user must decide.
-    # (a function, or "module:function" for a module that imports this one)
-    check: Callable[[Any, RunDir, Any], list[str]] | str | None = None
-    # Runs before the stage is skipped or run (and before its marker is cleared): raises StateError for
-    # state the user must decide about (e.g. scoring a model that is not what training saved).
-    guard: Callable[[Any, RunDir], None] | None = None
-
-
-STAGES: dict[str, StageSpec] = {s.name: s for s in (
-    StageSpec("build_data", "xlt.stages.build_data:run_stage", lambda cfg: (), _build_data_files,
-              ("data/train_set", "data/build_report.json"), check=_check_build_data, sealed=("data/train_set",)),
-    StageSpec("translate", "xlt.stages.translate:run_stage", lambda cfg: ("build_data",), _translate_files,
-              ("data/translation_report.json",), shard_section="translate", check=_check_translate),
-    StageSpec("train", "xlt.stages.train:run_stage",
-              lambda cfg: ("build_data", "translate") if translate_train_all(cfg) else ("build_data",),
-              _train_files, ("model", "train_metrics.json"), check=_check_train),
-    StageSpec("evaluate", "xlt.stages.evaluate:run_stage", _evaluate_upstream, _evaluate_files, ("eval",),
-              shard_section="eval", check="xlt.scoring.results:check_outputs", guard=_evaluate_guard),
-    StageSpec("report", "xlt.stages.report:run_stage", lambda cfg: ("evaluate",), _report_files,
-              ("report.json",), check=_check_report),
-)}
 
 
 @dataclass
@@ -352,9 +131,8 @@ class StageContext:
 
 
 # Partial work a stage resumes (training checkpoints, translation parts) records the inputs it was made
-# under in this file inside its folder; it is resumed only when they are the stage's current inputs.
-INPUTS_FILE = "xlt_inputs.json"
-
+# under in a file inside its folder (xlt.run.INPUTS_FILE); it is resumed only when they are the stage's
+# current inputs.
 
 def recorded_inputs(folder: Path) -> str | None:
     """The input hash recorded in ``folder`` (None: nothing recorded, or a damaged record: logged, and the
@@ -378,15 +156,14 @@ def output_id(run: RunDir, stage: str) -> str | None:
         return None
 
 
-def context(cfg: Any, run: RunDir, stage: str, force: bool | None = None) -> StageContext:
-    """The stage's inputs as they are now (config values, file fingerprints, upstream outputs)."""
-    spec = STAGES[stage]
+def context(cfg: Any, run: RunDir, spec: StageSpec, force: bool | None = None) -> StageContext:
+    """The inputs of stage ``spec`` as they are now (config values, file fingerprints, upstream outputs)."""
     detail = {
-        "config": stage_values(cfg, stage),
+        "config": stage_values(cfg, spec.name),
         "files": spec.files(cfg, run),
         "upstream": {name: output_id(run, name) for name in spec.upstream(cfg)},
     }
-    return StageContext(stage, digest(detail), detail, bool(cfg.force if force is None else force))
+    return StageContext(spec.name, digest(detail), detail, bool(cfg.force if force is None else force))
 
 
 def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -398,12 +175,12 @@ def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return out
 
 
-def stale_reason(run: RunDir, ctx: StageContext, cfg: Any = None) -> str | None:
-    """Why ``ctx.stage`` must run (None: its done-marker matches and its outputs exist)."""
+def stale_reason(run: RunDir, spec: StageSpec, ctx: StageContext, cfg: Any = None) -> str | None:
+    """Why stage ``spec`` must run under ``ctx`` (None: its done-marker matches and its outputs exist)."""
     if ctx.force:
         return "force=true"
     try:
-        info = run.done_info(ctx.stage)
+        info = run.done_info(spec.name)
     except Damaged as err:
         return f"its done-marker is damaged ({err}); redoing the stage"
     if not info:
@@ -413,45 +190,32 @@ def stale_reason(run: RunDir, ctx: StageContext, cfg: Any = None) -> str | None:
         detail = prov.get("detail")
         changed = _changes(detail, ctx.detail) if isinstance(detail, dict) else []
         return "inputs changed: " + (", ".join(changed[:8]) if changed else "(an earlier xlt version's marker)")
-    missing = [o for o in STAGES[ctx.stage].outputs if not (run.path / o).exists()]
+    missing = [o for o in spec.outputs if not (run.path / o).exists()]
     if missing:
         return f"outputs missing: {', '.join(missing)}"
-    check = STAGES[ctx.stage].check
-    if isinstance(check, str):
-        module, _, func = check.partition(":")
-        check = getattr(importlib.import_module(module), func)
-    problems = check(cfg, run, ctx) if check is not None and cfg is not None else []
+    problems = spec.check(cfg, run, ctx) if spec.check is not None and cfg is not None else []
     if problems:
         return "outputs missing or damaged: " + "; ".join(problems[:8])
     return None
 
 
-def _stage_function(name: str) -> Callable[..., dict[str, Any] | None]:
-    module, _, func = STAGES[name].func.partition(":")
-    return getattr(importlib.import_module(module), func)
-
-
-def call_stage(name: str, cfg: Any, run: RunDir, force: bool | None = None, **extra: Any) -> dict[str, Any] | None:
-    """Run stage ``name`` once with its current context, outside :func:`run_stages` (no skip decision, no
+def call_stage(spec: StageSpec, cfg: Any, run: RunDir, force: bool | None = None, **extra: Any) -> dict[str, Any] | None:
+    """Run stage ``spec`` once with its current context, outside :func:`run_stages` (no skip decision, no
     done-marker): for tests and tools that drive one stage directly. ``extra`` goes to the stage function
     (e.g. the train stage's ``extra_callbacks``)."""
-    return _stage_function(name)(cfg, run, context(cfg, run, name, force=force), **extra)
+    return spec.run(cfg, run, context(cfg, run, spec, force=force), **extra)
 
 
-# Rank 0's decision on each stage, per launch (``stages/<stage>.attempt``): ranks > 0 read markers only
-# after rank 0 has settled them (cleared a ``.failed`` or, with force=true or damaged outputs, the previous
-# marker), so every rank follows the decision one process would take.
+# Rank 0's decision on each stage, per launch (``stages/<stage>.attempt``, :meth:`xlt.run.RunDir.attempt`):
+# ranks > 0 read markers only after rank 0 has settled them (cleared a ``.failed`` or, with force=true or
+# damaged outputs, the previous marker), so every rank follows the decision one process would take.
 ATTEMPT_STATES = ("skipped", "running", "done", "failed")
-
-
-def _attempt_file(run: RunDir, name: str) -> Path:
-    return run.path / "stages" / f"{name}.attempt"
 
 
 def _settle(run: RunDir, name: str, launch: str, state: str) -> None:
     """Rank 0: record its decision on stage ``name`` for this launch (see :data:`ATTEMPT_STATES`)."""
-    _attempt_file(run, name).parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(_attempt_file(run, name), {"launch": launch, "state": state})
+    run.attempt(name).parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(run.attempt(name), {"launch": launch, "state": state})
 
 
 def _wait_for_rank0(run: RunDir, name: str, launch: str, states: tuple[str, ...]) -> str:
@@ -460,7 +224,7 @@ def _wait_for_rank0(run: RunDir, name: str, launch: str, states: tuple[str, ...]
     log.info("stage %-10s: waiting for rank 0", name)
     while True:
         with contextlib.suppress(Damaged):  # being rewritten by rank 0
-            info = read_state(_attempt_file(run, name), {"launch": str, "state": str}) or {}
+            info = read_state(run.attempt(name), {"launch": str, "state": str}) or {}
             if info.get("launch") == launch:
                 if info["state"] == "failed":
                     raise XltError(f"stage {name} failed on rank 0 (see its log); this rank stops too")
@@ -473,9 +237,9 @@ def _sharded(cfg: Any, spec: StageSpec) -> bool:
     return spec.shard_section is not None and int(cfg[spec.shard_section].num_shards) > 1
 
 
-def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Callable[[], None] | None = None,
+def run_stages(cfg: Any, run: RunDir, stages: Sequence[StageSpec], on_first_run: Callable[[], None] | None = None,
                launch: str | None = None) -> list[str]:
-    """Run ``stages`` in order under the contract (see the module docstring); return those that ran.
+    """Run ``stages`` in order under the contract (see the module docstring); return the names of those that ran.
 
     ``on_first_run`` is called once, before the first stage that really runs (the entry point writes
     ``config.yaml`` there, so calls that only skip leave it alone).
@@ -487,17 +251,17 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
     only after rank 0 has cleared old markers. A sharded job (a ``num_shards`` > 1 job of translate or
     evaluate) runs only its own stage and what follows it; the stages before must be done.
     """
-    markers = run.path / "stages"
-    if markers.exists() and not markers.is_dir():
-        raise StateError(f"{markers} is a file where a folder belongs: remove it, then rerun (its stages are redone)")
+    if run.markers.exists() and not run.markers.is_dir():
+        raise StateError(f"{run.markers} is a file where a folder belongs: remove it, then rerun (its stages are redone)")
     distributed = world_size() > 1
     if launch is None:
         launch = launch_id()
     follower = distributed and not is_main_process()
-    train_at = list(stages).index("train") if "train" in stages else len(stages)
-    sharded_at = next((i for i, s in enumerate(stages) if _sharded(cfg, STAGES[s])), None)
+    names = [spec.name for spec in stages]
+    train_at = names.index("train") if "train" in names else len(names)
+    sharded_at = next((i for i, spec in enumerate(stages) if _sharded(cfg, spec)), None)
     ran: list[str] = []
-    for i, name in enumerate(stages):
+    for i, name in enumerate(names):
         if follower and i < train_at:  # rank 0 runs it; its markers are read once rank 0 has settled them
             _wait_for_rank0(run, name, launch, ("skipped", "done"))
             continue
@@ -516,7 +280,7 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
             _run_one(cfg, run, stages, i, follower, sharded_at, on_first_run if not ran else None, ran, cleared)
         except BaseException:
             if tell:  # ranks > 0 waiting for it stop too
-                atomic_write_text(run.path / "stages" / f"{name}.failed", "failed\n")
+                atomic_write_text(run.failed(name), "failed\n")
                 _settle(run, name, launch, "failed")
             raise
         if tell and name not in ran:
@@ -526,38 +290,39 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[str], on_first_run: Calla
     return ran
 
 
-def _run_one(cfg: Any, run: RunDir, stages: Sequence[str], i: int, follower: bool, sharded_at: int | None,
+def _run_one(cfg: Any, run: RunDir, stages: Sequence[StageSpec], i: int, follower: bool, sharded_at: int | None,
              on_first_run: Callable[[], None] | None, ran: list[str], cleared: Callable[[], None]) -> None:
     """Stage ``stages[i]`` of :func:`run_stages`: skip it, or run it and write its done-marker (appended
     to ``ran`` when it ran); ``cleared`` is called once its old markers are removed (rank 0)."""
-    name = stages[i]
-    if STAGES[name].guard is not None:
-        STAGES[name].guard(cfg, run)
-    ctx = context(cfg, run, name)
-    reason = "rank 0 runs it" if follower else stale_reason(run, ctx, cfg)
+    spec = stages[i]
+    name = spec.name
+    if spec.guard is not None:
+        spec.guard(cfg, run)
+    ctx = context(cfg, run, spec)
+    reason = "rank 0 runs it" if follower else stale_reason(run, spec, ctx, cfg)
     if reason is None:
         log.info("stage %-10s up to date (%s); skipping. Use force=true to redo it.", name, run.marker(name))
         return
     if sharded_at is not None and i < sharded_at:
         shard = stages[sharded_at]
-        raise ConfigError(f"stage {name} must be done before the sharded {shard} jobs start ({reason}); "
-                          f"run it once without {STAGES[shard].shard_section}.num_shards/shard_index")
+        raise ConfigError(f"stage {name} must be done before the sharded {shard.name} jobs start ({reason}); "
+                          f"run it once without {shard.shard_section}.num_shards/shard_index")
     if on_first_run is not None:
         on_first_run()
     if not follower:
-        (run.path / "stages" / f"{name}.failed").unlink(missing_ok=True)
-        if not _sharded(cfg, STAGES[name]):
+        run.failed(name).unlink(missing_ok=True)
+        if not _sharded(cfg, spec):
             run.clear(name)  # a crash from here on leaves no done-marker that looks current
         cleared()
     log.info("stage %-10s running: %s", name, reason)
     started = time.time()
-    summary = _stage_function(name)(cfg, run, ctx)
+    summary = spec.run(cfg, run, ctx)
     ran.append(name)
     if summary is not None and not follower:
         finished = time.time()
         prov = {**ctx.record(), "detail": ctx.detail, "host": socket.gethostname(), "pid": os.getpid(),
                 "started": started, "finished": finished,
                 "output_id": digest([ctx.inputs, finished, os.getpid(), socket.gethostname()]),
-                "outputs": {rel: sealed_fingerprint(run.path / rel) for rel in STAGES[name].sealed}}
+                "outputs": {rel: sealed_fingerprint(run.path / rel) for rel in spec.sealed}}
         run.mark_done(name, {**summary, "provenance": prov})
     log.info("stage %-10s finished", name)

@@ -146,7 +146,7 @@ def cached_commit(repo_id: str, revision: str | None = None) -> str | None:
 def resource_fingerprint(name_or_path: str | None, revision: str | None = None) -> str | None:
     """A local path's content fingerprint, or a Hub id's identity: ``hub:<id>@<commit>`` with the commit the
     cache resolves the revision to (``xlt.prefetch`` fills it), else ``hub:<id>@<revision or main>``. (A model
-    converted from a package is fingerprinted by the contract: :func:`xlt.contract.model_fingerprint`.)"""
+    converted from a package is fingerprinted where the stages declare their inputs: :func:`xlt.stages.inputs.model_fingerprint`.)"""
     if not name_or_path:
         return None
     local = Path(str(name_or_path)).expanduser()

@@ -1,6 +1,6 @@
 """The run-directory lock: one run of a directory at a time, shards of one stage side by side.
 
-A holder writes ``<run>/locks/<name>.json`` (host, PID, process start time, launch id, start time,
+A holder writes ``<run>/locks/<name>.json`` (:attr:`xlt.run.RunDir.locks`; host, PID, process start time, launch id, start time,
 command) with an exclusive create. An ordinary run takes the ``run`` lock and needs every other lock to be
 free; a sharded job (``translate.num_shards`` / ``eval.num_shards`` > 1) takes ``<stage>-shard<i>-of-<n>`` and
 needs only the ``run`` lock to be free, so the shards of a SLURM array run together while a second plain
@@ -35,6 +35,7 @@ from typing import Any, Protocol
 
 from xlt.errors import XltError
 from xlt.files import atomic_write_json
+from xlt.run import RunDir
 from xlt.state import LOCK, Damaged, read_state
 
 log = logging.getLogger("xlt.lock")
@@ -148,7 +149,7 @@ class RunLock:
     """Context manager holding ``<run>/locks/<name>.json`` (see the module docstring)."""
 
     def __init__(self, run_path: str | os.PathLike[str], name: str = RUN_LOCK, rank: int = 0):
-        self.dir = Path(run_path) / "locks"
+        self.dir = RunDir(run_path).locks
         self.name = name
         self.rank = rank
         self.path = self.dir / f"{name}.json"

@@ -1,22 +1,39 @@
-"""The run directory (:class:`RunDir`): its folders and stage markers, plus the rank helpers every stage
-uses (:func:`shard`, :func:`is_main_process`, :func:`world_size`). Its name comes from
-:func:`xlt.config.keys.run_name`, its files are written through :mod:`xlt.files` (re-exported here) and read
-back through :mod:`xlt.state`; what each stage reads and writes is declared in :mod:`xlt.contract`.
+"""The run directory's layout (:class:`RunDir`): every path a run holds is named here and nowhere else,
+plus the rank helpers every stage uses (:func:`shard`, :func:`is_main_process`, :func:`world_size`). Its
+name comes from :func:`xlt.config.keys.run_name`; its files are written through :mod:`xlt.files` and read
+back through :mod:`xlt.state`; what each stage reads and writes is declared beside the stage's code
+(:mod:`xlt.stages`).
 
 A run directory is derived from the recipe and the command-line overrides (never the clock), so the
 same command finds the same directory: finished stages are skipped, interrupted ones resume.
 
-Layout::
+Layout (the constants below; :class:`RunDir` joins them)::
 
     <run_root>/<recipe>/<overrides or "default">/
-        .hydra/             resolved config (written by Hydra)
-        config.yaml         the validated config of this run (secrets removed)
-        stages/<stage>.json done-markers with a short summary per finished stage
-        data/               build_data and translate outputs
-        checkpoints/        resumable Trainer checkpoints
-        model/              final model (safetensors) + model card
-        eval/<benchmark>/   per-language results and predictions
-        report.*, plots/    the report
+        .hydra/                 resolved config (written by Hydra)
+        config.yaml             the validated config of this run (secrets removed)
+        calls.jsonl             one line per call (overrides, stages run and skipped)
+        stages/<stage>.json     done-markers with a short summary per finished stage
+        stages/<stage>.attempt  rank 0's decision per launch; <stage>.failed: rank 0 failed it
+        locks/<name>.json       who holds the run (xlt.lock)
+        preempted.json          the record of a preempted run (xlt.cluster)
+        data/train_set          the English training set (build_data); train_set.tsv, build_report.{json,md}
+        data/translated/        merged translations per language (<lang>/xlt_translation.json seals each),
+                                .parts/ while shards translate; translation_report.{json,md}
+        data/translation_cache.sqlite  the segment cache (unless translate.cache_dir)
+        data/translate_test/, data/machine_translated/   quality counts of evaluation items translated
+        checkpoints/            resumable Trainer checkpoints (xlt_complete.json in each complete one;
+                                stale/: those of other inputs)
+        model/                  final model (safetensors) + README.md model card + xlt_provenance.json
+                                (base_model/: the tiny base of a LoRA adapter); .model.partial/ while saving
+        model_merged/           LoRA adapters merged into a plain model (model.lora.merge_and_save)
+        train_metrics.json      the train stage's summary
+        eval/<benchmark>/       plan.json, <lang>.json results, predictions/<lang>.jsonl, llm_meta/
+        eval_before/            the same for the model before fine-tuning (eval.before_training)
+        report.{json,md,csv,tex,html}, plots/   the report
+
+Partial work a stage resumes (checkpoints, translations) records the inputs it was made under in
+``xlt_inputs.json`` inside its folder (:func:`xlt.contract.recorded_inputs`).
 """
 
 from __future__ import annotations
@@ -26,14 +43,51 @@ from pathlib import Path
 from typing import Any
 
 from xlt.config.keys import run_name  # noqa: F401  (re-exported: the run directory's name)
-from xlt.files import (  # noqa: F401  (re-exported: the run directory is written through them)
-    WriteError,
-    atomic_dir,
-    atomic_write_json,
-    atomic_write_text,
-    remove_path,
-)
+from xlt.files import atomic_write_json, remove_path
 from xlt.state import MARKER, read_state
+
+# --- names in a run directory (relative to it, or to the folder a comment names) ------------------------
+CONFIG_FILE = "config.yaml"
+CALLS_FILE = "calls.jsonl"
+MARKERS_DIR = "stages"
+LOCKS_DIR = "locks"  # <name>.json: who holds the run (xlt.lock)
+PREEMPTION_FILE = "preempted.json"
+DATA_DIR = "data"
+TRAIN_SET_DIR = "data/train_set"
+TRAIN_SET_TSV = "data/train_set.tsv"
+BUILD_REPORT_FILE = "data/build_report.json"
+BUILD_REPORT_MD = "data/build_report.md"
+TRANSLATION_REPORT_FILE = "data/translation_report.json"
+TRANSLATION_REPORT_MD = "data/translation_report.md"
+TRANSLATED_DIR = "data/translated"
+PARTS_DIR = ".parts"  # in TRANSLATED_DIR
+MERGED_FILE = "xlt_translation.json"  # in a merged (or imported) language folder: its seal (xlt.state.seal)
+PART_STATS_FILE = "quality.json"  # in a translated part: its seal and quality counts
+TRANSLATED_LOCK = ".translated.lock"  # in DATA_DIR
+MERGE_LOCK = ".merge.lock"  # in TRANSLATED_DIR
+TRANSLATION_CACHE = "translation_cache.sqlite"  # in DATA_DIR, or translate.cache_dir
+TRANSLATE_TEST_DIR = "translate_test"  # in DATA_DIR
+MACHINE_TRANSLATED_DIR = "machine_translated"  # in DATA_DIR
+CHECKPOINTS_DIR = "checkpoints"
+CHECKPOINT_COMPLETE_FILE = "xlt_complete.json"  # in checkpoints/checkpoint-<step>: the save finished
+STALE_DIR = "stale"
+MODEL_DIR = "model"
+MODEL_PARTIAL_DIR = ".model.partial"  # the model being saved (replaces MODEL_DIR in one rename)
+MODEL_BASE_DIR = "base_model"  # in MODEL_DIR: the tiny base model a LoRA adapter needs
+MERGED_MODEL_DIR = "model_merged"
+MODEL_CARD = "README.md"  # in MODEL_DIR
+MODEL_PROVENANCE_FILE = "xlt_provenance.json"  # in MODEL_DIR
+TRAIN_METRICS_FILE = "train_metrics.json"
+EVAL_DIR = "eval"
+EVAL_BEFORE_DIR = "eval_before"
+PLAN_FILE = "plan.json"  # in eval/<benchmark>
+PREDICTIONS_DIR = "predictions"  # in eval/<benchmark>
+LLM_META_DIR = "llm_meta"  # in eval/<benchmark>
+REPORT_STEM = "report"
+REPORT_FORMATS = ("json", "md", "csv", "tex", "html")  # report.json, report.md, ...
+REPORT_FILE = "report.json"
+PLOTS_DIR = "plots"
+INPUTS_FILE = "xlt_inputs.json"  # in a folder of partial work (checkpoints, translations)
 
 
 def shard(items: list, index: int, num: int) -> list:
@@ -57,7 +111,7 @@ def world_size() -> int:
 
 
 class RunDir:
-    """Paths and stage bookkeeping of one run directory."""
+    """Paths and stage bookkeeping of one run directory (the layout in the module docstring)."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
@@ -68,28 +122,156 @@ class RunDir:
     def __repr__(self) -> str:
         return f"RunDir({str(self.path)!r})"
 
+    # --- the run's own records ---
+    @property
+    def config(self) -> Path:
+        return self.path / CONFIG_FILE
+
+    @property
+    def calls(self) -> Path:
+        return self.path / CALLS_FILE
+
+    @property
+    def locks(self) -> Path:
+        return self.path / LOCKS_DIR
+
+    @property
+    def preemption(self) -> Path:
+        return self.path / PREEMPTION_FILE
+
+    # --- build_data and translate ---
     @property
     def data(self) -> Path:
-        return self.path / "data"
+        return self.path / DATA_DIR
 
     @property
     def train_set(self) -> Path:
-        return self.path / "data" / "train_set"
+        return self.path / TRAIN_SET_DIR
 
     @property
+    def train_set_tsv(self) -> Path:
+        return self.path / TRAIN_SET_TSV
+
+    @property
+    def build_report(self) -> Path:
+        return self.path / BUILD_REPORT_FILE
+
+    @property
+    def build_report_md(self) -> Path:
+        return self.path / BUILD_REPORT_MD
+
+    @property
+    def translation_report(self) -> Path:
+        return self.path / TRANSLATION_REPORT_FILE
+
+    @property
+    def translation_report_md(self) -> Path:
+        return self.path / TRANSLATION_REPORT_MD
+
+    @property
+    def translated(self) -> Path:
+        return self.path / TRANSLATED_DIR
+
+    @property
+    def translation_parts(self) -> Path:
+        return self.translated / PARTS_DIR
+
+    def translated_language(self, language: str) -> Path:
+        """The merged (or imported) translation of ``language``."""
+        return self.translated / language
+
+    @property
+    def translated_lock(self) -> Path:
+        return self.data / TRANSLATED_LOCK
+
+    @property
+    def merge_lock(self) -> Path:
+        return self.translated / MERGE_LOCK
+
+    def item_translations(self, record: str, benchmark: str, language: str) -> Path:
+        """Quality counts of evaluation items translated for ``benchmark``/``language``: ``record`` is
+        :data:`TRANSLATE_TEST_DIR` or :data:`MACHINE_TRANSLATED_DIR`."""
+        return self.data / record / benchmark / f"{language}.json"
+
+    # --- train ---
+    @property
     def checkpoints(self) -> Path:
-        return self.path / "checkpoints"
+        return self.path / CHECKPOINTS_DIR
+
+    @property
+    def stale(self) -> Path:
+        """Where checkpoints of other inputs are moved (the previous set is deleted)."""
+        return self.path / STALE_DIR
 
     @property
     def model(self) -> Path:
-        return self.path / "model"
+        return self.path / MODEL_DIR
 
     @property
+    def model_partial(self) -> Path:
+        return self.path / MODEL_PARTIAL_DIR
+
+    @property
+    def model_card(self) -> Path:
+        return self.model / MODEL_CARD
+
+    @property
+    def model_provenance(self) -> Path:
+        return self.model / MODEL_PROVENANCE_FILE
+
+    @property
+    def merged_model(self) -> Path:
+        return self.path / MERGED_MODEL_DIR
+
+    @property
+    def train_metrics(self) -> Path:
+        return self.path / TRAIN_METRICS_FILE
+
+    # --- evaluate ---
+    @property
     def eval(self) -> Path:
-        return self.path / "eval"
+        return self.path / EVAL_DIR
+
+    def bench_dir(self, benchmark: str) -> Path:
+        return self.eval / benchmark
+
+    def plan(self, benchmark: str) -> Path:
+        return self.bench_dir(benchmark) / PLAN_FILE
+
+    def result(self, benchmark: str, language: str) -> Path:
+        return self.bench_dir(benchmark) / f"{language}.json"
+
+    def predictions(self, benchmark: str, language: str) -> Path:
+        return self.bench_dir(benchmark) / PREDICTIONS_DIR / f"{language}.jsonl"
+
+    def llm_meta(self, benchmark: str, language: str) -> Path:
+        return self.path / EVAL_DIR / benchmark / LLM_META_DIR / f"{language}.json"
+
+    # --- report ---
+    def report(self, ext: str = "json") -> Path:
+        """``report.<ext>`` (one of :data:`REPORT_FORMATS`)."""
+        if ext not in REPORT_FORMATS:
+            raise ValueError(f"no report.{ext} in a run directory (formats: {', '.join(REPORT_FORMATS)})")
+        return self.path / f"{REPORT_STEM}.{ext}"
+
+    @property
+    def plots(self) -> Path:
+        return self.path / PLOTS_DIR
+
+    # --- stage markers ---
+    @property
+    def markers(self) -> Path:
+        return self.path / MARKERS_DIR
 
     def marker(self, stage: str) -> Path:
-        return self.path / "stages" / f"{stage}.json"
+        return self.markers / f"{stage}.json"
+
+    def attempt(self, stage: str) -> Path:
+        """Rank 0's decision on ``stage`` for a launch (:func:`xlt.contract.run_stages`)."""
+        return self.markers / f"{stage}.attempt"
+
+    def failed(self, stage: str) -> Path:
+        return self.markers / f"{stage}.failed"
 
     def is_done(self, stage: str) -> bool:
         return self.marker(stage).exists()

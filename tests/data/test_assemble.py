@@ -9,13 +9,13 @@ import pytest
 from datasets import load_from_disk
 
 from xlt.config import validate
-from xlt.contract import call_stage
 from xlt.data.assemble import BuildResult, build, make_report, report_markdown
 from xlt.data.export import TSV_COLUMNS
 from xlt.data.schema import TRAIN_FEATURES, RecordError
 from xlt.data.sources import SourceStats
 from xlt.errors import ConfigError
 from xlt.run import RunDir
+from xlt.stages import call_stage
 
 T, F = True, False
 OPTS = ["red", "blue", "green", "pink"]

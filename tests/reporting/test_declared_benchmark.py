@@ -116,7 +116,8 @@ def test_report_files_show_the_declared_grouping_and_chance(toy):
 
 def test_plots_and_pages_draw_chance_from_the_results(toy):
     assert toy["lines"] and set(toy["lines"]) == {50.0}  # per language, by region, compare: all at 50, none at 25
-    page = run_page(toy["cfg"], toy["results"], None)
+    cfg = toy["cfg"]
+    page = run_page(cfg.eval, cfg.model, toy["results"], None, recipe_name=cfg.recipe_name, seed=cfg.seed)
     blocks = page["sections"][1]["blocks"]
     cards = dict(blocks[0]["rows"])
     assert cards["chance"] == "50.0" and cards["languages >= 60"] == "2"

@@ -35,8 +35,9 @@ def pages(tmp_path_factory):
                                                                   "name_or_path": "FacebookAI/xlm-roberta-base"}})
     prov = {"stage": "report", "inputs": "3f2a9c", "upstream": {"evaluate": "e41b"}, "xlt_version": "0.1.0",
             "model": {"sha256": "ab12"}, "data": {"belebele": "hub:facebook/belebele@main"}}
-    report = write_run_page(runs[0] / "report.html", cfg, load_run_results(runs[0]), prov,
-                            ["belebele: Data checks: 0 odd item(s) in the benchmark files; 0 prediction(s) were argmax ties."])
+    report = write_run_page(runs[0] / "report.html", cfg.eval, cfg.model, load_run_results(runs[0]), prov,
+                            ["belebele: Data checks: 0 odd item(s) in the benchmark files; 0 prediction(s) were argmax ties."],
+                            recipe_name=cfg.recipe_name, seed=cfg.seed)
     shots = root / "screenshots"
     shots.mkdir()
     return {"report": report, "compare": root / "cmp" / "compare.html", "shots": shots}
@@ -138,7 +139,8 @@ def test_inlined_strings_cannot_break_out_of_the_page(tmp_path):
 def test_run_page_lists_provenance_and_notes(pages):
     cfg = xcfg.validate({})
     results = load_run_results(pages["report"].parent)
-    page = run_page(cfg, results, None, ["belebele: not comparable"], pages["report"].parent)
+    page = run_page(cfg.eval, cfg.model, results, None, ["belebele: not comparable"], pages["report"].parent,
+                    recipe_name=cfg.recipe_name, seed=cfg.seed)
     assert page["notes"] == ["belebele: not comparable"]
     rows = page["sections"][0]["blocks"][0]["rows"]
     assert rows[0] == ["provenance", "not recorded"]  # the report stage's record; then each benchmark's results'

@@ -15,10 +15,10 @@ from tests.fixtures.benchmarks import (
     write_global_mmlu,
 )
 from xlt import config as xcfg
-from xlt.contract import call_stage
 from xlt.errors import ConfigError, DataError
 from xlt.run import RunDir
 from xlt.scoring.results import Job, plan_jobs, shard_jobs
+from xlt.stages import call_stage
 from xlt.stages import evaluate as eval_stage
 
 BELEBELE_LANGS = ["arb_Arab", "deu_Latn", "fra_Latn", "zho_Hans"]

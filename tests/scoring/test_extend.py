@@ -16,11 +16,11 @@ import pytest
 
 from tests.cli import ENV, REPO
 from tests.fixtures.plugin.xcsqa import write_data
-from xlt.contract import call_stage
 from xlt.errors import ConfigError
 from xlt.registry import BENCHMARKS, SCORERS, SOURCES, _entry_point_dists, _entry_points, include
 from xlt.resources import compose
 from xlt.run import RunDir
+from xlt.stages import call_stage
 
 FOLDER = REPO / "tests" / "fixtures" / "plugin"  # one definition file: xcsqa.py
 # The demo's own benchmarks left out, so only the new one is evaluated.

@@ -13,10 +13,10 @@ from omegaconf import OmegaConf
 from tests.cli import xlt
 from tests.fixtures.benchmarks import write_global_mmlu
 from xlt import config as xcfg
-from xlt.contract import call_stage, context
 from xlt.errors import ConfigError
 from xlt.run import RunDir
 from xlt.scoring.results import Job, job_provenance, plan_jobs
+from xlt.stages import call_stage, context
 from xlt.stages import evaluate as eval_stage
 
 LANGS = ["en", "de", "sw"]

@@ -10,9 +10,9 @@ import torch
 
 from tests.fixtures.benchmarks import write_belebele, write_global_mmlu
 from xlt import config as xcfg
-from xlt.contract import call_stage
 from xlt.data.benchmarks import BENCHMARKS
 from xlt.run import RunDir
+from xlt.stages import call_stage
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ from omegaconf import OmegaConf
 
 from tests.fixtures.benchmarks import write_belebele
 from xlt import config as xcfg
-from xlt.contract import call_stage
 from xlt.run import RunDir
+from xlt.stages import call_stage
 from xlt.stages import evaluate as eval_stage
 
 

@@ -14,8 +14,8 @@ from transformers import TrainerCallback
 
 from tests.training.conftest import make_cfg, write_train_set
 from xlt import cluster
-from xlt.contract import call_stage
 from xlt.run import RunDir
+from xlt.stages import call_stage
 from xlt.training import checkpoints as ck
 
 

@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from tests.training.conftest import make_cfg, write_train_set
-from xlt.contract import call_stage
 from xlt.run import RunDir
+from xlt.stages import call_stage
 from xlt.state import StateError
 from xlt.training import checkpoints as ck
 

@@ -11,10 +11,10 @@ from datasets import load_from_disk
 
 from tests.training.conftest import make_cfg, write_train_set
 from tests.training.helpers import CrashAtStep, SimulatedCrash
-from xlt.contract import call_stage
 from xlt.errors import DataError
 from xlt.modeling.features import MCCollator, tokenize_mc
 from xlt.modeling.load import load_trained
+from xlt.stages import call_stage
 from xlt.training.callbacks import TrainingCollapsedError
 
 

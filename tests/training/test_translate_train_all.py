@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tests.training.conftest import make_cfg, write_train_set
-from xlt.contract import call_stage
 from xlt.errors import ConfigError
+from xlt.stages import call_stage
 from xlt.training.data import translate_train_all
 
 ECHO = {"translate.kind": "echo", "translate.languages": ["fra_Latn", "deu_Latn"], "translate.batch_size": 64}

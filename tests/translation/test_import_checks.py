@@ -9,8 +9,8 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import english_rows, make_cfg
-from xlt.contract import call_stage
 from xlt.errors import DataError
+from xlt.stages import call_stage
 from xlt.stages import translate as stage
 
 

@@ -12,8 +12,8 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import make_cfg, make_train_set
-from xlt.contract import call_stage
 from xlt.errors import DataError
+from xlt.stages import call_stage
 from xlt.stages import translate as stage
 from xlt.translation.dataset import translate_dataset
 from xlt.translation.engines.base import Translator

@@ -7,8 +7,9 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import make_cfg
-from xlt.contract import call_stage, checked_train_set
+from xlt.stages import call_stage
 from xlt.stages import translate as stage
+from xlt.stages.build_data import checked_train_set
 
 
 @pytest.mark.parametrize("what", ["record_garbage", "record_other_shape", "record_deleted", "arrow_deleted",

@@ -12,9 +12,9 @@ import pytest
 from datasets import Dataset, Features, load_from_disk
 
 from tests.translation.conftest import PASSAGES, make_cfg, make_run
-from xlt.contract import call_stage
 from xlt.data.schema import EVAL_FEATURES, TRANSLATED_FEATURES
 from xlt.errors import ConfigError, HubUnavailableError
+from xlt.stages import call_stage
 from xlt.stages import translate as stage
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engines import build_translator, ct2

@@ -8,9 +8,9 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import make_cfg, make_run
-from xlt.contract import call_stage
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
+from xlt.stages import call_stage
 from xlt.stages import translate as stage
 from xlt.translation.cache import TranslationCache
 from xlt.translation.engines.base import EchoTranslator

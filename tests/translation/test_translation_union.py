@@ -9,10 +9,11 @@ import pytest
 from datasets import load_from_disk
 
 from tests.translation.conftest import english_rows, make_cfg
-from xlt.contract import call_stage, checked_train_set
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
+from xlt.stages import call_stage
 from xlt.stages import translate as stage
+from xlt.stages.build_data import checked_train_set
 from xlt.translation.union import build_train_all, language_sizes, sample_indices
 
 

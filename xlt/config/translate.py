@@ -101,7 +101,7 @@ class TranslateConfig:
 def translate_train_all(cfg: Any) -> bool:
     """Whether the recipe asks for translate-train-all: translations are configured (``translate.languages``
     or ``translate.import_dir``) or ``translate`` is one of its stages. Training then uses the union, and
-    the train stage's upstream includes the translate stage (:mod:`xlt.contract`)."""
+    the train stage's upstream includes the translate stage (:func:`xlt.stages.train.upstream`)."""
     tcfg = cfg.translate
     return bool(tcfg.languages) or bool(tcfg.import_dir) or "translate" in list(cfg.stages)
 

@@ -39,8 +39,9 @@ import numpy as np
 
 from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.errors import XltError
+from xlt.files import atomic_dir
 from xlt.modeling.tiny import cache_dir
-from xlt.run import atomic_dir
+from xlt.run import MODEL_PROVENANCE_FILE
 
 log = logging.getLogger("xlt.modeling")
 
@@ -283,7 +284,7 @@ def write_checkpoint(src: str | Path, out: str | Path, sha256: str = SHA256) -> 
     save_file(tensors, str(out / "model.safetensors"), metadata={"format": "pt"})
     bert_config(packed.header).save_pretrained(out)
     build_tokenizer(packed).save_pretrained(out)
-    (out / "xlt_provenance.json").write_text(json.dumps(provenance(sha256), indent=2, sort_keys=True) + "\n")
+    (out / MODEL_PROVENANCE_FILE).write_text(json.dumps(provenance(sha256), indent=2, sort_keys=True) + "\n")
 
 
 def checkpoint_dir() -> Path:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
-from xlt.files import strict_json
+from xlt.files import atomic_write_json, atomic_write_text, strict_json
 from xlt.reporting.findings import add_findings
 from xlt.reporting.html import write_compare_page
 from xlt.reporting.plots import comparison_plot
@@ -30,7 +30,6 @@ from xlt.reporting.run_tables import (
     system_subset_scores,
 )
 from xlt.reporting.tables import chance_level, heading
-from xlt.run import atomic_write_json, atomic_write_text
 
 
 def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 1000, seed: int = 0,

@@ -27,8 +27,10 @@ import pandas as pd
 
 from xlt import __version__
 from xlt import languages as langtab
-from xlt.files import json_text, strict_json
-from xlt.run import atomic_write_text
+from xlt.config.eval import EvalConfig
+from xlt.config.model import ModelConfig
+from xlt.files import atomic_write_text, json_text, strict_json
+from xlt.run import RunDir
 from xlt.scoring.before import COLUMN as BEFORE
 from xlt.scoring.results import first_result
 from xlt.state import REPORT, Damaged, read_state
@@ -187,14 +189,16 @@ def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[
     return rows
 
 
-def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
-             notes: list[str] | None = None, run_path: Path | None = None) -> dict[str, Any]:
-    """The page of one run's report (the same numbers as ``report.md``)."""
+def run_page(eval_cfg: EvalConfig, model: ModelConfig, results: dict[str, Any], provenance: dict[str, Any] | None,
+             notes: list[str] | None = None, run_path: Path | None = None, *, recipe_name: str,
+             seed: int) -> dict[str, Any]:
+    """The page of one run's report (the same numbers as ``report.md``): its ``eval`` and ``model`` sections,
+    recipe name and seed label it."""
     from xlt.reporting.tables import headline, summary_frames  # lazy: start-up time
 
-    model = cfg.eval.model if cfg.eval.model != "run" else f"run's model ({cfg.model.name_or_path})"
-    meta = [["recipe", str(cfg.recipe_name)], ["model", str(model)], ["scorer", str(cfg.eval.scorer)],
-            ["seed", str(cfg.seed)], ["intervals", f"95% bootstrap, {cfg.eval.bootstrap_samples} resamples"],
+    scored = eval_cfg.model if eval_cfg.model != "run" else f"run's model ({model.name_or_path})"
+    meta = [["recipe", str(recipe_name)], ["model", str(scored)], ["scorer", str(eval_cfg.scorer)],
+            ["seed", str(seed)], ["intervals", f"95% bootstrap, {eval_cfg.bootstrap_samples} resamples"],
             ["xlt", (provenance or {}).get("xlt_version", __version__)]]
     sections = [{"title": "provenance", "blocks": [{"type": "kv", "rows": provenance_rows(provenance)
                                                      + evaluation_provenance(run_path, list(results))}]}]
@@ -205,7 +209,7 @@ def run_page(cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | Non
         blocks += [frame_table(f"{name}-{t.replace(' ', '-')}", t, f) for t, f in summary_frames(res).items()]
         blocks += benchmark_blocks(name, res)
         sections.append({"title": res.heading, "blocks": blocks})
-    return {"title": f"xlt report: {cfg.recipe_name}", "subtitle": "accuracies in %", "meta": meta,
+    return {"title": f"xlt report: {recipe_name}", "subtitle": "accuracies in %", "meta": meta,
             "notes": [n.strip() for n in (notes or []) if n.strip()], "sections": sections}
 
 
@@ -219,12 +223,12 @@ def _num(v: Any) -> str:
 def run_provenance(path: Path) -> dict[str, Any] | None:
     """A run's provenance: its report's, else the first evaluation result's."""
     try:
-        report = read_state(path / "report.json", REPORT)
+        report = read_state(RunDir(path).report(), REPORT)
     except Damaged:
         report = None
     if report and report.get("provenance"):
         return report["provenance"]
-    for bench in sorted(p.name for p in (path / "eval").glob("*") if p.is_dir()):
+    for bench in sorted(p.name for p in RunDir(path).eval.glob("*") if p.is_dir()):
         first = first_result(path, bench)
         if first is not None:
             return first[1].get("provenance")
@@ -365,10 +369,12 @@ def _f(v: Any, digits: int = 1) -> str:
     return "n/a" if v is None or v != v else f"{float(v):.{digits}f}"
 
 
-def write_run_page(path: Path, cfg: Any, results: dict[str, Any], provenance: dict[str, Any] | None,
-                   notes: list[str] | None = None) -> Path:
-    """``report.html`` of the run directory holding ``path``."""
-    return write_page(path, run_page(cfg, results, provenance, notes, Path(path).parent))
+def write_run_page(path: Path, eval_cfg: EvalConfig, model: ModelConfig, results: dict[str, Any],
+                   provenance: dict[str, Any] | None, notes: list[str] | None = None, *, recipe_name: str,
+                   seed: int) -> Path:
+    """``report.html`` of the run directory holding ``path`` (:func:`run_page`)."""
+    return write_page(path, run_page(eval_cfg, model, results, provenance, notes, Path(path).parent,
+                                     recipe_name=recipe_name, seed=seed))
 
 
 def write_compare_page(path: Path, runs: list[Any], payload: dict[str, Any]) -> Path:

@@ -17,7 +17,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 
-from xlt.run import run_name
+from xlt.run import RunDir, run_name
 
 log = logging.getLogger("xlt.multirun")
 
@@ -43,7 +43,7 @@ class MultirunSummary(Callback):
         overrides = [o for o in config.hydra.overrides.task if not o.startswith("hydra")]
         root = Path(str(config.run_root))
         runs = [root / run_name(job) for job in expand_sweep(overrides)]
-        reported = [r for r in runs if (r / "stages" / "report.json").is_file()]
+        reported = [r for r in runs if RunDir(r).marker("report").is_file()]
         if len(reported) < 2:
             log.info("multirun: %d of %d runs have a report; no summary", len(reported), len(runs))
             return

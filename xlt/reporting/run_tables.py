@@ -33,7 +33,7 @@ from xlt.errors import DataError
 from xlt.metrics import paired_bootstrap
 from xlt.registry import BENCHMARKS, include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
-from xlt.run import RunDir
+from xlt.run import PLAN_FILE, RunDir
 from xlt.scoring.results import Job, read_predictions
 from xlt.secrets import REDACTED
 from xlt.state import Damaged, read_text
@@ -77,7 +77,7 @@ def _edited_key(cfg: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> str
 def read_config(path: Path) -> dict[str, Any]:
     """The run's ``config.yaml``, checked against what its stages recorded in their done-markers: an edited or
     deleted config is an error naming the file and the fix, never a run grouped or labelled by edited values."""
-    cfg_file = path / "config.yaml"
+    cfg_file = RunDir(path).config
     if not cfg_file.is_file():
         if _recorded(path):
             raise DataError(f"{cfg_file}: deleted after the run (its stages are done); rerun a stage of it to "
@@ -114,7 +114,7 @@ def _plan_kinds(path: Path) -> dict[str, str]:
     """The benchmark kind of each evaluated benchmark of the run (its ``eval/<name>/plan.json``; an unreadable
     plan is left to the results reader, which names it)."""
     out = {}
-    for plan in sorted((path / "eval").glob("*/plan.json")):
+    for plan in sorted(RunDir(path).eval.glob(f"*/{PLAN_FILE}")):
         try:
             data = json.loads(plan.read_text())
             out[str(data["benchmark"])] = str(data["kind"])

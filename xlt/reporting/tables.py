@@ -18,6 +18,8 @@ from typing import Any
 import pandas as pd
 
 from xlt import languages as langtab
+from xlt.config.eval import EvalConfig
+from xlt.config.model import ModelConfig
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.errors import DataError
 from xlt.metrics import summarize
@@ -103,23 +105,25 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
     return pd.DataFrame(rows)
 
 
-def collect(cfg: Any, run: RunDir, evaluate_ctx: Any, train_files: dict[str, Any]) -> dict[str, BenchmarkResults]:
+def collect(eval_cfg: EvalConfig, model: ModelConfig, run: RunDir, evaluate_ctx: Any, train_files: dict[str, Any], *,
+            seed: int) -> dict[str, BenchmarkResults]:
     """All results of a run, per enabled benchmark; missing languages raise :class:`DataError`, and so do
     results computed under other inputs than the evaluate stage's now (``evaluate_ctx``, from the stage);
-    ``train_files``: what the train stage reads, which identifies the untrained model's results."""
-    jobs = planned_jobs(cfg.eval, run)
+    ``train_files``: what the train stage reads, which with ``model`` and ``seed`` identifies the untrained model's
+    results."""
+    jobs = planned_jobs(eval_cfg, run)
     missing = missing_jobs(run, jobs)
     if missing:
-        raise DataError(f"{run.eval}: " + missing_message(missing, int(cfg.eval.num_shards)))
-    stale = missing_jobs(run, jobs, current_jobs(cfg.eval, run, jobs, evaluate_ctx))
+        raise DataError(f"{run.eval}: " + missing_message(missing, int(eval_cfg.num_shards)))
+    stale = missing_jobs(run, jobs, current_jobs(eval_cfg, run, jobs, evaluate_ctx))
     if stale:
         raise DataError(f"{run.eval}: {len(stale)} result(s) were computed for another model, data or settings "
                         f"than this config's (e.g. {stale[0].benchmark}/{stale[0].language}); rerun the evaluate "
                         "stage (it recomputes exactly those) before the report")
-    groups = langtab.read_groups(cfg.eval.resource_groups) if cfg.eval.resource_groups else None
-    untrained = before.accuracies(cfg.model, cfg.eval, run, evaluate_ctx, jobs, train_files, seed=cfg.seed)  # eval.before_training: the same model untrained
+    groups = langtab.read_groups(eval_cfg.resource_groups) if eval_cfg.resource_groups else None
+    untrained = before.accuracies(model, eval_cfg, run, evaluate_ctx, jobs, train_files, seed=seed)  # eval.before_training: the same model untrained
     out: dict[str, BenchmarkResults] = {}
-    for name, bcfg in enabled_benchmarks(cfg.eval).items():
+    for name, bcfg in enabled_benchmarks(eval_cfg).items():
         bjobs = [j for j in jobs if j.benchmark == name]
         res = results_from_files(name, bjobs[0].kind if bjobs else bcfg.kind, [read_result(run, j) for j in bjobs], groups)
         if untrained:

@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from xlt.config.eval import EvalConfig
 from xlt.config.model import ModelConfig
 from xlt.fingerprint import digest
-from xlt.run import RunDir
+from xlt.run import EVAL_BEFORE_DIR, RunDir
 from xlt.scoring.results import Job, job_provenance, missing_jobs, plan_jobs, verified_result
 from xlt.state import Damaged
 
@@ -37,7 +37,7 @@ class BeforeRun(RunDir):
 
     @property
     def eval(self):
-        return self.path / "eval_before"
+        return self.path / EVAL_BEFORE_DIR
 
 
 def wanted(eval_cfg: EvalConfig) -> bool:

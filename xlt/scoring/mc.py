@@ -60,7 +60,7 @@ class MCScorer:
                     "eval.model=/path/to/model (or a Hub id)"
                 )
             source = str(path)
-        # What is read of the model section: xlt.contract.MC_MODEL_READS (in the evaluate stage's inputs and
+        # What is read of the model section: xlt.stages.evaluate.MC_MODEL_READS (in the evaluate stage's inputs and
         # job hashes when eval.model is another model; through the train stage when it is the run's).
         model, tokenizer = load_trained(source, trust_remote_code=cfg.model.trust_remote_code,
                                         revision=cfg.model.revision if cfg.eval.model != "run" else None)

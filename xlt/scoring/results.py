@@ -27,10 +27,11 @@ from xlt.config.eval import BenchmarkConfig, EvalConfig, machine_translate_sourc
 from xlt.config.keys import eval_job_values
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
+from xlt.files import atomic_write_json
 from xlt.fingerprint import digest, language_fingerprint
 from xlt.metrics import chance_level
 from xlt.registry import BENCHMARKS, SCORERS
-from xlt.run import RunDir, atomic_write_json, shard
+from xlt.run import PLAN_FILE, RunDir, shard
 from xlt.scoring.scorers import SCORER_VERSIONS
 from xlt.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
 
@@ -53,19 +54,19 @@ def enabled_benchmarks(eval_cfg: EvalConfig) -> dict[str, Any]:
 
 
 def bench_dir(run: RunDir, benchmark: str) -> Path:
-    return run.eval / benchmark
+    return run.bench_dir(benchmark)
 
 
 def result_path(run: RunDir, job: Job) -> Path:
-    return bench_dir(run, job.benchmark) / f"{job.language}.json"
+    return run.result(job.benchmark, job.language)
 
 
 def predictions_path(run: RunDir, job: Job) -> Path:
-    return bench_dir(run, job.benchmark) / "predictions" / f"{job.language}.jsonl"
+    return run.predictions(job.benchmark, job.language)
 
 
 def plan_path(run: RunDir, benchmark: str) -> Path:
-    return bench_dir(run, benchmark) / "plan.json"
+    return run.plan(benchmark)
 
 
 def plan_jobs(eval_cfg: EvalConfig, run: RunDir | None = None) -> list[Job]:
@@ -169,7 +170,7 @@ def job_provenance(eval_cfg: EvalConfig, run: RunDir, job: Job, ctx: Any) -> dic
     options, batch size, bootstrap; not the split and selection keys), the fingerprint of the scored model,
     of this language's files in a local copy, the translator's inputs
     for an entry translated before scoring (translate-test or ``machine_translate_from``:
-    :func:`xlt.contract.translator_inputs`; the data is then the source language's files), and the upstream train stage's
+    :func:`xlt.stages.inputs.translator_inputs`; the data is then the source language's files), and the upstream train stage's
     output id (a retrain, even to the same weights, recomputes every result).
     """
     b = eval_cfg.benchmarks[job.benchmark]
@@ -311,7 +312,7 @@ def first_result(run_path: str | Path, benchmark: str) -> tuple[str, dict[str, A
     :func:`verified_result`; damaged ones are skipped), for reports that show one language's provenance."""
     run = RunDir(run_path)
     folder = bench_dir(run, benchmark)
-    for lang in sorted(f.stem for f in folder.glob("*.json") if f.name != "plan.json"):
+    for lang in sorted(f.stem for f in folder.glob("*.json") if f.name != PLAN_FILE):
         try:
             result = verified_result(run, Job(benchmark, lang))
         except Damaged:
@@ -365,11 +366,12 @@ def check_outputs(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
         return []  # nothing planned (the config check refuses this before a real evaluation)
     out = []
     for name in enabled_benchmarks(cfg.eval):
+        rel = plan_path(run, name).relative_to(run.path).as_posix()
         try:
             if read_state(plan_path(run, name), PLAN) is None:
-                out.append(f"eval/{name}/plan.json missing")
+                out.append(f"{rel} missing")
         except Damaged as err:
-            out.append(f"eval/{name}/plan.json damaged ({err.why})")
+            out.append(f"{rel} damaged ({err.why})")
     jobs = plan_jobs(cfg.eval)
     current = current_jobs(cfg.eval, run, jobs, ctx)
     for job in jobs:

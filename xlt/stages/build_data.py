@@ -12,10 +12,14 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from xlt.contract import StageContext
+from xlt.contract import StageContext, StageSpec, json_problems, sealed_problems
 from xlt.data.assemble import SPLITS, build, decontamination_texts, print_report, report_markdown
 from xlt.data.export import write_tsv
-from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text
+from xlt.errors import DataError
+from xlt.files import atomic_dir, atomic_write_json, atomic_write_text
+from xlt.run import BUILD_REPORT_FILE, TRAIN_SET_DIR, RunDir
+from xlt.stages.inputs import local_fingerprint
+from xlt.state import BUILD_REPORT, Damaged, load_dataset_dir
 
 
 def run_stage(cfg: DictConfig, run: RunDir, ctx: StageContext) -> dict[str, Any]:
@@ -27,12 +31,12 @@ def run_stage(cfg: DictConfig, run: RunDir, ctx: StageContext) -> dict[str, Any]
     eval_texts = decontamination_texts(cfg.eval) if data_cfg.decontamination.enabled else None
     dsd, report, result = build(data_cfg, eval_texts)
     if data_cfg.export_tsv:
-        write_tsv([r for s in SPLITS for r in result.records[s]], run.data / "train_set.tsv")
+        write_tsv([r for s in SPLITS for r in result.records[s]], run.train_set_tsv)
     with atomic_dir(run.train_set) as tmp:
         dsd.save_to_disk(str(tmp))
     report["provenance"] = ctx.record()
-    atomic_write_json(run.data / "build_report.json", report)
-    atomic_write_text(run.data / "build_report.md", report_markdown(report))
+    atomic_write_json(run.build_report, report)
+    atomic_write_text(run.build_report_md, report_markdown(report))
     print_report(report)
     return {
         "train": len(dsd["train"]),
@@ -40,3 +44,45 @@ def run_stage(cfg: DictConfig, run: RunDir, ctx: StageContext) -> dict[str, Any]
         "per_dataset": {st.dataset: dict(st.kept) for st in result.stats},
         "train_set": str(run.train_set),
     }
+
+
+def files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    """The stage's file inputs: the local sources and, with decontamination on, the local benchmark copies."""
+    out = {f"data.sources.{name}": local_fingerprint(src.path) for name, src in sorted(cfg.data.sources.items())
+           if src.enabled and src.path}
+    if cfg.data.decontamination.enabled:  # build_data reads the local benchmark copies
+        for name, b in sorted(cfg.eval.benchmarks.items()):
+            if b.enabled and b.path:
+                out[f"eval.benchmarks.{name}.path"] = local_fingerprint(b.path)
+                out[f"eval.benchmarks.{name}.languages"] = list(b.languages) if b.languages else None
+    return out
+
+
+def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    """The build report and the training set, as the stage wrote them (the set's Arrow data sealed)."""
+    out = json_problems(run, {run.build_report: BUILD_REPORT})
+    try:
+        load_dataset_dir(run.train_set)
+    except Damaged as err:
+        out.append(f"{TRAIN_SET_DIR} damaged ({err.why})")
+    return out or sealed_problems(run, "build_data")
+
+
+def checked_train_set(run: RunDir) -> Any:
+    """``run.train_set`` as the build_data stage wrote it (its Arrow data checked against the fingerprints
+    in its marker); a missing, damaged or changed set is a :class:`~xlt.errors.DataError` naming the fix."""
+    fix = "run the build_data stage (python -m xlt.build_data with the same recipe and overrides: it rebuilds it)"
+    # dataset_dict.json: the file `datasets` writes into a saved DatasetDict (a library's own name)
+    if not (run.train_set / "dataset_dict.json").is_file():
+        raise DataError(f"no training set at {run.train_set}: {fix}")
+    try:
+        changed = sealed_problems(run, "build_data")
+        if changed:
+            raise Damaged(run.train_set, changed[0])
+        return load_dataset_dir(run.train_set)
+    except Damaged as err:
+        raise DataError(f"{err}; {fix}") from None
+
+
+STAGE = StageSpec("build_data", run_stage, upstream=lambda cfg: (), files=files,
+                  outputs=(TRAIN_SET_DIR, BUILD_REPORT_FILE), check=check, sealed=(TRAIN_SET_DIR,))

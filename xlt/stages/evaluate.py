@@ -8,7 +8,8 @@ means the language is complete: a rerun skips it, a killed run resumes at the ne
 
 With ``eval.num_shards > 1`` each process takes its share of the jobs (:func:`shard_jobs`); the stage
 returns None (not done) until every job of every shard has its result, so the last shard to finish (or
-a rerun of any shard) marks the stage done. The report stage merges everything.
+a rerun of any shard) marks the stage done. The report stage merges everything. :data:`STAGE` declares
+it to the contract.
 """
 
 from __future__ import annotations
@@ -17,18 +18,21 @@ import logging
 from typing import Any
 
 import numpy as np
+from omegaconf import OmegaConf
 
 from xlt.config.eval import uses_translator
-from xlt.contract import STAGES, StageContext, check_model
+from xlt.contract import StageContext, StageSpec
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
-from xlt.files import json_text
+from xlt.files import atomic_write_json, atomic_write_text, json_text
+from xlt.fingerprint import path_fingerprint, resource_fingerprint
 from xlt.metrics import accuracy_with_ci, chance_level
 from xlt.progress import progress_bar
-from xlt.run import RunDir, atomic_write_json, atomic_write_text
+from xlt.run import EVAL_DIR, RunDir
 from xlt.scoring import before
 from xlt.scoring.results import (
     Job,
+    check_outputs,
     enabled_benchmarks,
     job_provenance,
     job_settings,
@@ -43,6 +47,9 @@ from xlt.scoring.results import (
     stale_translator,
 )
 from xlt.scoring.scorers import build_scorer, check_scores
+from xlt.stages.inputs import local_fingerprint, model_fingerprint, translator_inputs
+from xlt.stages.train import STAGE as TRAIN
+from xlt.stages.train import check_model
 from xlt.translation.translate_test import TranslateTestRunner
 
 log = logging.getLogger("xlt.evaluate")
@@ -132,7 +139,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     language data, upstream training) matches what would be computed now; ``force`` recomputes this
     shard's jobs.
     """
-    if cfg.eval.scorer == "mc" and cfg.eval.model == "run":
+    if scores_own_model(cfg):
         check_model(run)  # the weights must be the ones training saved (the user decides otherwise)
     jobs = plan_jobs(cfg.eval, run)
     prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg.eval, run, j, ctx) for j in jobs}
@@ -161,7 +168,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     if before.wanted(cfg.eval):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
         before.evaluate(cfg.model, cfg.eval, run, ctx, mine,
                         lambda view, job, score, prov: evaluate_job(cfg, view, job, score, None, prov),
-                        STAGES["train"].files(cfg, run), seed=cfg.seed)
+                        TRAIN.files(cfg, run), seed=cfg.seed)
     missing = missing_jobs(run, jobs, current)
     if missing:
         log.info(missing_message(missing, int(cfg.eval.num_shards)))
@@ -173,3 +180,70 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         summary[name] = {"n_languages": len(results), "mean_accuracy": float(np.mean(accs)),
                          "n_questions": int(sum(r["n"] for r in results))}
     return summary
+
+
+# --- the stage's declaration (xlt.contract.StageSpec) -------------------------------------------------
+
+def scored_model(cfg: Any, run: RunDir) -> str | None:
+    """Fingerprint of the model the evaluate stage scores (weights, tokenizer, config; not the card)."""
+    e = cfg.eval
+    if e.scorer == "llm":
+        model = resource_fingerprint(e.llm.model, e.llm.revision)
+        tokenizer = resource_fingerprint(e.llm.tokenizer, e.llm.revision)
+        return f"{model}+tokenizer:{tokenizer}" if tokenizer else model
+    if e.scorer != "mc":
+        return None
+    # another model than the run's is loaded at model.revision (xlt.scoring.mc): its identity is that commit
+    return path_fingerprint(run.model) if e.model == "run" else model_fingerprint(e.model, cfg.model.revision)
+
+
+# What the multiple-choice scorer reads of the ``model`` section (xlt.scoring.mc.MCScorer.from_config) when it
+# scores another model than the run's (``eval.model`` not ``run``): these keys affect the train stage, so
+# with eval.model=run they reach results through the train stage's output; for another model they are read
+# by the evaluate stage itself and enter its inputs and every job hash (tests/test_hash_coverage.py walks them).
+MC_MODEL_READS = ("model.max_length", "model.revision", "model.trust_remote_code")
+
+
+def scorer_model_settings(cfg: Any) -> dict[str, Any] | None:
+    """The ``model`` keys the evaluate stage's scorer reads for an external ``eval.model`` (None otherwise)."""
+    if cfg.eval.scorer != "mc" or cfg.eval.model == "run":
+        return None
+    return {key: OmegaConf.select(cfg, key) for key in MC_MODEL_READS}
+
+
+def translate_test_values(cfg: Any) -> dict[str, Any] | None:
+    """Translate-test, and the machine-translated entries xlt makes, translate with the ``translate`` group's
+    model: its inputs are evaluation inputs."""
+    if not any(b.enabled and uses_translator(b) for b in cfg.eval.benchmarks.values()):
+        return None
+    return translator_inputs(cfg)
+
+
+def files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    """The stage's file inputs: the scored model, the translator of translate-test, the local benchmark copies."""
+    out: dict[str, Any] = {"model": scored_model(cfg, run), "translate_test": translate_test_values(cfg)}
+    settings = scorer_model_settings(cfg)
+    if settings is not None:  # absent otherwise: the hashes of runs that score their own model are unchanged
+        out["model settings"] = settings
+    for name, b in sorted(cfg.eval.benchmarks.items()):
+        if b.enabled and b.path:
+            out[f"eval.benchmarks.{name}.path"] = local_fingerprint(b.path)
+    return out
+
+
+def scores_own_model(cfg: Any) -> bool:
+    return cfg.eval.scorer == "mc" and cfg.eval.model == "run"
+
+
+def upstream(cfg: Any) -> tuple[str, ...]:
+    return ("train",) if scores_own_model(cfg) else ()
+
+
+def guard(cfg: Any, run: RunDir) -> None:
+    """Scoring the run's own model: it must be the one training saved (the user decides otherwise)."""
+    if scores_own_model(cfg):
+        check_model(run)
+
+
+STAGE = StageSpec("evaluate", run_stage, upstream=upstream, files=files, outputs=(EVAL_DIR,), shard_section="eval",
+                  check=check_outputs, guard=guard)

@@ -11,6 +11,8 @@ each of its language groupings; :class:`xlt.data.benchmarks.base.Benchmark`), an
 * ``report.html`` — one self-contained page: sortable, filterable tables and interactive charts
   (:mod:`xlt.reporting.html`);
 * ``plots/*.png`` — accuracy per language (sorted), bars per grouping, the declared contrast per language.
+
+:data:`STAGE` declares it to the contract.
 """
 
 from __future__ import annotations
@@ -20,16 +22,22 @@ from typing import Any
 
 import pandas as pd
 
+from xlt import languages as langtab
 from xlt.config.model import PACKAGED_MODEL_IDS
-from xlt.contract import STAGES, StageContext, context
+from xlt.contract import StageContext, StageSpec, context, json_problems
+from xlt.files import atomic_write_json, atomic_write_text
 from xlt.markdown import markdown_table as md_table
 from xlt.modeling.packaged import source_text
 from xlt.reporting import plots
 from xlt.reporting.html import write_run_page
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, summary_frames
-from xlt.run import RunDir, atomic_write_json, atomic_write_text
+from xlt.run import REPORT_FILE, RunDir
 from xlt.scoring.before import COLUMN as BEFORE
+from xlt.stages.evaluate import STAGE as EVALUATE
+from xlt.stages.inputs import local_fingerprint
+from xlt.stages.train import STAGE as TRAIN
+from xlt.state import REPORT
 from xlt.tracking import log_report
 
 log = logging.getLogger("xlt.report")
@@ -95,7 +103,7 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
     """Write every report file atomically; return their paths."""
     files = []
     long = pd.concat([r.per_language for r in results.values()], ignore_index=True)
-    atomic_write_text(run / "report.csv", long.to_csv(index=False))
+    atomic_write_text(run.report("csv"), long.to_csv(index=False))
     payload = {
         "recipe": cfg.recipe_name,
         "model": cfg.eval.model,
@@ -107,14 +115,15 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
             for name, r in results.items()
         },
     }
-    atomic_write_json(run / "report.json", payload)
-    atomic_write_text(run / "report.md", render_markdown(cfg, results))
-    atomic_write_text(run / "report.tex", render_latex(results))
-    files += [run / f"report.{ext}" for ext in ("md", "csv", "json", "tex")]
+    atomic_write_json(run.report("json"), payload)
+    atomic_write_text(run.report("md"), render_markdown(cfg, results))
+    atomic_write_text(run.report("tex"), render_latex(results))
+    files += [run.report(ext) for ext in ("md", "csv", "json", "tex")]
     notes = [f"{name}: {line}" for name, r in results.items()
              for line in (data_checks_line(r.per_language), comparability_line(r.per_language)) if line.strip()]
-    files.append(write_run_page(run / "report.html", cfg, results, provenance, [n.replace("**", "") for n in notes]))
-    files += plots.all_plots(results, run / "plots")
+    files.append(write_run_page(run.report("html"), cfg.eval, cfg.model, results, provenance, [n.replace("**", "") for n in notes],
+                                recipe_name=cfg.recipe_name, seed=cfg.seed))
+    files += plots.all_plots(results, run.plots)
     return files
 
 
@@ -133,13 +142,30 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     """
     from xlt.training.card import fill_evaluation_section  # lazy: start-up time
 
-    results = collect(cfg, run, context(cfg, run, "evaluate", force=False), STAGES["train"].files(cfg, run))
+    results = collect(cfg.eval, cfg.model, run, context(cfg, run, EVALUATE, force=False), TRAIN.files(cfg, run),
+                      seed=cfg.seed)
     files = write_report(cfg, run, results, ctx.record())
-    card = run.model / "README.md"
+    card = run.model_card
     if cfg.eval.model == "run" and card.is_file():
         fill_evaluation_section(card, card_summary(results))
     tables = {f"{name}_per_language": r.per_language for name, r in results.items()}
     log_report(cfg.logger, run, cfg, files, tables)
-    log.info("report written: %s", run / "report.md")
+    log.info("report written: %s", run.report("md"))
     return {name: {"mean_accuracy": r.summary["mean"], "n_languages": int(len(r.per_language))}
             for name, r in results.items()}
+
+
+# --- the stage's declaration (xlt.contract.StageSpec) -------------------------------------------------
+
+def files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    # The language table gives the report its names, scripts, families and default resource levels: a new
+    # table (e.g. another taxonomy) is another report. Its content, not its path (installs differ).
+    return {"eval.resource_groups": local_fingerprint(cfg.eval.resource_groups), "language table": langtab.table_digest()}
+
+
+def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    return json_problems(run, {run.report(): REPORT})
+
+
+STAGE = StageSpec("report", run_stage, upstream=lambda cfg: ("evaluate",), files=files, outputs=(REPORT_FILE,),
+                  check=check)

@@ -15,7 +15,8 @@ It reads as its steps, in order (the Trainer and the pieces it is built from are
 Inputs: ``run.train_set`` (or the translate-train-all union). Outputs: ``run.checkpoints`` (resumable),
 ``run.model`` (final model or LoRA adapter, tokenizer, README.md model card; written atomically),
 ``run/train_metrics.json`` (mean train loss, loss curve, dev accuracy history, best step, world size and
-launch warnings, rows per language).
+launch warnings, rows per language). :data:`STAGE` declares it to the contract; :func:`check_model` is
+how later stages refuse a model that is not what training saved.
 """
 
 from __future__ import annotations
@@ -27,15 +28,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from xlt import tracking
 from xlt.cluster import checkpoint_callback
 from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
-from xlt.contract import StageContext, checked_train_set, record_inputs, recorded_inputs
+from xlt.contract import StageContext, StageSpec, json_problems, record_inputs, recorded_inputs
+from xlt.files import atomic_dir, atomic_write_json, atomic_write_text, remove_path
 from xlt.fingerprint import path_fingerprint
 from xlt.modeling.load import load_model, load_tokenizer, load_trained
-from xlt.run import RunDir, atomic_dir, atomic_write_json, atomic_write_text, remove_path
-from xlt.state import StateError
+from xlt.run import MODEL_CARD, MODEL_DIR, MODEL_PROVENANCE_FILE, TRAIN_METRICS_FILE, RunDir
+from xlt.stages.build_data import checked_train_set
+from xlt.stages.inputs import model_fingerprint
+from xlt.state import MODEL_PROVENANCE, TRAIN_METRICS, Damaged, StateError, read_state
 from xlt.training.args import build_training_arguments, resolve_precision
 from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
 from xlt.training.card import render_card
@@ -53,9 +59,6 @@ from xlt.training.trainer import (
 from xlt.translation.union import build_train_all
 
 log = logging.getLogger("xlt.training")
-
-MERGED_DIR = "model_merged"
-
 
 def run_stage(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train, keep the best dev checkpoint, save the final model + card; see the module docstring.
@@ -111,7 +114,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
         feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
         usable_checkpoints(run, ctx, main)
         if main and t.resume:  # incomplete or damaged checkpoints (a kill during a save) go to stale/
-            settle(run.checkpoints, run.path / "stale")
+            settle(run.checkpoints, run.stale)
 
     if args.deepspeed:
         quiet_deepspeed_deprecations()
@@ -160,8 +163,8 @@ def usable_checkpoints(run: RunDir, ctx: StageContext, main: bool) -> bool:
     ok = folder.exists() and stored == ctx.inputs and not ctx.force
     if main and folder.exists() and not ok and any(folder.iterdir()):
         why = "force=true" if ctx.force else ("they were written under other inputs" if stored else "they record no inputs")
-        dest = run.path / "stale" / f"checkpoints-{stored or 'unknown'}"
-        remove_path(run.path / "stale")  # the previous stale set (or a file found where the folder belongs)
+        dest = run.stale / f"checkpoints-{stored or 'unknown'}"
+        remove_path(run.stale)  # the previous stale set (or a file found where the folder belongs)
         dest.parent.mkdir(parents=True)
         os.replace(folder, dest)
         log.warning("not resuming from %s (%s): moved to %s; training starts fresh", folder, why, dest)
@@ -239,7 +242,7 @@ def train(s: Session) -> dict[str, Any]:
         "dev_accuracy_history": history["dev"],
     }
     if s.main:
-        atomic_write_json(run.path / "train_metrics.json", {**{k: v for k, v in summary.items() if k != "dev_accuracy_history"},
+        atomic_write_json(run.train_metrics, {**{k: v for k, v in summary.items() if k != "dev_accuracy_history"},
                                                             **history, "provenance": s.ctx.record()})
         tracking.summarize({k: summary[k] for k in ("best_dev_accuracy", "best_step", "train_loss")})
     if s.collapse.collapsed and t.stop_on_collapse:
@@ -247,7 +250,7 @@ def train(s: Session) -> dict[str, Any]:
         c = s.collapse.collapsed
         raise TrainingCollapsedError(
             collapse_message(c["step"], c["accuracy"], c["evaluations"])
-            + f"\nStopped (training.stop_on_collapse=true); no model was saved. Metrics: {run.path / 'train_metrics.json'}"
+            + f"\nStopped (training.stop_on_collapse=true); no model was saved. Metrics: {run.train_metrics}"
         )
     return summary
 
@@ -261,7 +264,7 @@ def save(s: Session, summary: dict[str, Any]) -> None:
     a fixed partial folder that replaces ``run.model`` in one rename.
     """
     cfg, run, trainer = s.cfg, s.run, s.trainer
-    partial = run.path / ".model.partial"
+    partial = run.model_partial
     with trainer.args.main_process_first(desc="clear partial model"):
         if s.main:
             shutil.rmtree(partial, ignore_errors=True)
@@ -278,11 +281,11 @@ def save(s: Session, summary: dict[str, Any]) -> None:
         # Named by its id, not by this machine's cache folder: load_trained converts it again where needed.
         point_adapter_at_base(partial, cfg.model.name_or_path)
     data_info = {split: len(s.raw[split]) for split in ("train", "dev")}
-    atomic_write_text(partial / "README.md", render_card(
+    atomic_write_text(partial / MODEL_CARD, render_card(
         cfg.model, cfg.training, cfg.data, cfg.eval, summary, data_info, seed=cfg.seed, recipe_name=cfg.recipe_name,
         description=cfg.description, train_all=translate_train_all(cfg)))
 
-    atomic_write_json(partial / "xlt_provenance.json", {**s.ctx.record(), "fingerprint": path_fingerprint(partial)})
+    atomic_write_json(partial / MODEL_PROVENANCE_FILE, {**s.ctx.record(), "fingerprint": path_fingerprint(partial)})
     with atomic_dir(run.model) as tmp:
         os.rmdir(tmp)
         os.replace(partial, tmp)
@@ -307,7 +310,59 @@ def merge(s: Session, summary: dict[str, Any]) -> None:
         return
 
     peft_model, tok = load_trained(run.model)
-    with atomic_dir(run.path / MERGED_DIR) as tmp:
+    with atomic_dir(run.merged_model) as tmp:
         merge_and_save(peft_model, tmp, tok)
-    summary["merged_model"] = str(run.path / MERGED_DIR)
+    summary["merged_model"] = str(run.merged_model)
 
+
+
+# --- the stage's declaration (xlt.contract.StageSpec) -------------------------------------------------
+
+def upstream(cfg: Any) -> tuple[str, ...]:
+    return ("build_data", "translate") if translate_train_all(cfg) else ("build_data",)
+
+
+def files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    """The stage's file inputs: the base checkpoint and tokenizer, and the translate-train-all sampling."""
+    m = cfg.model
+    built = m.name_or_path == TINY_MODEL_ID  # built offline from model.tiny (config keys)
+    return {"model.name_or_path": None if built else model_fingerprint(m.name_or_path, m.revision),
+            "model.tokenizer": model_fingerprint(m.tokenizer, m.revision),
+            "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}
+
+
+def model_problem(run: RunDir) -> str | None:
+    """Why ``run.model`` is not the model the train stage saved (None: its files match the fingerprint
+    recorded in ``model/xlt_provenance.json``)."""
+    if not run.model.exists():
+        return None  # no model yet: scoring says so (train first)
+    prov_file = run.model_provenance
+    try:
+        prov = read_state(prov_file, MODEL_PROVENANCE)
+    except Damaged as err:
+        return f"{prov_file} is damaged ({err.why}), so the weights cannot be checked"
+    if prov is None:
+        return f"{prov_file} is missing, so the weights in {run.model} cannot be checked"
+    now = path_fingerprint(run.model)
+    if now != prov["fingerprint"]:
+        return (f"the files in {run.model} no longer match what the train stage saved ({prov_file} records "
+                f"fingerprint {prov['fingerprint']}, the files give {now}: weights replaced, edited or truncated)")
+    return None
+
+
+def check_model(run: RunDir) -> None:
+    """Refuse a run model that is not what training produced: the user decides what it should be."""
+    problem = model_problem(run)
+    if problem:
+        raise StateError(
+            f"{problem}.\n  To retrain it: add force=true 'stages=[train,evaluate,report]' to the command. To score "
+            f"other weights, give them their own folder and pass eval.model=/path/to/that/folder (another run).")
+
+
+def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    check_model(run)
+    return json_problems(run, {run.train_metrics: TRAIN_METRICS})
+
+
+STAGE = StageSpec("train", run_stage, upstream=upstream, files=files, outputs=(MODEL_DIR, TRAIN_METRICS_FILE),
+                  check=check)

@@ -26,10 +26,13 @@ from typing import Any
 from datasets import DatasetDict, concatenate_datasets
 from filelock import FileLock
 
-from xlt.contract import StageContext, checked_train_set, record_inputs, recorded_inputs
+from xlt.contract import StageContext, StageSpec, json_problems, record_inputs, recorded_inputs
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError, XltError
-from xlt.run import RunDir, atomic_dir, remove_path, shard
+from xlt.files import atomic_dir, remove_path
+from xlt.run import PART_STATS_FILE, TRANSLATION_REPORT_FILE, RunDir, shard
+from xlt.stages.build_data import checked_train_set
+from xlt.stages.inputs import local_fingerprint, translator_inputs
 from xlt.state import Damaged, StateError, read_sealed, redo, seal
 from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
@@ -44,7 +47,6 @@ from xlt.translation.storage import save_dataset
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev")
-STATS_FILE = "quality.json"
 
 
 @dataclass(frozen=True, order=True)
@@ -62,7 +64,7 @@ class Unit:
 
 
 def part_dir(run: RunDir, unit: Unit) -> Path:
-    return translated_dir(run) / ".parts" / unit.language / unit.name
+    return run.translation_parts / unit.language / unit.name
 
 
 def load_train_set(run: RunDir) -> DatasetDict:
@@ -93,7 +95,7 @@ def read_part(run: RunDir, unit: Unit) -> tuple[Any, Any] | None:
     None if it is not finished, or damaged (logged and removed: the unit is translated again, from the
     segment cache)."""
     try:
-        return read_sealed(part_dir(run, unit), STATS_FILE)
+        return read_sealed(part_dir(run, unit), PART_STATS_FILE)
     except Damaged as err:
         redo(err, "translated again (from the segment cache)")
         remove_path(part_dir(run, unit))
@@ -126,7 +128,7 @@ def translate_unit(
     result.stats.add("truncated_inputs", n=translator.stats.get("truncated_inputs", 0) - truncated_before)
     with atomic_dir(part_dir(run, unit)) as tmp:
         save_dataset(result.dataset, tmp)
-        seal(tmp, STATS_FILE, result.stats.to_json())
+        seal(tmp, PART_STATS_FILE, result.stats.to_json())
     return result.stats
 
 
@@ -188,7 +190,7 @@ def merge_language(run: RunDir, language: str, units: list[Unit]) -> tuple[Datas
     with atomic_dir(language_dir(run, language)) as tmp:
         save_dataset(dd, tmp)
         seal(tmp, MERGED_FILE, {"units": names, "stats": {s: st.to_json() for s, st in stats.items()}})
-    shutil.rmtree(translated_dir(run) / ".parts" / language, ignore_errors=True)
+    shutil.rmtree(run.translation_parts / language, ignore_errors=True)
     return read_merged(run, language), stats
 
 
@@ -226,7 +228,7 @@ def discard_stale(cfg: Any, run: RunDir, ctx: StageContext) -> None:
     if folder.exists() and redo:
         why = "force=true" if stored == ctx.inputs else "they were made from other inputs"
         log.info("translate: discarding earlier translations in %s (%s)", folder, why)
-        with FileLock(str(run.data / ".translated.lock")):
+        with FileLock(str(run.translated_lock)):
             shutil.rmtree(folder, ignore_errors=True)
     if redo or stored is None:
         record_inputs(folder, ctx)
@@ -260,7 +262,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     per_language = {}
     rows = {}
     # Shards finishing together must not merge (and delete parts) at the same time.
-    with FileLock(str(translated_dir(run) / ".merge.lock")):
+    with FileLock(str(run.merge_lock)):
         for lang in languages:
             dd, stats = merge_language(run, lang, units)
             per_language[lang] = stats
@@ -269,10 +271,28 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     meta = {"translator": identity, "source_language": tcfg.source_language, "imported": False,
             "provenance": ctx.record()}
     write_report(run, meta, per_language)
-    return {"languages": languages, "rows": rows, "report": str(run.data / "translation_report.json")}
+    return {"languages": languages, "rows": rows, "report": str(run.translation_report)}
 
 
 def _identity_from_cfg(tcfg: Any) -> str:
     if tcfg.kind == "echo":
         return "echo/v1"
     return f"hf/{tcfg.model_name_or_path}@{tcfg.revision or 'default'}"
+
+
+def files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    """The stage's file inputs: imported translations, a local translator, and what the translator resolves to."""
+    t = cfg.translate
+    out: dict[str, Any] = {"translate.import_dir": local_fingerprint(t.import_dir),
+                           "translate.model": local_fingerprint(t.model_name_or_path)}
+    if not t.import_dir and t.languages:  # what the translator resolves to (engine, dtype, cached commit)
+        out["translator"] = translator_inputs(cfg)
+    return out
+
+
+def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    return json_problems(run, {run.translation_report: None})
+
+
+STAGE = StageSpec("translate", run_stage, upstream=lambda cfg: ("build_data",), files=files,
+                  outputs=(TRANSLATION_REPORT_FILE,), shard_section="translate", check=check)

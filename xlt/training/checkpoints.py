@@ -38,12 +38,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xlt.run import atomic_write_json
+from xlt.files import atomic_write_json
+from xlt.run import CHECKPOINT_COMPLETE_FILE
 from xlt.state import Damaged, read_state
 
 log = logging.getLogger("xlt.training")
 
-COMPLETE_FILE = "xlt_complete.json"
+COMPLETE_FILE = CHECKPOINT_COMPLETE_FILE  # the run directory layout's name (xlt.run)
 _NAME = re.compile(r"checkpoint-(\d+)")
 WEIGHTS = ("model.safetensors", "adapter_model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from xlt.config.model import LoraConfig
 from xlt.errors import ConfigError
+from xlt.run import MODEL_BASE_DIR
 
 # Folder (inside the saved adapter folder) holding the base weights when the base has no Hub id or
 # path of its own (the offline tiny model is random-initialised from a config).
-BASE_SUBDIR = "base_model"
+BASE_SUBDIR = MODEL_BASE_DIR  # the run directory layout's name (xlt.run)
 
 
 # The multiple-choice head every AutoModelForMultipleChoice class of the supported encoders names so.

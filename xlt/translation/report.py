@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from xlt.files import atomic_write_json, atomic_write_text
 from xlt.markdown import markdown_table
-from xlt.run import RunDir, atomic_write_json, atomic_write_text
+from xlt.run import RunDir
 from xlt.translation.keep import check_kept, keep_rate, keep_warnings
 from xlt.translation.quality import QualityStats
 
@@ -27,9 +28,9 @@ def write_report(run: RunDir, meta: dict[str, Any], per_language: dict[str, dict
     for w in warnings:
         log.warning("translation: %s", w)
     report = {**meta, "languages": langs, "warnings": warnings}
-    atomic_write_json(run.data / "translation_report.json", report)
-    atomic_write_text(run.data / "translation_report.md", report_markdown(report))
-    check_kept(report, str(run.data / "translation_report.md"))
+    atomic_write_json(run.translation_report, report)
+    atomic_write_text(run.translation_report_md, report_markdown(report))
+    check_kept(report, str(run.translation_report_md))
     return report
 
 

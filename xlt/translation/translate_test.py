@@ -19,7 +19,8 @@ from datasets import Dataset, concatenate_datasets
 from xlt import languages
 from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
-from xlt.run import RunDir, atomic_write_json
+from xlt.files import atomic_write_json
+from xlt.run import MACHINE_TRANSLATED_DIR, TRANSLATE_TEST_DIR, RunDir
 from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
 from xlt.translation.engines import build_translator
@@ -119,12 +120,12 @@ class TranslateTestRunner:
         return self._translator
 
     def __call__(self, items: Dataset, benchmark: str, language: str) -> Dataset:
-        return self._translate(items, benchmark, language, self.target, "translate_test")
+        return self._translate(items, benchmark, language, self.target, TRANSLATE_TEST_DIR)
 
     def into(self, items: Dataset, benchmark: str, language: str) -> Dataset:
         """``items`` (of the entry's source language) translated into ``language`` (the benchmark's code;
         its FLORES-200 code from the language table), with ``language`` as their ``language`` column."""
-        out = self._translate(items, benchmark, language, to_flores(language), "machine_translated")
+        out = self._translate(items, benchmark, language, to_flores(language), MACHINE_TRANSLATED_DIR)
         return out.map(lambda _: {"language": language}, desc=None)
 
     def _translate(self, items: Dataset, benchmark: str, language: str, target: str, record: str) -> Dataset:
@@ -136,7 +137,7 @@ class TranslateTestRunner:
         for st in stats.values():
             merged.merge(st)
         atomic_write_json(
-            self.run.data / record / benchmark / f"{language}.json",
+            self.run.item_translations(record, benchmark, language),
             {"translator": self.translator.identity, "target": target,
              "sources": sorted(stats), **merged.to_json()},
         )

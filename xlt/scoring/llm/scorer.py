@@ -31,7 +31,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError
-from xlt.run import atomic_write_json
+from xlt.files import atomic_write_json
 from xlt.scoring.llm import prompts
 from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
 from xlt.scoring.llm.load import llm_config, load_causal_lm
@@ -257,7 +257,7 @@ class LLMScorer:
         if self.run is None:
             return
 
-        atomic_write_json(self.run.path / "eval" / benchmark / "llm_meta" / f"{language}.json", self.last_meta)
+        atomic_write_json(self.run.llm_meta(benchmark, language), self.last_meta)
 
 
 def _single_pass(seqs: list, n_questions: int) -> int:

@@ -1,0 +1,51 @@
+"""File inputs that several stages declare (:attr:`xlt.contract.StageSpec.files`): a local input's
+fingerprint, a model's (a packaged one included), and what the ``translate`` group's translator computes
+from (the translate stage, and translate-test in the evaluate stage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from xlt.config.keys import translator_values
+from xlt.errors import DataError, XltError
+from xlt.fingerprint import path_fingerprint, resource_fingerprint
+from xlt.modeling import packaged
+from xlt.translation import engines
+
+
+def local_fingerprint(path: Any) -> str | None:
+    """Fingerprint of a local input (None when absent); a file in it that the OS cannot open (a symbolic-link
+    loop, no permission) is a :class:`DataError` naming it."""
+    if not (path and Path(str(path)).expanduser().exists()):
+        return None
+    try:
+        return path_fingerprint(path)
+    except OSError as err:
+        bad = err.filename or path
+        raise DataError(f"{bad}: cannot be read ({err.strerror or err}), an input of this run ({path}); replace it "
+                        "with the data file (a symbolic link must point at a readable file) or remove it") from None
+
+
+def model_fingerprint(name_or_path: str | None, revision: str | None = None) -> str | None:
+    """:func:`xlt.fingerprint.resource_fingerprint`, and for a model converted from an installed package
+    (:mod:`xlt.modeling.packaged`) the converted folder's content."""
+    if packaged.is_packaged(name_or_path):
+        return f"{name_or_path}:{path_fingerprint(packaged.checkpoint_dir())}"
+    return resource_fingerprint(name_or_path, revision)
+
+
+def translator_inputs(cfg: Any) -> dict[str, Any]:
+    """What the ``translate`` group's translator computes from: its settings (the schema's ``translator``
+    keys, :func:`xlt.config.keys.translator_values`), its checkpoint (a local folder's fingerprint, or the
+    commit the Hub cache resolves its revision to) and what it resolves to on this machine (engine, dtype
+    or compute type: :func:`xlt.translation.engines.resolved_settings`)."""
+    t = cfg.translate
+    hf = t.kind == "hf"
+    try:
+        resolved = engines.resolved_settings(t)
+    except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so
+        resolved = {"unresolved": str(err).splitlines()[0]}
+    return {"settings": translator_values(cfg),
+            "model": resource_fingerprint(t.model_name_or_path, t.revision) if hf else None,
+            "resolved": resolved}
