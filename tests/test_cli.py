@@ -27,7 +27,8 @@ def test_demo_learns_and_writes_the_report(demo_run):
         assert (run / "stages" / f"{stage}.json").is_file(), f"stage {stage} not marked done"
     eng = json.loads((run / "eval" / "belebele" / "eng_Latn.json").read_text())
     assert eng["n"] == 120
-    # The bundled task is learnable: English accuracy clearly above chance (0.25). docs/speed-benchmarks.md states 81.7% on our machine.
+    # The bundled task is learnable: English accuracy clearly above chance (0.25); 46.7-60.8% measured over four
+    # seeds and two thread counts (conf/training/demo.yaml).
     assert eng["accuracy"] >= 40.0, eng
     langs = {p.stem for p in (run / "eval" / "belebele").glob("*.json") if p.stem != "plan"}
     assert {"eng_Latn", "fra_Latn", "deu_Latn", "rus_Cyrl", "zho_Hans", "arb_Arab"} <= langs

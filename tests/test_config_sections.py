@@ -31,8 +31,6 @@ ROOT_CONFIG_MODULES = ("xlt.stages", "xlt.contract", "xlt.config", *dict(LAYERS)
 ALLOWED: dict[str, str] = {
     "xlt.resources:resources_for": "the prefetch entry point's plan: what every stage of the config loads, each "
                                    "stage's part from its own section (source_resources(data), ...)",
-    "xlt.scoring.results:check_outputs": "the evaluate stage's output check: the contract's engine calls every "
-                                         "stage's check as check(cfg, run, ctx); it reads only cfg.eval",
     # The scorer plugin protocol (xlt.registry.SCORERS): a factory (cfg, run) -> scorer, which definition files
     # (eval.include_path) and installed packages (entry points xlt.scorers) implement; changing it breaks them.
     "xlt.scoring.scorers:build_scorer": "builds the scorer eval.scorer names through the scorer protocol",

@@ -297,14 +297,21 @@ def is_done(run: RunDir, job: Job, current: dict[str, str] | None = None) -> boo
     return result_problem(run, job, current) is None
 
 
-def read_result(run: RunDir, job: Job) -> dict[str, Any]:
+def _read_or_name_the_fix(read: Any, path: Path, damaged_fix: str, missing: str) -> Any:
+    """``read()``, or a :class:`DataError` naming ``path`` and the fix when it is damaged or missing (None)."""
     try:
-        result = verified_result(run, job)
+        value = read()
     except Damaged as err:
-        raise DataError(f"{err}; rerun the evaluate stage (it recomputes exactly this result)") from None
-    if result is None:
-        raise DataError(f"{result_path(run, job)}: missing; rerun the evaluate stage")
-    return result
+        raise DataError(f"{err}; {damaged_fix}") from None
+    if value is None:
+        raise DataError(f"{path}: {missing}")
+    return value
+
+
+def read_result(run: RunDir, job: Job) -> dict[str, Any]:
+    return _read_or_name_the_fix(lambda: verified_result(run, job), result_path(run, job),
+                                 "rerun the evaluate stage (it recomputes exactly this result)",
+                                 "missing; rerun the evaluate stage")
 
 
 def first_result(run_path: str | Path, benchmark: str) -> tuple[str, dict[str, Any]] | None:
@@ -324,13 +331,8 @@ def first_result(run_path: str | Path, benchmark: str) -> tuple[str, dict[str, A
 
 def read_predictions(run: RunDir, job: Job) -> list[dict[str, Any]]:
     path = predictions_path(run, job)
-    try:
-        rows = read_jsonl_state(path, PREDICTION)
-    except Damaged as err:
-        raise DataError(f"{err}; rerun the evaluate stage for {job.benchmark}/{job.language}") from None
-    if rows is None:
-        raise DataError(f"{path}: predictions missing; rerun the evaluate stage for {job.benchmark}/{job.language}")
-    return rows
+    fix = f"rerun the evaluate stage for {job.benchmark}/{job.language}"
+    return _read_or_name_the_fix(lambda: read_jsonl_state(path, PREDICTION), path, fix, f"predictions missing; {fix}")
 
 
 def missing_jobs(run: RunDir, jobs: list[Job], current: dict[str, str] | None = None,
@@ -359,21 +361,21 @@ def missing_message(missing: list[Job], num_shards: int = 1) -> str:
             + "; ".join(parts) + f".{hint} rerun the evaluate stage (it resumes) before the report.")
 
 
-def check_outputs(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    """The evaluate stage's output check (:class:`xlt.contract.StageSpec`): the plans and every planned
-    result, sound and current (the run's model is checked by the stage's guard)."""
-    if not any(b.enabled for b in cfg.eval.benchmarks.values()):
+def check_outputs(eval_cfg: EvalConfig, run: RunDir, ctx: Any) -> list[str]:
+    """The evaluate stage's outputs that are missing, damaged or stale (its check, :mod:`xlt.stages.evaluate`):
+    the plans and every planned result, sound and current (the run's model is checked by the stage's guard)."""
+    if not any(b.enabled for b in eval_cfg.benchmarks.values()):
         return []  # nothing planned (the config check refuses this before a real evaluation)
     out = []
-    for name in enabled_benchmarks(cfg.eval):
+    for name in enabled_benchmarks(eval_cfg):
         rel = plan_path(run, name).relative_to(run.path).as_posix()
         try:
             if read_state(plan_path(run, name), PLAN) is None:
                 out.append(f"{rel} missing")
         except Damaged as err:
             out.append(f"{rel} damaged ({err.why})")
-    jobs = plan_jobs(cfg.eval)
-    current = current_jobs(cfg.eval, run, jobs, ctx)
+    jobs = plan_jobs(eval_cfg)
+    current = current_jobs(eval_cfg, run, jobs, ctx)
     for job in jobs:
         problem = result_problem(run, job, current)
         if problem:

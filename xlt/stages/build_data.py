@@ -13,7 +13,6 @@ from typing import Any
 from omegaconf import DictConfig
 
 from xlt.contract import StageContext, StageSpec, json_problems, sealed_problems
-from xlt.data.assemble import SPLITS, build, decontamination_texts, print_report, report_markdown
 from xlt.data.export import write_tsv
 from xlt.errors import DataError
 from xlt.files import atomic_dir, atomic_write_json, atomic_write_text
@@ -27,6 +26,15 @@ def run_stage(cfg: DictConfig, run: RunDir, ctx: StageContext) -> dict[str, Any]
 
     ``ctx`` (built by the contract) supplies the provenance recorded in the build report.
     """
+    # datasets and pandas load here, not when the stage table is imported (every command does that)
+    from xlt.data.assemble import (  # lazy: start-up time
+        SPLITS,
+        build,
+        decontamination_texts,
+        print_report,
+        report_markdown,
+    )
+
     data_cfg = cfg.data
     eval_texts = decontamination_texts(cfg.eval) if data_cfg.decontamination.enabled else None
     dsd, report, result = build(data_cfg, eval_texts)

@@ -239,6 +239,10 @@ def upstream(cfg: Any) -> tuple[str, ...]:
     return ("train",) if scores_own_model(cfg) else ()
 
 
+def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
+    return check_outputs(cfg.eval, run, ctx)
+
+
 def guard(cfg: Any, run: RunDir) -> None:
     """Scoring the run's own model: it must be the one training saved (the user decides otherwise)."""
     if scores_own_model(cfg):
@@ -246,4 +250,4 @@ def guard(cfg: Any, run: RunDir) -> None:
 
 
 STAGE = StageSpec("evaluate", run_stage, upstream=upstream, files=files, outputs=(EVAL_DIR,), shard_section="eval",
-                  check=check_outputs, guard=guard)
+                  check=check, guard=guard)

@@ -28,7 +28,6 @@ from xlt.contract import StageContext, StageSpec, context, json_problems
 from xlt.files import atomic_write_json, atomic_write_text
 from xlt.markdown import markdown_table as md_table
 from xlt.modeling.packaged import source_text
-from xlt.reporting import plots
 from xlt.reporting.html import write_run_page
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, summary_frames
@@ -123,6 +122,8 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
              for line in (data_checks_line(r.per_language), comparability_line(r.per_language)) if line.strip()]
     files.append(write_run_page(run.report("html"), cfg.eval, cfg.model, results, provenance, [n.replace("**", "") for n in notes],
                                 recipe_name=cfg.recipe_name, seed=cfg.seed))
+    from xlt.reporting import plots  # lazy: start-up time (matplotlib)
+
     files += plots.all_plots(results, run.plots)
     return files
 

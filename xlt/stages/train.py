@@ -42,20 +42,10 @@ from xlt.run import MODEL_CARD, MODEL_DIR, MODEL_PROVENANCE_FILE, TRAIN_METRICS_
 from xlt.stages.build_data import checked_train_set
 from xlt.stages.inputs import model_fingerprint
 from xlt.state import MODEL_PROVENANCE, TRAIN_METRICS, Damaged, StateError, read_state
-from xlt.training.args import build_training_arguments, resolve_precision
-from xlt.training.callbacks import CollapseDetector, TrainingCollapsedError, collapse_message
 from xlt.training.card import render_card
 from xlt.training.checkpoints import best_problem, completeness_callback, newest_complete, settle
-from xlt.training.data import load_training_set, rows_by_language, tokenized_splits
 from xlt.training.launch import quiet_deepspeed_deprecations, report_launch
 from xlt.training.lora import BASE_SUBDIR, merge_and_save, point_adapter_at_base, wrap_lora
-from xlt.training.trainer import (
-    best_step,
-    make_trainer,
-    mean_train_loss,
-    metrics_history,
-    release_training_state,
-)
 from xlt.translation.union import build_train_all
 
 log = logging.getLogger("xlt.training")
@@ -92,7 +82,7 @@ class Session:
     raw: Any  # the training set, a DatasetDict {train, dev}
     model: Any
     new_weights: list[str]  # weights not in the base checkpoint: initialised (seeded) before training
-    collapse: CollapseDetector
+    collapse: Any  # xlt.training.callbacks.CollapseDetector
     trainer: Any
 
 
@@ -100,7 +90,13 @@ class Session:
 
 def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) -> Session:
     """W&B, arguments, data and checkpoint policy, DeepSpeed, model and LoRA, callbacks, the Trainer."""
+    # torch, transformers and peft load here, not when the stage table is imported (every command does that)
     from transformers import EarlyStoppingCallback
+
+    from xlt.training.args import build_training_arguments  # lazy: start-up time
+    from xlt.training.callbacks import CollapseDetector  # lazy: start-up time
+    from xlt.training.data import load_training_set, tokenized_splits  # lazy: start-up time
+    from xlt.training.trainer import make_trainer  # lazy: start-up time
 
     t = cfg.training
     args = build_training_arguments(t, cfg.logger, run, seed=cfg.seed, report_to=tracking.report_to(cfg.logger))
@@ -192,6 +188,11 @@ def train(s: Session) -> dict[str, Any]:
     A collapse (dev accuracy at chance, :class:`~xlt.training.callbacks.CollapseDetector`) with
     ``training.stop_on_collapse`` cleans up and raises :class:`TrainingCollapsedError`: no model is saved.
     """
+    from xlt.training.args import resolve_precision  # lazy: start-up time
+    from xlt.training.callbacks import TrainingCollapsedError, collapse_message  # lazy: start-up time
+    from xlt.training.data import rows_by_language  # lazy: start-up time
+    from xlt.training.trainer import best_step, mean_train_loss, metrics_history  # lazy: start-up time
+
     cfg, run, t = s.cfg, s.run, s.cfg.training
     # Rank 0 has settled the folder in setup: its recorded inputs are this stage's unless it must start fresh.
     # Rank 0 chooses the checkpoint (its view of the file system), the other ranks follow it.
@@ -296,6 +297,8 @@ def save(s: Session, summary: dict[str, Any]) -> None:
 def cleanup(s: Session) -> None:
     """Drop the trainer and model, reset the training state of the process (:func:`release_training_state`)
     and close the W&B run."""
+    from xlt.training.trainer import release_training_state  # lazy: start-up time
+
     s.trainer = s.model = None
     release_training_state()
     tracking.finish()
