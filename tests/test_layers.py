@@ -151,3 +151,18 @@ def test_layers_never_import_a_stage_and_the_data_layer_not_the_run_directory():
     leaks = {m: sorted(d for d in _reaches(graph, m) if any(_within(d, f) for f in forbidden))
              for m in graph if _within(m, "xlt.data")}
     assert {m: d for m, d in leaks.items() if d} == {}
+
+
+def test_the_stage_table_loads_no_framework():
+    """Every command imports the stage table (xlt.cli -> xlt.stages): the frameworks one stage needs (torch,
+    transformers and peft to train, matplotlib to plot) load when that stage runs, not at start-up, or a
+    ``stages=[build_data]`` run or a rerun that skips every stage pays seconds of imports (a real process:
+    modules already imported by the test session would hide it)."""
+    import subprocess
+    import sys
+
+    heavy = ("torch", "transformers", "peft", "deepspeed", "matplotlib")
+    code = f"import sys, xlt.cli; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT.parent).stdout.strip()
+    assert out == "[]", f"importing xlt.cli loads {out}: import them inside the stage function that needs them"
