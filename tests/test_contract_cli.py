@@ -102,6 +102,7 @@ def test_weights_swapped_stop_with_the_fix_and_restored_weights_are_up_to_date(s
     assert ok(xlt("xlt.train", *SMALL, "stages=[evaluate,report]", f"run_root={small}")).count("up to date") == 2
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_force_retrains_and_recomputes_every_evaluation(small):
     run = run_dir(small)
     before = results(run)
@@ -119,6 +120,7 @@ def test_force_retrains_and_recomputes_every_evaluation(small):
     assert log.count("up to date") == 4
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_a_changed_recipe_value_trains_fresh_and_moves_old_checkpoints_away(small, tmp_path):
     conf = tmp_path / "conf"
     shutil.copytree(REPO / "conf", conf)
@@ -224,6 +226,7 @@ def _predictions(run: Path) -> dict[str, list]:
     return out
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_kill_9_during_build_train_and_evaluation_then_rerun_matches_an_uninterrupted_run(tmp_path, small_runs):
     """Crash-and-resume under the contract: each rerun takes over the dead run's lock, resumes (training
     from its checkpoint, evaluation at the next language), and ends with the same training set, the same

@@ -129,6 +129,7 @@ def test_sweep_file_parsing(tmp_path):
         sweep_line(REPO / "sweeps" / "paper.txt", 31)
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_every_sweep_run_composes():
     planned = prefetch.plan(read_sweep(REPO / "sweeps" / "paper.txt"))
     assert {p.cfg.model.name_or_path for p in planned} == {
@@ -143,6 +144,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "xlt.prefetch", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_dry_run_lists_the_sweep_resources_once():
     proc = run_cli("--sweep", "sweeps/paper.txt", "--dry-run")
     assert proc.returncode == 0, proc.stderr

@@ -19,6 +19,9 @@ import pytest
 from tests.cli import start
 from tests.pretrained import minilm_dir
 
+# Three full runs side by side (about 100 s on 2 cores): the slow tier (docs/testing.md).
+pytestmark = pytest.mark.slow
+
 STEPS = 8
 # Shared by both models: the same number of steps, batch and dev rows (the demo's tuned learning rate
 # for the tiny model, a pretrained model's for MiniLM).

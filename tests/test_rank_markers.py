@@ -18,12 +18,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = r'''
 import dataclasses, json, os, sys, time
 from pathlib import Path
 from omegaconf import OmegaConf
+import pytest
+
 from xlt import contract, stages
 from xlt.lock import RunLock
 from xlt.run import RunDir
@@ -97,6 +101,7 @@ def _seen(tmp_path: Path) -> list[str]:
     return [json.loads((tmp_path / "run" / f"seen-{r}.json").read_text())["build_data"] for r in (0, 1)]
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_reruns_after_a_failure_and_with_force_behave_like_one_rank(tmp_path):
     failed = _launch(tmp_path, fail=True)
     assert failed[0].returncode != 0 and "failed (on purpose)" in failed[0].stderr

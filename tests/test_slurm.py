@@ -156,6 +156,7 @@ def test_submit_translate_chains_data_array_and_run(tmp_path):
     assert "--dependency=afterok:1001" in rest and rest[-2:] == ["train", "+recipe=xlmr_translate_train_all"]
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_paper_sweep_submits_translation_training_and_comparison(tmp_path):
     proc = run_script("paper_sweep.sh", ["-n", "4", "-j", "6", "run_root=/scratch/runs"], tmp_path,
                       XLT_TRANSLATION_CACHE="/scratch/mt-cache")

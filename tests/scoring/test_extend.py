@@ -127,6 +127,7 @@ xcsqa = "xcsqa_plugin:XCSQA"
 """
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_an_installed_package_adds_a_benchmark_to_a_wheel_installed_xlt(tmp_path, tiny_mc):
     """As .ci/run installs xlt: its wheel in a virtual environment whose .pth file points at the installed
     dependencies; beside it a package with one definition and an entry point. Run outside the checkout."""

@@ -126,6 +126,7 @@ def test_llm_few_shot_is_refused_for_a_machine_translated_entry(data):
     xcfg.validate(cfg, stages=["evaluate"])
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_one_command_gives_both_sides_of_the_human_vs_machine_translated_finding(data, tmp_path):
     """The eval preset as a user runs it (HT and an MT version xlt makes), then report --compare: the HT vs MT
     finding is tested on the same languages, per tier, instead of "cannot be tested"."""

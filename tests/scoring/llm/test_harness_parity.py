@@ -138,6 +138,7 @@ def test_float32_predictions_match_the_builtin_harness_tasks(setup, harness_f32,
         assert sum(meta["prefix_cache"]["questions_per_path"].values()) == meta["questions"]
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_bfloat16_agrees_except_on_ties_at_bf16_resolution(setup):
     harness = _harness(setup, dtype="bfloat16")
     scores, metas = _xlt(setup, dtype="bfloat16")
@@ -151,6 +152,7 @@ def test_bfloat16_agrees_except_on_ties_at_bf16_resolution(setup):
         assert best - h[int(np.argmax(scores[key]))] <= resolution, f"{key}: not a near-tie in the harness's scores"
 
 
+@pytest.mark.slow  # over 15 s (several full runs, a wheel, a sweep): the slow tier, docs/testing.md
 def test_chat_template_with_multiturn_fewshot_matches_the_harness(setup):
     harness = _harness(setup, dtype="float32", chat=True)
     scores, metas = _xlt(setup, chat=True)
