@@ -113,6 +113,7 @@ def test_real_recipe_offline_fails_fast_and_clearly(tmp_path):
     assert not (tmp_path / "xlmr_zeroshot" / "default" / "stages").exists()  # nothing marked done
 
 
+@pytest.mark.slow  # over 10 s of full runs through the CLI: the slow tier, docs/testing.md
 def test_stage_entry_point_reevaluates_the_same_model_with_new_settings(demo_run):
     """`xlt.evaluate` with other evaluation settings works on the trained run (same directory) and
     recomputes only what those settings change. Runs last: it changes the shared demo run."""

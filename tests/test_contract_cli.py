@@ -145,6 +145,7 @@ def _source_copy(tmp_path: Path) -> Path:
     return src
 
 
+@pytest.mark.slow  # over 10 s of full runs through the CLI: the slow tier, docs/testing.md
 def test_an_edited_source_file_rebuilds_the_training_set(tmp_path):
     src = _source_copy(tmp_path)
     args = ["+recipe=demo_tiny", "stages=[build_data]", f"data.sources.race.path={src}", f"run_root={tmp_path / 'runs'}"]
@@ -156,6 +157,7 @@ def test_an_edited_source_file_rebuilds_the_training_set(tmp_path):
     assert "inputs changed: file data.sources.race" in ok(xlt("xlt.train", *args))
 
 
+@pytest.mark.slow  # over 10 s of full runs through the CLI: the slow tier, docs/testing.md
 def test_changed_decontamination_benchmarks_rebuild_the_training_set(tmp_path):
     bele = tmp_path / "belebele"
     shutil.copytree(REPO / "xlt" / "assets" / "demo" / "belebele", bele)

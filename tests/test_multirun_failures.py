@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.cli import xlt
 
 FAST = ["+recipe=demo_tiny", "stages=[build_data]", "data.sources.race.max_rows=20", "data.sources.sciq.max_rows=20"]
 
 
+@pytest.mark.slow  # over 10 s of full runs through the CLI: the slow tier, docs/testing.md
 def test_a_failed_job_is_reported_and_the_rest_still_run(tmp_path):
     proc = xlt("xlt.train", "-m", *FAST, "seed=1,-1,2", f"run_root={tmp_path}")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]

@@ -24,6 +24,7 @@ training:
 """
 
 
+@pytest.mark.slow  # over 10 s of full runs through the CLI: the slow tier, docs/testing.md
 def test_user_recipe_from_searchpath_names_run_after_the_checkpoint_and_bad_optim_fails_first(tmp_path):
     folder = tmp_path / "my_recipes"
     (folder / "recipe").mkdir(parents=True)

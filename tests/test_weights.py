@@ -145,6 +145,7 @@ print("CT2", json.dumps(ct.translate(["hello world"], "eng_Latn", "fra_Latn")))
 """
 
 
+@pytest.mark.slow  # over 10 s of full runs through the CLI: the slow tier, docs/testing.md
 def test_bin_only_checkpoint_translates_offline_from_the_hub_cache(tmp_path, tiny_mt):
     """The cache as ``snapshot_download`` leaves it (blobs linked from snapshots/<sha>/, refs/main holding the
     sha), holding what ``prefetch`` fetches for a .bin-only repository: both engines translate with

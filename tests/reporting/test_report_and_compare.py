@@ -117,6 +117,7 @@ def test_compare_runs(data, tmp_path):
         assert (out / name).is_file(), name
 
 
+@pytest.mark.slow  # over 10 s of full runs through the CLI: the slow tier, docs/testing.md
 def test_compare_cli(data, tmp_path):
     a = evaluate(data, tmp_path / "a" / "default", scorer="gold")
     b = evaluate(data, tmp_path / "b" / "default", config_option=3, scorer="fixed", fixed_option=3)
