@@ -246,3 +246,49 @@ def test_a_damaged_grouping_file_of_a_compared_run_is_named(tmp_path, damage):
     with pytest.raises(DataError, match=match) as err:
         RunInfo(run)
     assert str(run) in str(err.value) and "leave the run out of --compare" in str(err.value)
+
+
+def _rename_question_ids(run, prefix: str) -> None:
+    """Give every question of ``run`` another id: no question is shared with another system's run."""
+    for preds in run.glob("eval/*/predictions/*.jsonl"):
+        rows = [json.loads(line) for line in preds.read_text().splitlines() if line.strip()]
+        preds.write_text("".join(json.dumps({**r, "id": prefix + str(r["id"])}) + "\n" for r in rows))
+
+
+def test_a_part_that_cannot_be_tested_makes_the_verdict_untestable(tmp_path):
+    """Issue 40: "XLM-V best on the lowest-resource languages" needs XLM-V above XLM-R *and* above InfoXLM.
+    Tested on every part it does not hold (InfoXLM is close); when the part against InfoXLM cannot be tested
+    (the two share no question id: p-value NaN), Python's max() kept the other part's p-value and it "held"."""
+    low = ["yor_Latn", "wol_Latn"]
+    assert all(langtab.resource_level(c) == "low" for c in low)
+    accs = {"XLM-R": 40.0, "XLM-V": 62.0, "InfoXLM": 60.0}
+
+    def runs(tag):
+        return {fam: write_run(tmp_path / f"{fam}{tag}", MODELS[fam], 1, n=200,
+                               belebele={"deu_Latn": 70.0, "fra_Latn": 70.0} | {c: acc for c in low})
+                for fam, acc in accs.items()}
+
+    tested = _findings(list(runs("").values()), samples=500)["belebele_xlmv_best_lowest"]
+    assert tested["verdict"] == FAILS, tested["why"]
+    rs = runs("2")
+    _rename_question_ids(rs["InfoXLM"], "other-")
+    f = _findings(list(rs.values()), samples=500)["belebele_xlmv_best_lowest"]
+    assert f["verdict"] == UNTESTABLE, f["why"]
+    assert "low: XLM-V vs InfoXLM" in f["why"] and "cannot be tested" in f["why"]
+
+
+def test_a_threshold_count_with_an_untestable_part_cannot_be_tested(tmp_path):
+    """The same rule in the threshold count (family_most_above): a family sharing no question with the target."""
+    from xlt.data.benchmarks import get_benchmark
+
+    claim = next(c for c in get_benchmark("belebele").report.claims if c.check == "family_most_above")
+    family, t = claim.params["family"], float(claim.params["threshold"])
+    rs = {fam: write_run(tmp_path / fam, MODELS[fam], 1, n=200,
+                         belebele={c: (t + 20 if fam == family else t - 20) for c in langtab.codes()[:8]})
+          for fam in claim.params["families"]}
+    tested = _findings(list(rs.values()), samples=500)[f"belebele_{claim.id}"]
+    assert tested["verdict"] == HOLDS, tested["why"]
+    other = next(f for f in claim.params["families"] if f != family)
+    _rename_question_ids(rs[other], "other-")
+    f = _findings(list(rs.values()), samples=500)[f"belebele_{claim.id}"]
+    assert f["verdict"] == UNTESTABLE and f"{family} vs {other}" in f["why"], f["why"]

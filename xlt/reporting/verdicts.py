@@ -7,7 +7,8 @@ on the same questions, "the subsets are alike apart from their sizes" for rank c
 (:func:`xlt.reporting.rank_changes.permutation`), "the languages are exchangeable" for groups of languages.
 A claim with several parts ("best of three": better than each of the others; "on every tier") holds when
 every part is significant: an intersection-union test, whose level is the largest of the parts' levels,
-so no correction is needed (Berger 1982). p-values are Monte-Carlo permutation p-values
+so no correction is needed (Berger 1982); a part that cannot be tested (no question both systems answered:
+a NaN p-value) makes the whole verdict "cannot be tested" (:func:`untestable_parts`, :func:`largest_p`). p-values are Monte-Carlo permutation p-values
 ``(1 + hits) / (1 + B)`` (:func:`xlt.metrics.permutation_p_value`), valid for any number B of permutations.
 The calibration suite (tests/reporting/test_calibration.py) checks every finding's rate of "holds" on
 equal systems and its power under a planted effect; docs/findings.md has the numbers.
@@ -15,7 +16,8 @@ equal systems and its power under a planted effect; docs/findings.md has the num
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -86,3 +88,23 @@ def group_permutation_test(xa: np.ndarray, xb: np.ndarray, samples: int, seed: i
 def all_significant(p_values: Sequence[float], alpha: float = ALPHA) -> bool:
     """The intersection-union rule: every part's p-value below ``alpha`` (False for none or NaN)."""
     return bool(p_values) and all(p < alpha for p in p_values)
+
+
+def largest_p(p_values: Sequence[float]) -> float:
+    """The largest of the parts' p-values (the intersection-union test's), NaN when any part is NaN: Python's
+    ``max`` keeps an earlier finite value over a later NaN, which would let an untestable part pass unseen."""
+    values = [float("nan") if p is None else float(p) for p in p_values]
+    if not values or any(math.isnan(p) for p in values):
+        return float("nan")
+    return max(values)
+
+
+def untestable_parts(parts: Mapping[str, float | None]) -> list[str]:
+    """The names of the parts of a multi-part claim that cannot be tested (p-value NaN or None: nothing to
+    test them on, e.g. two systems that share no question id). Any such part makes the verdict "cannot be
+    tested": the claim holds only when every part is tested and significant."""
+    return [name for name, p in parts.items() if p is None or (isinstance(p, float) and math.isnan(p))]
+
+
+UNTESTED_PART = ("a claim with several parts is decided only when every part can be tested; cannot be tested: "
+                 "{parts}")

@@ -7,10 +7,17 @@ from typing import Any
 import numpy as np
 
 from xlt.errors import ConfigError
-from xlt.reporting.checks.base import FAILS, HOLDS, Check, Finding, check_kind
+from xlt.reporting.checks.base import FAILS, HOLDS, UNTESTABLE, Check, Finding, check_kind
 from xlt.reporting.paired import PAIRED_TEST, VERDICT_RULE, fmt_test, paired_scores, paired_test, seed_stat
 from xlt.reporting.systems import System, direct_benchmark, language_attr, language_means
-from xlt.reporting.verdicts import ALPHA, all_significant, count_above_test
+from xlt.reporting.verdicts import (
+    ALPHA,
+    UNTESTED_PART,
+    all_significant,
+    count_above_test,
+    largest_p,
+    untestable_parts,
+)
 
 # Resource levels from high to low (the language table's default tiers, or the labels of a user grouping file).
 RESOURCE_ORDER = ("high", "medium", "mid", "low", "lowest")
@@ -84,7 +91,7 @@ def check_family_best_on_levels(c: Check) -> Finding:
     if not picked:
         return c.untestable(f"needs languages of a {label} above {lowest!r}; the compared languages have {sorted(levels)}")
     others = [f for f in families if f != target]
-    rows, winners, closest, p_parts = [], {}, {}, []
+    rows, winners, closest, p_parts, parts = [], {}, {}, [], {}
     for lv in ordered:
         langs = [lang for lang in shared if level_of.get(lang) == lv]
         acc = {f: float(np.mean([means[f][lang] for lang in langs])) for f in families}
@@ -94,11 +101,13 @@ def check_family_best_on_levels(c: Check) -> Finding:
         # largest p-value (intersection-union), shown with the nearest competitor's difference and interval
         vs = {f: paired_test(fam[f], benches[f], fam[target], benches[target], langs, c.samples, c.seed, "greater")
               for f in others}
-        nearest = max(others, key=lambda f: (vs[f]["p_value"], acc[f]))
+        p_max = largest_p([t["p_value"] for t in vs.values()])  # NaN when a part cannot be tested
+        untested = [f for f in others if untestable_parts({f: vs[f]["p_value"]})]
+        nearest = untested[0] if untested else max(others, key=lambda f: (vs[f]["p_value"], acc[f]))
         closest[lv] = (nearest, vs[nearest])
-        p_max = max(t["p_value"] for t in vs.values())
         if lv in picked:
             p_parts.append(p_max)
+            parts.update({f"{lv}: {target} vs {f}": vs[f]["p_value"] for f in others})
         rows.append({column: lv, "languages": len(langs), **{f"{f} ({fam[f].label})": acc[f] for f in families},
                      "best": winners[lv] or "tie", f"{target} minus {nearest}": vs[nearest]["diff"],
                      "ci_low": vs[nearest]["ci_low"], "ci_high": vs[nearest]["ci_high"],
@@ -107,9 +116,13 @@ def check_family_best_on_levels(c: Check) -> Finding:
             f"report's {column} column); on the pooled questions of the level, {target} against each other family: "
             f"{PAIRED_TEST}, one-sided ({target} higher); {VERDICT_RULE}: {target} above every other family on "
             f"{'every level above ' + lowest if which == 'above_lowest' else 'the ' + lowest + ' level'}")
-    ok = all(winners[lv] == target for lv in picked) and all_significant(p_parts)
     why = "; ".join(f"{lv}: best {winners[lv] or 'tie'}; {target} vs {closest[lv][0]}: {fmt_test(closest[lv][1])}"
                     for lv in picked)
+    untested = untestable_parts(parts)
+    if untested:
+        return c.finding(UNTESTABLE, UNTESTED_PART.format(parts=", ".join(f"{p} (no question both answered)"
+                                                                          for p in untested)) + f"; {why}", test, rows)
+    ok = all(winners[lv] == target for lv in picked) and all_significant(p_parts)
     if not ok and all(winners[lv] == target for lv in picked):
         why += f"; {target} has the highest mean, but not significantly above every other family at {ALPHA}"
     return c.finding(HOLDS if ok else FAILS, why, test, rows)
@@ -143,7 +156,10 @@ def _family_most(c: Check, strict: bool) -> Finding:
         if f == family:
             continue
         pairs = [paired_scores(fam[f], benches[f], fam[family], benches[family], lang) for lang in shared]
-        tests[f] = count_above_test([y for _, y in pairs], [x for x, _ in pairs], t, strict, c.samples, c.seed)
+        answered = [(x, y) for x, y in pairs if len(x)]
+        tests[f] = count_above_test([y for _, y in answered], [x for x, _ in answered], t, strict, c.samples, c.seed)
+        if len(answered) < len(pairs):  # a language without a question both answered: this part is not testable
+            tests[f]["p_value"] = float("nan")
     counts = {f: tests[f]["count_other"] for f in tests}
     counts[family] = next(iter(tests.values()))["count_target"]
     rows = [{"model": f, "system": fam[f].label, key: counts[f], "mean over seeds of per-run counts": per_seed[f][0],
@@ -152,14 +168,18 @@ def _family_most(c: Check, strict: bool) -> Finding:
              "p (one-sided)": tests[f]["p_value"] if f in tests else None} for f in families]
     best = max(counts.values())
     leaders = [f for f in families if counts[f] == best]
-    p_max = max(x["p_value"] for x in tests.values())
+    p_max = largest_p([x["p_value"] for x in tests.values()])
     ok = leaders == [family] and all_significant([x["p_value"] for x in tests.values()])
-    nearest = max(tests, key=lambda f: (tests[f]["p_value"], counts[f]))
+    untested = untestable_parts({f: x["p_value"] for f, x in tests.items()})
+    nearest = untested[0] if untested else max(tests, key=lambda f: (tests[f]["p_value"], counts[f]))
     why = (f"{' and '.join(leaders)} {'has' if len(leaders) == 1 else 'share'} the most ({best} of the "
            f"{len(shared)} languages all {len(families)} systems have); {family} minus {nearest}: "
            f"{counts[family] - counts[nearest]:+d} languages, one-sided p={p_max:.3f} (largest over the other "
            f"families; {'significant' if p_max < ALPHA else 'not significant'} at {ALPHA})")
-    return c.finding(HOLDS if ok else FAILS, why,
+    if untested:
+        why = UNTESTED_PART.format(parts=", ".join(f"{family} vs {f} (a language without a question both "
+                                                   "answered)" for f in untested)) + f"; {why}"
+    return c.finding(UNTESTABLE if untested else HOLDS if ok else FAILS, why,
                      f"languages whose seed-mean accuracy is {op} {t:g}, over the {len(shared)} languages all "
                      f"{len(families)} systems have ({where}; per-run counts, mean ± std over seeds, beside them); "
                      f"{family} against each other family: the difference of the counts, p-value from a paired "

@@ -7,10 +7,10 @@ from typing import Any
 
 import numpy as np
 
-from xlt.reporting.checks.base import FAILS, HOLDS, Check, Finding, check_kind
+from xlt.reporting.checks.base import FAILS, HOLDS, UNTESTABLE, Check, Finding, check_kind
 from xlt.reporting.paired import VERDICT_RULE, seed_stat
 from xlt.reporting.systems import direct_benchmark, language_attr, language_means
-from xlt.reporting.verdicts import ALPHA, group_permutation_test
+from xlt.reporting.verdicts import ALPHA, UNTESTED_PART, group_permutation_test, untestable_parts
 
 
 @check_kind("higher_where_column_is")
@@ -48,7 +48,10 @@ def check_higher_where_column_is(c: Check) -> Finding:
         why += (f"; with so few languages no arrangement of the labels is rarer than 1 in {fewest}, so the "
                 f"permutation test cannot reach p < {ALPHA}")
     left_out = f" ({', '.join(sorted(skip))}, the pivot language, left out)" if skip else ""
-    return c.finding(HOLDS if all(verdicts) else FAILS, why,
+    untested = untestable_parts({r["system"]: r["p_value"] for r in rows})
+    if untested:
+        why = UNTESTED_PART.format(parts=", ".join(untested)) + f"; {why}"
+    return c.finding(UNTESTABLE if untested else HOLDS if all(verdicts) else FAILS, why,
                      f"mean accuracy over {na} languages{left_out} minus over {nb} languages, per system; languages "
                      "differ between the groups, so the test is a seeded permutation test of the language labels, "
                      f"one-sided ({na} higher); {VERDICT_RULE}: every system", rows)

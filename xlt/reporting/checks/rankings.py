@@ -9,7 +9,7 @@ from xlt.reporting import rank_changes as rc
 from xlt.reporting.checks.base import FAILS, HOLDS, UNTESTABLE, Check, Finding, check_kind
 from xlt.reporting.paired import VERDICT_RULE, run_predictions, seed_mean_correct
 from xlt.reporting.systems import System, direct_benchmark, language_means
-from xlt.reporting.verdicts import ALPHA, all_significant
+from xlt.reporting.verdicts import ALPHA, UNTESTED_PART, all_significant, untestable_parts
 
 
 def _subset_question_data(entries: list[tuple[System, str]], lang: str,
@@ -78,6 +78,9 @@ def check_rank_changes_per_language(c: Check) -> Finding:
                      "shift difference ci_high": ci_s["ci_high"], "shift difference p_value": p_s,
                      "shift difference expected by size": null_s,
                      "shift difference bootstrap mean": float(np.mean(draws["shifts_b"] - draws["shifts_a"]))})
+    untested = untestable_parts({"rank changes": p_c, "position shifts": p_s})
+    if untested:
+        return c.finding(UNTESTABLE, counts + "; " + UNTESTED_PART.format(parts=", ".join(untested)), "", rows)
     ok = all_significant([p_c, p_s]) and d_changes > 0 and d_shifts > 0
     why = (counts + f"; {b} - {a}: rank changes {d_changes:+.2f} (95% [{ci_c['ci_low']:+.2f}, {ci_c['ci_high']:+.2f}]; "
            f"{null_c:+.2f} expected from the subset sizes alone; one-sided permutation p={p_c:.3f}), position shifts "

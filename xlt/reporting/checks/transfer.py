@@ -8,7 +8,7 @@ import numpy as np
 
 from xlt import languages as langtab
 from xlt.metrics import holm_adjust
-from xlt.reporting.checks.base import FAILS, HOLDS, Check, Finding, check_kind
+from xlt.reporting.checks.base import FAILS, HOLDS, UNTESTABLE, Check, Finding, check_kind
 from xlt.reporting.paired import PAIRED_TEST, VERDICT_RULE, paired_scores, paired_test
 from xlt.reporting.systems import (
     System,
@@ -17,7 +17,7 @@ from xlt.reporting.systems import (
     is_translate_test,
     language_means,
 )
-from xlt.reporting.verdicts import ALPHA, wins_test
+from xlt.reporting.verdicts import ALPHA, UNTESTED_PART, wins_test
 
 
 @check_kind("translate_train_all_beats_zero_shot")
@@ -58,9 +58,9 @@ def check_translate_train_all_beats_zero_shot(c: Check) -> Finding:
                     f"p={r['p_value (one-sided)']:.3f}, {'significant' if r['significant'] else 'not significant'} at "
                     f"{ALPHA}; higher on {r['languages where translate-train-all is higher']}/{r['languages']} languages)"
                     for r in rows)
-    if untested:
-        why += "; not compared: " + "; ".join(untested)
-    return c.finding(FAILS if fails else HOLDS, why,
+    if untested:  # every pair is a part of the claim: one that cannot be tested leaves it undecided
+        why = UNTESTED_PART.format(parts="; ".join(untested)) + f"; {why}"
+    return c.finding(UNTESTABLE if untested else FAILS if fails else HOLDS, why,
                      f"mean accuracy over the languages both evaluated; {PAIRED_TEST}, one-sided (translate-train-all "
                      f"higher); {VERDICT_RULE}: every pair", rows)
 
@@ -128,9 +128,9 @@ def check_translate_test_beats_in_language_llm(c: Check) -> Finding:
                     f"(one-sided p={r['p (wins, one-sided)']:.3f} for that many; significantly higher on {r['significantly higher (Holm)']} after Holm's correction, "
                     f"{r['significantly higher (raw)']} uncorrected; significantly lower on "
                     f"{r['significantly lower (Holm)']} / {r['significantly lower (raw)']})" for r in rows)
-    if skipped:
-        why += "; not compared: " + "; ".join(skipped)
-    return c.finding(HOLDS if all(verdicts) else FAILS, why,
+    if skipped:  # every LLM (system) is a part of the claim: one that cannot be tested leaves it undecided
+        why = UNTESTED_PART.format(parts="; ".join(skipped)) + f"; {why}"
+    return c.finding(UNTESTABLE if skipped else HOLDS if all(verdicts) else FAILS, why,
                      f"per language, translate-test vs in-language accuracy of the same {what}; 'most' = more than "
                      "half of the languages; the number of languages where translate-test is higher, its p-value "
                      "from a permutation test (each question's two scores swapped at random, in every language); "
