@@ -17,6 +17,7 @@ self-contained page of all of it (:mod:`xlt.reporting.html`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -58,18 +59,50 @@ def _recorded(path: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _edited_key(cfg: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> str | None:
-    """A key whose value in ``config.yaml`` is not the one a stage ran with (None: they agree)."""
-    register()  # config.yaml keeps interpolations (${xlt_assets:}/...): compare what they resolve to
+# The resolvers a compared run's config.yaml may have run here: they only compute a value from their arguments
+# (xlt's and OmegaConf's own). Any other (``xlt_run_root``: checks, creates folders, exits; ``oc.env``: reads the
+# comparing user's environment; ``hydra``, ``now``, a definition file's) is left as the text the file holds.
+INERT_RESOLVERS = frozenset({"xlt_assets", "xlt_model_name", "xlt_run_name", "xlt_languages", "oc.select",
+                             "oc.decode", "oc.create", "oc.dict.keys", "oc.dict.values"})
+_RESOLVER_CALL = re.compile(r"\$\{\s*([A-Za-z_][\w.\-]*)\s*:")
+_UNESCAPED = re.compile(r"(?<!\\)\$\{")
+
+
+def _leave_acting(value: Any) -> Any:
+    """``value`` (a config.yaml mapping, list or leaf) with every string that calls a resolver outside
+    :data:`INERT_RESOLVERS` escaped (``\\${``): resolving the rest keeps that string as the text it is."""
+    if isinstance(value, dict):
+        return {k: _leave_acting(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_leave_acting(v) for v in value]
+    if isinstance(value, str) and any(name not in INERT_RESOLVERS for name in _RESOLVER_CALL.findall(value)):
+        return _UNESCAPED.sub(r"\\${", value)
+    return value
+
+
+def recorded_values(cfg: dict[str, Any], cfg_file: Path) -> dict[str, Any]:
+    """A compared run's config as the values it records: xlt writes config.yaml resolved, but a hand-written or
+    older one may hold interpolations (``${xlt_assets:}/...``). Only :data:`INERT_RESOLVERS` run: nothing of the
+    comparing user's (folders, environment, ``sys.exit``) is touched or read. One that cannot resolve is a
+    :class:`DataError` naming that run's file."""
+    register()  # xlt's inert resolvers (xlt_assets, ...); the acting ones are never reached (_leave_acting)
     try:
-        cfg = OmegaConf.to_container(OmegaConf.create(cfg), resolve=True)
-    except Exception:  # noqa: BLE001 - one that cannot resolve here (e.g. ${hydra:...}) is not compared
-        pass
+        return OmegaConf.to_container(OmegaConf.create(_leave_acting(cfg)), resolve=True)
+    except Exception as err:  # noqa: BLE001 - OmegaConf's grammar, key and resolver errors, and a resolver's own
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise DataError(f"{cfg_file}: an interpolation cannot be resolved ({first}); this run cannot be compared "
+                        "(rerun a stage of it to rewrite config.yaml, or leave it out of --compare)") from None
+
+
+def _edited_key(cfg: dict[str, Any], recorded: dict[str, dict[str, Any]]) -> str | None:
+    """A key whose value in ``config.yaml`` (:func:`recorded_values`) is not the one a stage ran with (None:
+    they agree). A value still holding an interpolation there (an acting resolver's, left as text) is an edit
+    too when it is not what the stage ran with: xlt writes config.yaml resolved."""
     for stage, values in recorded.items():
         now = json.loads(json.dumps(stage_values(cfg, stage), default=str))
         for key, value in values.items():
             mine = now.get(key, value)
-            if mine != value and mine != REDACTED and not (isinstance(mine, str) and "${" in mine):
+            if mine != value and mine != REDACTED:
                 return f"{key}={mine!r} there, while the {stage} stage ran with {value!r}"
     return None
 
@@ -95,7 +128,8 @@ def read_config(path: Path) -> dict[str, Any]:
     if not isinstance(cfg, dict):
         raise DataError(f"{cfg_file}: damaged, not a mapping of config keys; this run cannot be compared "
                         "(rerun a stage of it to rewrite config.yaml, or leave it out of --compare)")
-    edited = _edited_key(cfg, _recorded(path))
+    values = recorded_values(cfg, cfg_file)
+    edited = _edited_key(values, _recorded(path))
     if edited:
         raise DataError(f"{cfg_file}: edited after the run ({edited}); restore it, or rerun a stage of the run "
                         "to rewrite it (force=true stages=[report] with its recipe and overrides), or leave it out "

@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
-from omegaconf import OmegaConf
 
 from xlt.config.eval import is_machine_translated as machine_translated_entry
 from xlt.config.translate import translate_train_all
@@ -90,9 +90,10 @@ def model_size(cfg: dict[str, Any]) -> str | None:
 def training_setting(cfg: dict[str, Any]) -> str:
     if _get(cfg, "eval.scorer") == "llm":
         return "llm"
-    view = OmegaConf.create({"translate": {"languages": _get(cfg, "translate.languages") or [],
-                                           "import_dir": _get(cfg, "translate.import_dir")},
-                             "stages": list(_get(cfg, "stages") or [])})
+    # Plain values, never an OmegaConf node: a compared run's config.yaml is read, not resolved (no resolver runs).
+    view = SimpleNamespace(translate=SimpleNamespace(languages=_get(cfg, "translate.languages") or [],
+                                                     import_dir=_get(cfg, "translate.import_dir")),
+                           stages=list(_get(cfg, "stages") or []))
     return "translate-train-all" if translate_train_all(view) else "zero-shot"
 
 
