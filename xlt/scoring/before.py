@@ -22,10 +22,21 @@ from omegaconf import OmegaConf
 
 from xlt.config.eval import EvalConfig
 from xlt.config.model import ModelConfig
+from xlt.errors import DataError
 from xlt.fingerprint import digest
 from xlt.run import EVAL_BEFORE_DIR, RunDir
-from xlt.scoring.results import Job, job_provenance, missing_jobs, plan_jobs, verified_result
-from xlt.state import Damaged
+from xlt.scoring.results import (
+    Job,
+    current_jobs,
+    job_provenance,
+    missing_jobs,
+    plan_jobs,
+    result_path,
+    result_problem,
+    stale_translator,
+    verified_result,
+)
+from xlt.scoring.results import check_outputs as results_check
 
 log = logging.getLogger("xlt.evaluate")
 
@@ -87,6 +98,8 @@ def evaluate(model: ModelConfig, eval_cfg: EvalConfig, run: RunDir, ctx: Any, jo
     prov = {f"{j.benchmark}/{j.language}": job_provenance(eval_cfg, view, j, bctx) for j in jobs}
     current = {k: p["job"] for k, p in prov.items()}
     todo = jobs if ctx.force else missing_jobs(view, jobs, current, log_damage=True)
+    # As for the trained model: a translate-test result translated by what the translator no longer resolves to.
+    todo += [j for j in jobs if j not in todo and stale_translator(view, j, prov[f"{j.benchmark}/{j.language}"].get("translator"))]
     log.info("evaluate before fine-tuning (eval.before_training): %d job(s), %d to do", len(jobs), len(todo))
     if not todo:
         return
@@ -96,21 +109,39 @@ def evaluate(model: ModelConfig, eval_cfg: EvalConfig, run: RunDir, ctx: Any, jo
         log.info("%s/%s before fine-tuning: accuracy %.2f%% (n=%d)", job.benchmark, job.language, res["accuracy"], res["n"])
 
 
+def missing(model: ModelConfig, eval_cfg: EvalConfig, run: RunDir, ctx: Any, jobs: list[Job],
+            train_files: dict[str, Any], *, seed: int) -> list[Job]:
+    """The ``jobs`` (all shards') without a sound, current result of the untrained model: the evaluate stage
+    is done only when there are none (as for the trained model's)."""
+    view, bctx = BeforeRun(run.path), context(model, seed, ctx, train_files)
+    return missing_jobs(view, jobs, current_jobs(eval_cfg, view, jobs, bctx))
+
+
+def check_outputs(model: ModelConfig, eval_cfg: EvalConfig, run: RunDir, ctx: Any, train_files: dict[str, Any], *,
+                  seed: int) -> list[str]:
+    """The evaluate stage's check of ``eval_before/`` (:func:`xlt.scoring.results.check_outputs` on it): its
+    plans and every planned result, sound and current, so a missing or damaged one reruns the stage."""
+    return results_check(eval_cfg, BeforeRun(run.path), context(model, seed, ctx, train_files))
+
+
 def accuracies(model: ModelConfig, eval_cfg: EvalConfig, run: RunDir, ctx: Any, jobs: list[Job],
                train_files: dict[str, Any], *, seed: int) -> dict[tuple[str, str], float]:
-    """``(benchmark, language) -> accuracy`` of the sound, current results of the untrained model (none when
-    not asked for); a missing, damaged or stale one is left out (the report shows no number for it)."""
+    """``(benchmark, language) -> accuracy`` of the results of the untrained model (none when not asked for).
+    A missing, damaged or stale one is a :class:`DataError` naming it, as for the trained model's results:
+    the evaluate stage's check covers ``eval_before/``, so rerunning the stage recomputes exactly those."""
     if not wanted(eval_cfg):
         return {}
     view, bctx = BeforeRun(run.path), context(model, seed, ctx, train_files)
-    out = {}
+    current = current_jobs(eval_cfg, view, jobs, bctx)
+    out, problems = {}, []
     for job in jobs:
-        try:
-            result = verified_result(view, job)
-        except Damaged as err:
-            log.warning("%s; the report shows no number before fine-tuning for it (rerun the evaluate stage)", err)
+        problem = result_problem(view, job, current)
+        if problem is not None:
+            problems.append(f"{result_path(view, job).relative_to(run.path)} {problem}")
             continue
-        if result is None or (result.get("provenance") or {}).get("job") != job_provenance(eval_cfg, view, job, bctx)["job"]:
-            continue
-        out[(job.benchmark, job.language)] = float(result["accuracy"])
+        out[(job.benchmark, job.language)] = float(verified_result(view, job)["accuracy"])  # type: ignore[index]
+    if problems:
+        raise DataError(f"{len(problems)} result(s) of the model before fine-tuning (eval.before_training) missing, "
+                        f"damaged or computed for other inputs: {'; '.join(problems[:5])}; rerun the evaluate stage "
+                        "(it recomputes exactly those) before the report")
     return out

@@ -28,7 +28,7 @@ from xlt.files import atomic_write_json, atomic_write_text, json_text
 from xlt.fingerprint import path_fingerprint, resource_fingerprint
 from xlt.metrics import accuracy_with_ci, chance_level
 from xlt.progress import progress_bar
-from xlt.run import EVAL_DIR, RunDir
+from xlt.run import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
 from xlt.scoring import before
 from xlt.scoring.results import (
     Job,
@@ -153,11 +153,13 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     log.info("evaluate: %d job(s) in total, %d in shard %d/%d, %d to do (%d recomputed: %s)", len(jobs), len(mine),
              cfg.eval.shard_index, cfg.eval.num_shards, len(todo), len(stale),
              "force=true" if ctx.force else "their provenance no longer matches" if stale else "-")
+    # One runner for both passes (its translator loads on first use): the model before fine-tuning scores the
+    # same translated items as the trained one (the run's translation cache), never untranslated ones.
+    translate_test = None
+    if any(uses_translator(cfg.eval.benchmarks[j.benchmark]) for j in mine):
+        translate_test = TranslateTestRunner(cfg.translate, run)
     if todo:
         scorer = build_scorer(cfg, run)
-        translate_test = None
-        if any(uses_translator(cfg.eval.benchmarks[j.benchmark]) for j in todo):
-            translate_test = TranslateTestRunner(cfg.translate, run)
         with progress_bar(total=len(todo), desc="evaluate", unit="lang") as bar:
             for job in todo:
                 bar.set_postfix_str(f"{job.benchmark}/{job.language}")
@@ -165,13 +167,20 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
                 log.info("%s/%s: accuracy %.2f%% (n=%d, 95%% CI %.1f-%.1f)", job.benchmark, job.language,
                          res["accuracy"], res["n"], res["ci_low"], res["ci_high"])
                 bar.update(1)
+    missing_before: list[Job] = []
     if before.wanted(cfg.eval):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
+        train_files = TRAIN.files(cfg, run)
         before.evaluate(cfg.model, cfg.eval, run, ctx, mine,
-                        lambda view, job, score, prov: evaluate_job(cfg, view, job, score, None, prov),
-                        TRAIN.files(cfg, run), seed=cfg.seed)
+                        lambda view, job, score, prov: evaluate_job(cfg, view, job, score, translate_test, prov),
+                        train_files, seed=cfg.seed)
+        missing_before = before.missing(cfg.model, cfg.eval, run, ctx, jobs, train_files, seed=cfg.seed)
     missing = missing_jobs(run, jobs, current)
-    if missing:
-        log.info(missing_message(missing, int(cfg.eval.num_shards)))
+    if missing or missing_before:  # every shard's results, of the trained model and of the untrained one
+        if missing:
+            log.info(missing_message(missing, int(cfg.eval.num_shards)))
+        if missing_before:
+            log.info("before fine-tuning (%s/): %s", EVAL_BEFORE_DIR,
+                     missing_message(missing_before, int(cfg.eval.num_shards)))
         return None
     summary: dict[str, Any] = {}
     for name in enabled_benchmarks(cfg.eval):
@@ -240,7 +249,12 @@ def upstream(cfg: Any) -> tuple[str, ...]:
 
 
 def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    return check_outputs(cfg.eval, run, ctx)
+    """The plans and results of ``eval/``, and with ``eval.before_training`` of ``eval_before/``: a missing,
+    damaged or stale one of either reruns the stage (which recomputes exactly those)."""
+    out = check_outputs(cfg.eval, run, ctx)
+    if before.wanted(cfg.eval):
+        out += before.check_outputs(cfg.model, cfg.eval, run, ctx, TRAIN.files(cfg, run), seed=cfg.seed)
+    return out
 
 
 def guard(cfg: Any, run: RunDir) -> None:
