@@ -1,18 +1,21 @@
 """Writing result files: atomically (a crash leaves the old file or none, never half of one), and JSON
 strictly (NaN -> null, numpy -> Python), so every reader, ``json.loads`` or a browser, can parse them.
 
-The one writer of every file xlt leaves in a run directory or a comparison folder.
+The one writer of every file xlt leaves in a run directory or a comparison folder. Files and folders follow
+the umask like any the user writes (0666 / 0777 less the umask; a setgid folder's group is inherited), so
+a run or a cache written under ``umask 002`` in a group folder is the group's to read (docs/run-directory.md).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
+import secrets
 import shutil
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,40 @@ def remove_path(path: str | os.PathLike[str]) -> None:
         path.unlink(missing_ok=True)
 
 
+# Temporary names beside the target: ".<name>.<random>.tmp" (what readers skip, e.g. sealed fingerprints).
+_TMP_TRIES = 100
+
+
+def _temp_name(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+
+
+def create_temp_file(path: Path) -> tuple[int, Path]:
+    """A new temporary file beside ``path``, open for writing: created with mode 0666, so that the umask (and
+    a default ACL of the folder) decide its permissions as for any file the user writes. ``tempfile.mkstemp``
+    creates 0600 whatever the umask: renamed into place, a group could not read a shared run."""
+    for _ in range(_TMP_TRIES):
+        tmp = _temp_name(path)
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free temporary name beside {path}", str(path))
+
+
+def create_temp_dir(path: Path) -> Path:
+    """A new temporary folder beside ``path``: mode 0777 less the umask (a setgid parent's group and bit are
+    inherited), as ``mkdir`` makes any folder; ``tempfile.mkdtemp`` makes 0700 whatever the umask."""
+    for _ in range(_TMP_TRIES):
+        tmp = _temp_name(path)
+        try:
+            os.mkdir(tmp, 0o777)
+            return tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(errno.EEXIST, f"no free temporary name beside {path}", str(path))
+
+
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file in the same folder and an atomic rename."""
     path = Path(path)
@@ -38,7 +75,7 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_dir() and not path.is_symlink():  # a damaged run directory: a folder where the file belongs
             shutil.rmtree(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, tmp = create_temp_file(path)
     except OSError as err:
         raise WriteError(path, err) from None
     try:
@@ -110,7 +147,7 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    tmp = create_temp_dir(path)
     try:
         yield tmp
         if path.exists():

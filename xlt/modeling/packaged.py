@@ -24,11 +24,14 @@ anything is read; the same file gives the same bytes every time.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import importlib.metadata
 import io
 import json
 import logging
+import os
+import stat
 import struct
 import tempfile
 from dataclasses import dataclass, field
@@ -293,18 +296,43 @@ def checkpoint_dir() -> Path:
     def done() -> bool:
         return (path / "model.safetensors").is_file() and (path / "tokenizer.json").is_file()
 
+    if path.exists() and not os.access(path, os.R_OK | os.X_OK):
+        # Converted by another user with owner-only permissions (xlt before it followed the umask, or a umask 077).
+        raise XltError(f"{path}: the converted {ME5_ID} model is there but you cannot read it (owner "
+                       f"{_owner(path)}, mode {stat.filemode(path.stat().st_mode)}); ask its owner to run "
+                       f"chmod -R g+rX '{path}' (a group-shared XLT_CACHE), or set XLT_CACHE to a folder of yours")
     if done():
         return path
     src = package_file()
     from filelock import FileLock
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(path) + ".lock"):  # one process converts; the others wait, then read its folder
-        if not done():
-            log.info("converting %s (%s, 4-bit) into a transformers checkpoint at %s (once)", src, ORIGINAL, path)
-            with atomic_dir(path) as tmp:
-                write_checkpoint(src, tmp)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(path) + ".lock"):  # one process converts; the others wait, then read its folder
+            if not done():
+                log.info("converting %s (%s, 4-bit) into a transformers checkpoint at %s (once)", src, ORIGINAL, path)
+                with atomic_dir(path) as tmp:
+                    write_checkpoint(src, tmp)
+    except OSError as err:
+        if err.errno not in (errno.EACCES, errno.EPERM, errno.EROFS):
+            raise
+        raise XltError(f"cannot convert {ME5_ID} into {path.parent} ({err.strerror}: {err.filename}): this XLT_CACHE "
+                       "is not writable for you. In a group-shared cache the first user converts it (then everyone "
+                       "in the group reads it): run once as a user who can write there, with umask 002 in a setgid "
+                       f"group folder; or make {path.parent} group-writable (chmod g+ws), or set XLT_CACHE to a "
+                       "folder of yours") from None
     return path
+
+
+def _owner(path: Path) -> str:
+    """The user name (or uid) owning ``path``."""
+    uid = path.stat().st_uid
+    try:
+        import pwd
+
+        return pwd.getpwuid(uid).pw_name
+    except (ImportError, KeyError):
+        return str(uid)
 
 
 def resolve(name_or_path: str) -> str:

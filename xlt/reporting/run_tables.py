@@ -80,14 +80,14 @@ def _leave_acting(value: Any) -> Any:
     return value
 
 
-def recorded_values(cfg: dict[str, Any], cfg_file: Path) -> dict[str, Any]:
-    """A compared run's config as the values it records: xlt writes config.yaml resolved, but a hand-written or
+def recorded_values(recorded: dict[str, Any], cfg_file: Path) -> dict[str, Any]:
+    """A compared run's config (``recorded``: its config.yaml as read) as the values it records: xlt writes config.yaml resolved, but a hand-written or
     older one may hold interpolations (``${xlt_assets:}/...``). Only :data:`INERT_RESOLVERS` run: nothing of the
     comparing user's (folders, environment, ``sys.exit``) is touched or read. One that cannot resolve is a
     :class:`DataError` naming that run's file."""
     register()  # xlt's inert resolvers (xlt_assets, ...); the acting ones are never reached (_leave_acting)
     try:
-        return OmegaConf.to_container(OmegaConf.create(_leave_acting(cfg)), resolve=True)
+        return OmegaConf.to_container(OmegaConf.create(_leave_acting(recorded)), resolve=True)
     except Exception as err:  # noqa: BLE001 - OmegaConf's grammar, key and resolver errors, and a resolver's own
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise DataError(f"{cfg_file}: an interpolation cannot be resolved ({first}); this run cannot be compared "

@@ -9,8 +9,10 @@ shard processes share one cache file.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -39,6 +41,10 @@ class TranslationCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Created here with 0666 less the umask, as any file the user writes (SQLite's own default is 0644: a
+        # group could not write a shared cache); its -wal and -shm files take the database file's mode.
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))  # empty: a valid database
         self._db = sqlite3.connect(str(self.path), timeout=120)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
