@@ -292,3 +292,17 @@ def test_a_threshold_count_with_an_untestable_part_cannot_be_tested(tmp_path):
     _rename_question_ids(rs[other], "other-")
     f = _findings(list(rs.values()), samples=500)[f"belebele_{claim.id}"]
     assert f["verdict"] == UNTESTABLE and f"{family} vs {other}" in f["why"], f["why"]
+
+
+def test_a_pair_that_cannot_be_compared_leaves_every_pair_undecided(tmp_path):
+    """translate-train-all beats zero-shot "for every pair": a pair without the benchmark's results is a part
+    that cannot be tested (it was listed as "not compared" while the other pair decided "holds")."""
+    langs = {c: 50.0 for c in langtab.codes()[:6]}
+    runs = [write_run(tmp_path / "rz", MODELS["XLM-R"], 1, belebele=langs, n=100),
+            write_run(tmp_path / "rt", MODELS["XLM-R"], 1, translate=TTA, belebele={c: 75.0 for c in langs}, n=100)]
+    f = _findings(runs, samples=300)["belebele_translate_train_all_beats_zero_shot"]
+    assert f["verdict"] == HOLDS, f["why"]
+    runs += [write_run(tmp_path / "vz", MODELS["XLM-V"], 1, belebele=langs, n=100),
+             write_run(tmp_path / "vt", MODELS["XLM-V"], 1, translate=TTA, gmmlu={"de": (60.0, 60.0)}, n=100)]
+    f = _findings(runs, samples=300)["belebele_translate_train_all_beats_zero_shot"]
+    assert f["verdict"] == UNTESTABLE and "cannot be tested" in f["why"] and "no Belebele results" in f["why"], f["why"]
