@@ -20,7 +20,7 @@ from xlt.reporting.tables import collect
 from xlt.run import RunDir
 from xlt.scoring import before
 from xlt.scoring.scorers import GoldScorer
-from xlt.stages import call_stage, context
+from xlt.stages import call_stage, context, run_stages
 from xlt.stages import evaluate as eval_stage
 from xlt.stages import train as train_stage
 
@@ -91,7 +91,8 @@ def test_a_missing_or_damaged_eval_before_result_reruns_the_stage(tmp_path, scor
     date"; the rerun recomputes exactly it, and the report reads it (it silently dropped it before)."""
     trained, untrained = scorers
     cfg, run = _cfg(tmp_path, translated), RunDir(tmp_path / "run")
-    call_stage("evaluate", cfg, run)
+    assert run_stages(cfg, run, ["evaluate"]) == ["evaluate"]
+    assert run_stages(cfg, run, ["evaluate"]) == []  # up to date
     target = run.path / "eval_before" / "belebele_tt" / "fra_Latn.json"
     other = run.path / "eval_before" / "belebele_tt" / "eng_Latn.json"
     keep = other.stat().st_mtime_ns
@@ -109,7 +110,8 @@ def test_a_missing_or_damaged_eval_before_result_reruns_the_stage(tmp_path, scor
         collect(cfg.eval, cfg.model, run, ctx, train_stage.STAGE.files(cfg, run), seed=cfg.seed)
     untrained.seen.clear()
     with caplog.at_level(logging.INFO):
-        assert call_stage("evaluate", cfg, run) is not None
+        assert run_stages(cfg, run, ["evaluate"]) == ["evaluate"]  # it was "up to date"
+    assert "eval_before/belebele_tt/fra_Latn.json" in caplog.text
     assert list(untrained.seen) == [("belebele_tt", "fra_Latn")]  # exactly the damaged one
     assert other.stat().st_mtime_ns == keep and eval_stage.check(cfg, run, ctx) == []
     numbers = collect(cfg.eval, cfg.model, run, ctx, train_stage.STAGE.files(cfg, run), seed=cfg.seed)
