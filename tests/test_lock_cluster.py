@@ -43,7 +43,9 @@ def _beating(path, info: dict, every: float = 0.05):
         n = 0
         while not stop.wait(every):
             n += 1
-            path.write_text(json.dumps({**info, "beat": n, "heartbeat": time.time()}))
+            tmp = path.with_name(".beat.tmp")  # replaced whole, as xlt's holder does
+            tmp.write_text(json.dumps({**info, "beat": n, "heartbeat": time.time()}))
+            tmp.replace(path)
 
     t = threading.Thread(target=beat, daemon=True)
     t.start()
@@ -132,3 +134,27 @@ def test_the_holder_renews_its_lease_while_it_holds_the_lock(tmp_path, monkeypat
     assert not held.path.exists()  # released, and the heartbeat stopped with it
     time.sleep(0.3)
     assert not held.path.exists()
+
+
+def test_a_silent_holder_is_watched_no_longer_than_xlt_lock_wait_s(tmp_path, monkeypatch):
+    path, _ = _holder(tmp_path, lease_s=30.0)
+    monkeypatch.setattr(xlock, "WAIT_S", 0.2)
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+    with pytest.raises(RunLockedError) as err:
+        RunLock(tmp_path).acquire()
+    msg = str(err.value)
+    assert "no change seen in 0.2 s (XLT_LOCK_WAIT_S), less than its lease" in msg and f"rm '{path}'" in msg
+    assert json.loads(path.read_text())["pid"] == 4242  # kept
+
+
+def test_a_requeue_without_its_restart_count_takes_over_after_its_predecessors_lease(tmp_path, monkeypatch, caplog):
+    """SLURM_RESTART_COUNT missing (--export=NONE, a container): both incarnations count 0, so the earlier
+    one cannot be told dead at once; its lock, silent for its lease, is taken over (not refused for good)."""
+    path, _ = _holder(tmp_path, lease_s=0.3, slurm={"job_id": "558", "array_job_id": "555", "array_task_id": "3",
+                                                    "restart_count": "0"})
+    _slurm(monkeypatch, "558", None)
+    with caplog.at_level(logging.WARNING, logger="xlt.lock"), RunLock(tmp_path) as held:
+        assert json.loads(path.read_text())["token"] == held.owner
+    assert "this very SLURM job 558 at the same restart count 0 (a requeue whose environment lacks " \
+           "SLURM_RESTART_COUNT" in caplog.text
+    assert "did not change for its lease of 0.3 s" in caplog.text

@@ -73,6 +73,9 @@ DAMAGED_RECHECK_S = 1.0
 # How long a lock holds without news from its holder, as a contender sees it on its own clock.
 # A holder suspended for longer (SIGSTOP, a gang-scheduled job, an NFS stall) loses the lock and stops.
 LEASE_S = float(os.environ.get("XLT_LOCK_LEASE_S", "600"))
+# How long a contender watches a silent holder on another host before it gives up (default: the holder's
+# whole lease, after which the lock is taken over). Shorter: the run stops at once, naming the holder.
+WAIT_S = float(os.environ.get("XLT_LOCK_WAIT_S", "inf"))
 HOLD_FRACTION = 0.75  # a holder writes only this part of a lease after its last confirmed renewal
 BEAT_MAX_S = 10.0  # the heartbeat's longest interval (shorter leases: a quarter of the lease)
 ABSENT_GRACE_S = 1.0  # a holder that finds no lock file looks again this long (another's takeover check)
@@ -382,15 +385,24 @@ class RunLock:
             if not isinstance(lease, (int, float)) or isinstance(lease, bool) or lease <= 0:
                 return "live", snap, "its lock has no lease (an older xlt)"
             what = f"the holder ({describe(snap.info)})"
+            mine, theirs = slurm_identity(), snap.info.get("slurm")
+            if mine and isinstance(theirs, dict) and _same_job(mine, theirs):
+                what += (f", this very SLURM job {mine['job_id']} at the same restart count {_count(mine)} (a requeue "
+                         "whose environment lacks SLURM_RESTART_COUNT, e.g. --export=NONE or a container, or another "
+                         "step of the job),")
         else:
             lease, what = LEASE_S, f"the {snap.damage} lock"
         log.warning("%s: %s shows no sign of life yet; watching it for up to %.0f s (a live holder rewrites it "
                     "every %.0f s). If you know its job is dead: rm '%s'", path, what, lease,
                     beat_interval(lease), path)
-        deadline = time.monotonic() + float(lease)
+        began = time.monotonic()
+        deadline = began + float(lease)
         poll = max(min(float(lease) / 16, 1.0), 0.005)
         while (left := deadline - time.monotonic()) > 0:
-            time.sleep(min(poll, left))
+            if time.monotonic() - began >= WAIT_S:
+                return "live", snap, (f"no change seen in {WAIT_S:g} s (XLT_LOCK_WAIT_S), less than its lease: its "
+                                      "holder may be alive")
+            time.sleep(min(poll, left, max(WAIT_S, 0.0)))
             now = read_lock(path)
             if now is None:
                 return "gone", None, ""
