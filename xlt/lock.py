@@ -50,6 +50,7 @@ import errno
 import json
 import logging
 import os
+import signal
 import socket
 import stat
 import sys
@@ -489,6 +490,7 @@ class RunLock:
                                  f"(chmod u+rwx '{self.dir}') or give this run another run_root") from None
 
     def _take(self) -> RunLock:
+        _LAST_LOST.clear()  # an earlier lock's loss (a job of the same multirun) is not this one's
         self.owner = uuid.uuid4().hex
         now = time.time()
         me = {"host": socket.gethostname(), "pid": os.getpid(), "proc_start": _proc_start(os.getpid()),
@@ -562,8 +564,12 @@ class RunLock:
                 f"stopped writing into {self.dir.parent}; check that directory's other run before rerunning.")
             _LAST_LOST.append(self.lost)
         log.error("%s", self.lost)
-        if self.interrupt and threading.current_thread() is not threading.main_thread():
-            _thread.interrupt_main()
+        main = threading.main_thread()
+        if self.interrupt and threading.current_thread() is not main:
+            if callable(signal.getsignal(signal.SIGINT)) and main.ident is not None:
+                signal.pthread_kill(main.ident, signal.SIGINT)  # a real signal also ends a sleep or a blocking call
+            else:
+                _thread.interrupt_main()
         return self.lost
 
     def _read_settled(self) -> Snapshot | None:
