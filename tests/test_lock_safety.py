@@ -163,6 +163,14 @@ def test_a_holder_whose_lock_is_taken_writes_nothing_more_and_its_release_keeps_
     assert json.loads(held.path.read_text())["token"] == info["token"]
 
 
+def test_release_after_a_takeover_by_a_process_with_the_same_pid_keeps_the_new_lock(tmp_path):
+    """In containers every job's PID may be 1: release compares this acquisition's token, not the PID."""
+    held = RunLock(tmp_path).acquire()
+    info = _foreign(held.path)  # a takeover by a process of another host with this very PID
+    held.release()
+    assert json.loads(held.path.read_text())["token"] == info["token"]
+
+
 def test_a_lock_removed_by_hand_stops_the_holders_writes(tmp_path, monkeypatch):
     monkeypatch.setattr(xlock, "ABSENT_GRACE_S", 0.05, raising=False)
     with RunLock(tmp_path) as held:
