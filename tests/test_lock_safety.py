@@ -231,13 +231,14 @@ def test_a_holder_paused_past_its_lease_stops_without_writing_after_the_takeover
 @pytest.mark.slow  # holder processes over a few leases of 1-2 s: about 6 s
 def test_one_io_error_in_the_heartbeat_keeps_the_lease_and_lasting_ones_stop_the_run(tmp_path):
     once = _holder(tmp_path / "once", host="node-a", lease=2.0, seconds=6, eio="once")
-    always = _holder(tmp_path / "always", host="node-c", lease=1.0, seconds=60, write=True, eio="always")
+    # No writes: only the heartbeat can find the failure, and it must interrupt the main thread.
+    always = _holder(tmp_path / "always", host="node-c", lease=1.0, seconds=60, eio="always")
     try:
         time.sleep(2.5)  # the EIO came with the first beat (0.5 s); without the heartbeat the lease ran out
         with pytest.raises(RunLockedError, match="host node-a"):
             RunLock(tmp_path / "once").acquire()  # the holder is seen alive: its lease was renewed
         code, text = _finish(always, timeout=30)
-        assert code == 3 and "kept failing" in text or "could not be renewed" in text, text
+        assert code == 3 and "STOPPED" in text and "renewing it kept failing for 0.75 of its lease" in text, text
         assert "Input/output error (injected)" in text
         code, text = _finish(once)
         assert code == 0 and "DONE" in text and "could not renew the lock" in text, text
