@@ -322,3 +322,39 @@ def test_simultaneous_contenders_on_a_stale_lock_exactly_one_holds_it(tmp_path):
     print(f"holders per trial: {sorted(set(holders))}; acquire() returned "
           f"{sum(got for _, got in result['counts'])} times; {result['seconds']:.1f} s")
     assert holders == [1] * 200, [(t, c) for t, c in enumerate(result["counts"]) if c[0] != 1][:10]
+
+
+def _files(run: Path) -> dict[str, tuple[int, int]]:
+    """Every file of a run directory but its log and locks: (inode, mtime) by path."""
+    return {str(p.relative_to(run)): (p.stat().st_ino, p.stat().st_mtime_ns) for p in run.rglob("*")
+            if p.is_file() and p.name != "xlt.log" and "locks" not in p.relative_to(run).parts}
+
+
+@pytest.mark.slow  # a CLI run of demo_tiny, stopped early: about 30 s
+def test_a_cli_run_whose_lock_is_taken_over_stops_with_an_error_naming_the_new_holder(tmp_path):
+    from tests.cli import start
+
+    run = tmp_path / "demo_tiny" / "default"
+    proc = start("xlt.train", "+recipe=demo_tiny", f"run_root={tmp_path}", log=tmp_path / "out.log",
+                 env={"XLT_LOCK_LEASE_S": "2", "PYTHONPATH": str(ROOT)})
+    try:
+        while not (run / "stages" / "build_data.json").exists():  # training has begun
+            assert proc.poll() is None, (tmp_path / "out.log").read_text()[-3000:]
+            time.sleep(0.05)
+        lock = run / "locks" / "run.json"
+        tmp = lock.with_name("taker.tmp")
+        tmp.write_text(json.dumps({"host": "node-b", "pid": 77, "token": "b" * 32, "lease_s": 2.0, "started": 0.0,
+                                   "heartbeat": 0.0, "command": "+recipe=demo_tiny (the taker)",
+                                   "slurm": {"job_id": "9002", "restart_count": "0"}}))
+        tmp.replace(lock)  # the takeover
+        before = _files(run)
+        code = proc.wait(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    text = (tmp_path / "out.log").read_text()
+    assert code == 2 and "Traceback" not in text, text[-3000:]
+    assert "xlt: error: this run lost its lock" in text and "by host node-b, PID 77, SLURM job 9002" in text
+    assert _files(run) == before  # nothing written, replaced or touched after the takeover
+    assert json.loads(lock.read_text())["token"] == "b" * 32  # left to the taker
