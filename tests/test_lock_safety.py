@@ -143,7 +143,8 @@ def test_a_lock_is_never_half_written(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "link", no_space)
-    with pytest.raises(OSError, match="No space left"):
+    with pytest.raises(RunLockedError, match=r"cannot take the lock .*run.json \(No space left on device\); nothing "
+                                             "was left"):
         RunLock(tmp_path).acquire()
     assert list((tmp_path / "locks").iterdir()) == []
 

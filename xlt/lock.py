@@ -488,6 +488,15 @@ class RunLock:
         except PermissionError as err:
             raise RunLockedError(f"cannot write the lock folder {self.dir} ({err.strerror}): make it writable "
                                  f"(chmod u+rwx '{self.dir}') or give this run another run_root") from None
+        except OSError as err:  # a full disk, a failing file system: no lock is left behind
+            if self.held:
+                self.release()
+            with contextlib.suppress(OSError):
+                snap = read_lock(self.path)
+                if snap is not None and snap.info is not None and _token(snap.info) == self.owner:
+                    self._remove(self.path, snap)
+            raise RunLockedError(f"cannot take the lock {self.path} ({err.strerror or err}); nothing was left in "
+                                 f"{self.dir}: free some space or fix the file system, then rerun") from None
 
     def _take(self) -> RunLock:
         _LAST_LOST.clear()  # an earlier lock's loss (a job of the same multirun) is not this one's
