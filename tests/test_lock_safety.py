@@ -359,3 +359,23 @@ def test_a_cli_run_whose_lock_is_taken_over_stops_with_an_error_naming_the_new_h
     assert "xlt: error: this run lost its lock" in text and "by host node-b, PID 77, SLURM job 9002" in text
     assert _files(run) == before  # nothing written, replaced or touched after the takeover
     assert json.loads(lock.read_text())["token"] == "b" * 32  # left to the taker
+
+
+def test_a_holder_past_its_right_to_write_takes_its_own_lock_back_before_writing(tmp_path, monkeypatch):
+    """After a pause past 3/4 of its lease (the monotonic time of its last confirmation moved back here), a
+    holder's next write first renews the lock as a contender would (rename aside, compare, link): its own lock,
+    still there, is renewed and the write goes on; another's stops it."""
+    monkeypatch.setattr(xlock, "LEASE_S", 30.0)
+    with RunLock(tmp_path) as held:
+        beat = json.loads(held.path.read_text())["beat"]
+        held._confirmed -= 25.0
+        atomic_write_json(tmp_path / "after-pause.json", {"ok": 1})
+        renewed = json.loads(held.path.read_text())
+        assert renewed["token"] == held.owner and renewed["beat"] == beat + 1
+        held._confirmed -= 25.0
+        _foreign(held.path)
+        with pytest.raises(RunLockedError, match="lost its lock .* by host node-b"):
+            atomic_write_json(tmp_path / "after-takeover.json", {"ok": 2})
+    assert not (tmp_path / "after-takeover.json").exists()
+    assert json.loads(held.path.read_text())["host"] == "node-b"
+    assert sorted(p.name for p in held.path.parent.iterdir()) == ["run.json"]  # nothing left aside
