@@ -361,7 +361,9 @@ def test_an_in_place_rewrite_with_its_mtime_restored_is_noticed(tmp_path, monkey
     assert fingerprint.path_fingerprint(f) != before
 
 
-@pytest.mark.parametrize("kind", ["empty", "garbage", "other_shape", "folder"])
+# An empty or cut-short lock is what a kill between create and write leaves: taken over once unchanged for a
+# lease (tests/test_lock_safety.py). Any other damage is not what xlt leaves: the user decides.
+@pytest.mark.parametrize("kind", ["garbage", "other_shape", "folder"])
 def test_a_damaged_lock_is_named_with_how_to_remove_it(tmp_path, monkeypatch, kind):
     import xlt.lock
 
@@ -380,10 +382,10 @@ def test_damaged_lock_and_model_through_the_cli_are_xlt_errors(base, tmp_path):
     run = base.copy(tmp_path / "r")
     cli_args = [*ARGS, f"run_root={tmp_path / 'r'}"]
     (run.path / "locks").mkdir(exist_ok=True)
-    (run.path / "locks" / "run.json").write_bytes(b"")
+    (run.path / "locks" / "run.json").write_text('["not", "a", "lock"]')
     proc = xlt("xlt.train", *cli_args, "stages=[evaluate]")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert "xlt: error:" in proc.stderr and "locks/run.json is damaged (empty file)" in proc.stderr
+    assert "xlt: error:" in proc.stderr and "locks/run.json is damaged (not the file xlt writes" in proc.stderr
     (run.path / "locks" / "run.json").unlink()
     _swap_weights(run.model / "model.safetensors")
     proc = xlt("xlt.train", *cli_args, "stages=[evaluate,report]")

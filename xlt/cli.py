@@ -33,7 +33,7 @@ from xlt.config import CONF_DIR
 from xlt.config.overrides import check_overrides, check_parsable, entry_overrides, new_entries, override_form
 from xlt.errors import XltError
 from xlt.files import atomic_write_text
-from xlt.lock import RunLock, lock_name
+from xlt.lock import RunLock, check_held, lock_name, lost_error
 from xlt.run import PREEMPTION_FILE, RunDir, is_main_process, world_size
 from xlt.secrets import redact_config, redact_overrides
 from xlt.stages import run_stages
@@ -126,11 +126,12 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                     atomic_write_text(run.config, OmegaConf.to_yaml(redact_config(validated)))
 
             rank = int(os.environ.get("RANK", "0"))
-            with RunLock(run.path, lock_name(validated.translate, validated.eval), rank=rank) as lock:
+            with RunLock(run.path, lock_name(validated.translate, validated.eval), rank=rank, interrupt=True) as lock:
                 if is_main_process():
                     clear_preemption(run.path)
                 ran = run_stages(validated, run, stages, on_first_run=write_config, launch=lock.owner)
                 if is_main_process():
+                    check_held()
                     _record_call(run, stages, ran)
                     if "train" in ran and run.model.exists():  # a path with '=' and ',': quoted as it is typed
                         log.info("trained model: %s; to score it from another run: %s", run.model,
@@ -146,6 +147,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                   f"the record {PREEMPTION_FILE}: slurm/common.sh requeues the job).", file=sys.stderr)
             sys.exit(REQUEUE_EXIT)
         except KeyboardInterrupt:
+            if lost_error() is not None:  # the lock's heartbeat stopped this run: another took the directory
+                _fail(lost_error())
             print("\nxlt: interrupted; rerun the same command to resume.", file=sys.stderr)
             sys.exit(130)
 

@@ -39,7 +39,7 @@ from xlt.config.keys import stage_values
 from xlt.errors import ConfigError, XltError
 from xlt.files import atomic_write_json, atomic_write_text, remove_path
 from xlt.fingerprint import digest, path_fingerprint
-from xlt.lock import launch_id
+from xlt.lock import check_held, launch_id
 from xlt.run import INPUTS_FILE, RunDir, is_main_process, world_size
 from xlt.state import INPUTS, Damaged, StateError, read_or_redo, read_state
 
@@ -310,6 +310,7 @@ def _run_one(cfg: Any, run: RunDir, stages: Sequence[StageSpec], i: int, followe
     if on_first_run is not None:
         on_first_run()
     if not follower:
+        check_held()  # a run whose lock is lost removes nothing of the run that took it over
         run.failed(name).unlink(missing_ok=True)
         if not _sharded(cfg, spec):
             run.clear(name)  # a crash from here on leaves no done-marker that looks current

@@ -16,13 +16,17 @@ import os
 import secrets
 import shutil
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from xlt.errors import XltError
+
+# Called before each write below puts a file in place; one that raises stops the write (xlt.lock registers
+# its check: a run whose lock is lost writes nothing more).
+BEFORE_WRITE: list[Callable[[], None]] = []
 
 
 def remove_path(path: str | os.PathLike[str]) -> None:
@@ -83,6 +87,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        for check in BEFORE_WRITE:
+            check()
         os.replace(tmp, path)
     except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
@@ -150,6 +156,8 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = create_temp_dir(path)
     try:
         yield tmp
+        for check in BEFORE_WRITE:
+            check()
         if path.exists():
             old = path.with_name(f".{path.name}.old")
             shutil.rmtree(old, ignore_errors=True)

@@ -406,7 +406,8 @@ def test_a_requeued_job_on_another_host_takes_over_its_lock_and_finishes(tmp_pat
     assert lock["host"] == "node-17"
 
     other = subprocess.run([sys.executable, "-m", "xlt.train", *ARGS, f"run_root={tmp_path}"], cwd=ROOT,
-                           env={**ENV, "SLURM_JOB_ID": "778"}, capture_output=True, text=True, timeout=300)
+                           env={**ENV, "SLURM_JOB_ID": "778", "XLT_LOCK_WAIT_S": "3"},  # not its whole lease
+                           capture_output=True, text=True, timeout=300)
     assert other.returncode == 2 and "host node-17" in other.stderr, other.stderr[-3000:]
 
     requeued = _rerun(tmp_path, _accelerate(2, "--multi_gpu"), env={**slurm, "SLURM_RESTART_COUNT": "1"})

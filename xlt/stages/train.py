@@ -94,7 +94,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
     from transformers import EarlyStoppingCallback
 
     from xlt.training.args import build_training_arguments  # lazy: start-up time
-    from xlt.training.callbacks import CollapseDetector  # lazy: start-up time
+    from xlt.training.callbacks import CollapseDetector, LockGuard  # lazy: start-up time
     from xlt.training.data import load_training_set, tokenized_splits  # lazy: start-up time
     from xlt.training.trainer import make_trainer  # lazy: start-up time
 
@@ -131,7 +131,8 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
     collapse = CollapseDetector(margin=t.collapse_margin, patience=t.collapse_patience, stop=t.stop_on_collapse)
     # A scheduler's warning signal (SLURM USR1) -> full checkpoint at the end of the step, then stop.
     # The completeness record first: it must be written before the signal callback stops the run in on_save.
-    callbacks: list[Any] = [completeness_callback(t.save_total_limit), collapse, checkpoint_callback()]
+    # The lock's guard first: a run whose lock is lost saves no checkpoint.
+    callbacks: list[Any] = [LockGuard(), completeness_callback(t.save_total_limit), collapse, checkpoint_callback()]
     if t.early_stopping_patience:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
     trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks))

@@ -1,4 +1,4 @@
-"""Trainer callbacks: the collapse detector and a crash simulator for resume tests."""
+"""Trainer callbacks: the collapse detector, the run lock's guard and a crash simulator for resume tests."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import logging
 from transformers import TrainerCallback
 
 from xlt.errors import XltError
+from xlt.lock import check_held
 
 log = logging.getLogger("xlt.training")
 
@@ -24,6 +25,16 @@ def collapse_message(step: int, accuracy: float, evals: int) -> str:
         "Known remedies (see evaluation.md): a lower learning rate (base 1e-5, large 5e-6), a larger "
         "effective batch (gradient_accumulation_steps), a longer warmup, or another seed."
     )
+
+
+class LockGuard(TrainerCallback):
+    """Stops training at a step's end when this run's lock is lost (:func:`xlt.lock.check_held` raises
+    :class:`xlt.lock.LockLost`), before the step's checkpoint is saved; the lock file is read back only on
+    steps that save."""
+
+    def on_step_end(self, args, state, control, **kwargs):
+        check_held(io=bool(control.should_save))
+        return control
 
 
 class CollapseDetector(TrainerCallback):
