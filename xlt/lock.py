@@ -276,7 +276,7 @@ def read_lock(path: Path) -> Snapshot | None:
 def _write_temp(folder: Path, stem: str, data: bytes) -> Path:
     """``data`` in a new file of ``folder`` (flushed to disk), named for ``stem``."""
     path = folder / f".{stem}.{uuid.uuid4().hex}.tmp"
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # the umask decides, as for any file
     try:
         os.write(fd, data)
         os.fsync(fd)
@@ -297,7 +297,7 @@ def _link_new(tmp: Path, path: Path) -> bool:
     except OSError as err:
         if err.errno in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
             try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)  # the umask decides, as for any file
             except FileExistsError:
                 return False
             with os.fdopen(fd, "wb") as f:
