@@ -25,6 +25,7 @@ from xlt.errors import DataError
 from xlt.metrics import summarize
 from xlt.run import RunDir
 from xlt.scoring import before
+from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.scoring.results import (
     Job,
     current_jobs,
@@ -98,6 +99,10 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
         if "comparable_to_harness" in meta:  # LLM scoring: can this number stand beside the harness's?
             row["comparable_to_harness"] = bool(meta["comparable_to_harness"])
             row["not_comparable_because"] = "; ".join(meta.get("not_comparable_because") or [])
+        tok = r.get("tokenizer")
+        if isinstance(tok, dict):  # the scorer's tokenizer on the items (xlt.scoring.tokenizer_measures)
+            row.update({c: tok.get(c) if tok.get(c) is not None else float("nan") for c in TOKENIZER_COLUMNS})
+            row["tokenizer_notes"] = tok.get("notes") or ""
         for name, sub in (r.get("subsets") or {}).items():
             row[f"acc_{name}"] = sub["accuracy"] if sub["n"] else float("nan")
             row[f"n_{name}"] = sub["n"]
@@ -219,7 +224,7 @@ def report_columns(bench: Benchmark) -> list[str]:
     """The columns of the per-language table in ``report.md`` / ``report.tex`` (those present)."""
     report = bench.report
     return ["language", "name", *report.language_groupings, "accuracy", "ci_low", "ci_high",
-            *(f"acc_{s}" for s in report.subset_names), "n", "truncated"]
+            *(f"acc_{s}" for s in report.subset_names), *TOKENIZER_COLUMNS, "n", "truncated"]
 
 
 def display_frame(res: BenchmarkResults) -> pd.DataFrame:
