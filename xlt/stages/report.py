@@ -121,13 +121,13 @@ def run_items(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) -> di
     view = SimpleNamespace(path=run.path, results=results)
     out = {}
     for name, res in results.items():
-        bcfg = cfg.eval.benchmarks[name]
+        bcfg = cfg.eval.benchmarks.get(name)  # None: results without their config entry (no texts then)
 
         def load(lang: str, bcfg: Any = bcfg, res: BenchmarkResults = res) -> dict[str, dict[str, Any]]:
             return items_by_id(res.definition.load_checked(bcfg, lang, split=bcfg.split)[0])
 
         out[name] = item_report({"this run": system_scores([view], name)}, res.definition.pivot_language,
-                                None if uses_translator(bcfg) else load)
+                                None if bcfg is None or uses_translator(bcfg) else load)
     return out
 
 
