@@ -191,7 +191,7 @@ def write_item_runs(root: Path, n_items: int = 20, planted: tuple[int, str] = (7
     (data / "data").mkdir(parents=True, exist_ok=True)
     ids = [f"https://x.example/p{i}#1" for i in range(n_items)]
     gold: dict[str, list[int]] = {}
-    for li, lang in enumerate(ITEM_LANGS):
+    for lang in ITEM_LANGS:
         rows = []
         gold[lang] = []
         for i in range(n_items):

@@ -43,7 +43,10 @@ def test_the_planted_answer_key_error_comes_out_first(item_cmp):
     assert all(s["weakest share right elsewhere"] < 1.0 for s in report["suspects"][1:])
     # both languages' texts, the reference one English (right for every system), RTL marked
     texts = first["texts"]
-    assert [t["language"] for t in texts] == ["arb_Arab", "eng_Latn"] and [t["dir"] for t in texts] == ["rtl", "ltr"]
+    assert [t["language"] for t in texts] == ["arb_Arab", "eng_Latn"] and [t["dir"] for t in texts] == [
+        "rtl",
+        "ltr",
+    ]
     assert texts[0]["gold"] == 0 and texts[1]["gold"] == 3  # the swapped label: 7 % 4 = 3 in every other file
     md = (item_cmp["out"] / "compare.md").read_text()
     assert "items that break in one language" in md and md.index("p7#1") < md.index("p3#1")
@@ -64,8 +67,9 @@ def test_a_stricter_share_leaves_only_the_planted_error(item_cmp):
 
 
 def test_text_direction_from_the_script():
-    assert [text_direction(c) for c in ("arb_Arab", "heb_Hebr", "urd_Arab", "eng_Latn", "zho_Hans", "ar")] == \
-        ["rtl", "rtl", "rtl", "ltr", "ltr", "rtl"]
+    assert [
+        text_direction(c) for c in ("arb_Arab", "heb_Hebr", "urd_Arab", "eng_Latn", "zho_Hans", "ar")
+    ] == ["rtl", "rtl", "rtl", "ltr", "ltr", "rtl"]
 
 
 def test_the_item_report_runs_in_a_single_runs_report(item_cmp, tmp_path):
@@ -96,17 +100,30 @@ def vocab_runs(root, follows: bool | None, low=LOW):
     base = {x: 50.0 for x in langs}
     sign = 0 if follows is None else (1 if follows else -1)
     xlmv = {x: 50.0 + sign * 100 * saving[x] for x in langs}
-    return [write_run(root / "xlmr", MODELS["XLM-R"], belebele=base, premium=p_r, tokenizer_id="xlmr", n=100),
-            write_run(root / "xlmv", MODELS["XLM-V"], belebele=xlmv, premium=p_v, tokenizer_id="xlmv", n=100)]
+    return [
+        write_run(root / "xlmr", MODELS["XLM-R"], belebele=base, premium=p_r, tokenizer_id="xlmr", n=100),
+        write_run(root / "xlmv", MODELS["XLM-V"], belebele=xlmv, premium=p_v, tokenizer_id="xlmv", n=100),
+    ]
 
 
 def vocab_finding(paths):
-    found = {f["id"]: f for f in check_findings([RunInfo(p) for p in paths], samples=500)}
-    return found["belebele_vocabulary_premium_low"]
+    """The vocabulary finding alone, as check_findings runs it (the other claims are tested elsewhere)."""
+    from xlt.data.benchmarks import get_benchmark
+    from xlt.reporting.checks import CHECKS, Check
+    from xlt.reporting.run_tables import seed_groups
+    from xlt.reporting.systems import make_systems
+
+    groups = seed_groups([RunInfo(p) for p in paths])
+    bench = get_benchmark("belebele")
+    claim = next(c for c in bench.report.claims if c.id == "vocabulary_premium_low")
+    return CHECKS[claim.check](Check(make_systems(groups), groups, bench, claim, 500, 0)).to_dict()
 
 
 def test_vocabulary_finding_holds_when_accuracy_follows_the_premium(tmp_path):
-    f = vocab_finding(vocab_runs(tmp_path, True))
+    found = {
+        f["id"]: f for f in check_findings([RunInfo(p) for p in vocab_runs(tmp_path, True)], samples=500)
+    }
+    f = found["belebele_vocabulary_premium_low"]
     assert f["verdict"] == HOLDS and "tested directly" in f["why"] and "belebele_xlmv_best_lowest" in f["why"]
     summary = [r for r in f["numbers"] if "spearman rho" in r][0]
     assert summary["spearman rho"] < -0.9 and summary["p (one-sided, rho < 0)"] < 0.05
@@ -115,10 +132,14 @@ def test_vocabulary_finding_holds_when_accuracy_follows_the_premium(tmp_path):
 
 def test_vocabulary_finding_fails_against_the_premium_and_cannot_be_tested_without_measures(tmp_path):
     assert vocab_finding(vocab_runs(tmp_path / "a", False))["verdict"] == FAILS
-    assert vocab_finding(vocab_runs(tmp_path / "b", None))["verdict"] == UNTESTABLE  # no accuracy order to follow
+    assert (
+        vocab_finding(vocab_runs(tmp_path / "b", None))["verdict"] == UNTESTABLE
+    )  # no accuracy order to follow
     few = vocab_finding(vocab_runs(tmp_path / "c", True, low=LOW[:4]))
     assert few["verdict"] == UNTESTABLE and "at least 5" in few["why"]
-    plain = [write_run(tmp_path / "d" / f, MODELS[f], belebele={x: 50.0 for x in LOW}) for f in ("XLM-R", "XLM-V")]
+    plain = [
+        write_run(tmp_path / "d" / f, MODELS[f], belebele={x: 50.0 for x in LOW}) for f in ("XLM-R", "XLM-V")
+    ]
     none = vocab_finding(plain)
     assert none["verdict"] == UNTESTABLE and "tokenizer measures" in none["why"]
 
@@ -126,8 +147,14 @@ def test_vocabulary_finding_fails_against_the_premium_and_cannot_be_tested_witho
 def test_systems_sharing_a_tokenizer_are_not_a_pair(tmp_path):
     langs = LOW
     p = {x: 1.2 + 0.1 * i for i, x in enumerate(langs)}
-    runs = [write_run(tmp_path / "r", MODELS["XLM-R"], belebele={x: 50.0 for x in langs}, premium=p, tokenizer_id="t"),
-            write_run(tmp_path / "i", MODELS["InfoXLM"], belebele={x: 60.0 for x in langs}, premium=p, tokenizer_id="t")]
+    runs = [
+        write_run(
+            tmp_path / "r", MODELS["XLM-R"], belebele={x: 50.0 for x in langs}, premium=p, tokenizer_id="t"
+        ),
+        write_run(
+            tmp_path / "i", MODELS["InfoXLM"], belebele={x: 60.0 for x in langs}, premium=p, tokenizer_id="t"
+        ),
+    ]
     f = vocab_finding(runs)
     assert f["verdict"] == UNTESTABLE and "different tokenizers" in f["why"]
 
@@ -149,7 +176,11 @@ def test_compare_shows_tokenizer_measures_per_system(tmp_path):
 def test_spearman_and_its_permutation_p_value():
     x = np.arange(6.0)
     assert spearman(x, -x) == pytest.approx(-1.0) and spearman(x, np.ones(6)) != spearman(x, np.ones(6))
-    assert spearman(np.array([1, 2, 2, 3.0]), np.array([1, 2, 3, 4.0])) == pytest.approx(0.9486833)  # ties: average ranks
+    assert spearman(np.array([1, 2, 2, 3.0]), np.array([1, 2, 3, 4.0])) == pytest.approx(
+        0.9486833
+    )  # ties: average ranks
     rho, p = spearman_permutation_test(x, -x, 2000, 0)
-    assert rho == pytest.approx(-1.0) and p == pytest.approx(1 / 720, abs=0.004)  # only the observed order is as extreme
+    assert rho == pytest.approx(-1.0) and p == pytest.approx(
+        1 / 720, abs=0.004
+    )  # only the observed order is as extreme
     assert spearman_permutation_test(x, x, 2000, 0)[1] > 0.9  # the wrong direction is not significant

@@ -11,13 +11,34 @@ from transformers import PreTrainedTokenizerFast
 
 from xlt.scoring import tokenizer_measures as tm
 
-VOCAB = ["[UNK]", "hello", "wor", "##ld", "the", "cat", "sat", "ca", "##t", "##s", ",", ".", "!", "die", "katze",
-         "sa", "##ß", "猫", "##坐"]
+VOCAB = [
+    "[UNK]",
+    "hello",
+    "wor",
+    "##ld",
+    "the",
+    "cat",
+    "sat",
+    "ca",
+    "##t",
+    "##s",
+    ",",
+    ".",
+    "!",
+    "die",
+    "katze",
+    "sa",
+    "##ß",
+    "猫",
+    "##坐",
+]
 
 
 @pytest.fixture(scope="module")
 def tok():
-    wp = models.WordPiece({w: i for i, w in enumerate(VOCAB)}, unk_token="[UNK]", max_input_chars_per_word=100)
+    wp = models.WordPiece(
+        {w: i for i, w in enumerate(VOCAB)}, unk_token="[UNK]", max_input_chars_per_word=100
+    )
     backend = Tokenizer(wp)
     backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
@@ -29,7 +50,17 @@ def item(i: str, question: str, options: list[str], passage: str = "") -> dict:
 
 def test_word_spans_split_punctuation_at_the_edges():
     text = "«Hello,» he said: don't!"
-    assert [text[a:b] for a, b in tm.word_spans(text)] == ["«", "Hello", ",", "»", "he", "said", ":", "don't", "!"]
+    assert [text[a:b] for a, b in tm.word_spans(text)] == [
+        "«",
+        "Hello",
+        ",",
+        "»",
+        "he",
+        "said",
+        ":",
+        "don't",
+        "!",
+    ]
     assert tm.word_spans("  ") == []
 
 
@@ -38,7 +69,9 @@ def test_fertility_and_continued_words(tok):
     # two words in two or more pieces (world, cats)
     counts = tm.count_texts(tok, ["hello world, cats sat."])
     assert (counts["tokens"], counts["words"], counts["continued"], counts["unknown"]) == (8, 6, 2, 0)
-    m = tm.measures(tm.language_counts(tok, [item("1", "hello world, cats sat.", [])], "eng_Latn"), None, "eng_Latn")
+    m = tm.measures(
+        tm.language_counts(tok, [item("1", "hello world, cats sat.", [])], "eng_Latn"), None, "eng_Latn"
+    )
     assert m["fertility"] == pytest.approx(8 / 6) and m["continued_words"] == pytest.approx(2 / 6)
 
 
@@ -74,7 +107,10 @@ def test_premium_on_the_parallel_items_only(tok):
 
 
 def test_a_shared_passage_counts_once_in_the_pooled_measures(tok):
-    items = [item("1", "cat", ["sat"], passage="hello world"), item("2", "sat", ["cat"], passage="hello world")]
+    items = [
+        item("1", "cat", ["sat"], passage="hello world"),
+        item("2", "sat", ["cat"], passage="hello world"),
+    ]
     c = tm.language_counts(tok, items, "eng_Latn")
     # distinct texts: "hello world" (3 tokens, 2 words), "cat", "sat"
     assert (c["tokens"], c["words"]) == (5, 4)
@@ -98,4 +134,47 @@ def test_the_fingerprint_follows_the_vocabulary(tok):
     other = models.WordPiece({w: i for i, w in enumerate([*VOCAB, "dog"])}, unk_token="[UNK]")
     assert tm.tokenizer_fingerprint(tok) == tm.tokenizer_fingerprint(tok)
     assert tm.tokenizer_fingerprint(tok) != tm.tokenizer_fingerprint(
-        PreTrainedTokenizerFast(tokenizer_object=Tokenizer(other), unk_token="[UNK]"))
+        PreTrainedTokenizerFast(tokenizer_object=Tokenizer(other), unk_token="[UNK]")
+    )
+
+
+def test_the_evaluate_stage_records_the_measures_in_each_result(tok, tmp_path, monkeypatch):
+    """A scorer with a tokenizer: every result carries its measures, the premium against the copy's English
+    (absent from a copy without English, with the reason), and the report's per-language rows show them."""
+    from tests.fixtures.benchmarks import write_belebele
+    from xlt import config as xcfg
+    from xlt.reporting.tables import load_run_results
+    from xlt.run import RunDir
+    from xlt.scoring.scorers import GoldScorer
+    from xlt.stages import call_stage
+
+    class TokenizingGold(GoldScorer):
+        tokenizer = tok
+
+    monkeypatch.setattr("xlt.stages.evaluate.build_scorer", lambda cfg, run: TokenizingGold())
+    for name, langs in (("with_en", ["eng_Latn", "deu_Latn", "zho_Hans"]), ("no_en", ["deu_Latn"])):
+        write_belebele(tmp_path / name, langs, n=6)
+        cfg = xcfg.validate(
+            {
+                "eval": {
+                    "bootstrap_samples": 50,
+                    "scorer": "gold",
+                    "benchmarks": {"belebele": {"kind": "belebele", "path": str(tmp_path / name)}},
+                }
+            }
+        )
+        run = RunDir(tmp_path / f"run_{name}")
+        call_stage("evaluate", cfg, run)
+        res = {lang: json.loads(run.result("belebele", lang).read_text())["tokenizer"] for lang in langs}
+        assert all(
+            r["tokenizer"] == tm.tokenizer_fingerprint(tok) and r["unk_rate"] is not None
+            for r in res.values()
+        )
+        if name == "with_en":
+            assert res["eng_Latn"]["premium"] == 1.0 and res["deu_Latn"]["premium"] > 0
+            assert res["zho_Hans"]["fertility"] is None and "without spaces" in res["zho_Hans"]["notes"]
+            df = load_run_results(run.path)["belebele"].per_language.set_index("language")
+            assert df.loc["deu_Latn", "premium"] == pytest.approx(res["deu_Latn"]["premium"])
+        else:
+            assert res["deu_Latn"]["premium"] is None and "could not be read" in res["deu_Latn"]["notes"]
+            assert res["deu_Latn"]["fertility"] > 0

@@ -185,8 +185,9 @@ def item_blocks(name: str, report: dict[str, Any] | None) -> list[dict[str, Any]
         return []
     found = report.get("suspects") or []
     systems = report.get("systems") or []
-    title = (f"items that break in one language: wrong for every system ({', '.join(systems)}) where the item is "
-             f"right in at least {report.get('share', 0):.0%} of its other languages ({len(found)} found)")
+    who = "in this run" if systems == ["this run"] else f"for every system ({', '.join(systems)})"
+    title = (f"items that break in one language: wrong {who} where the item is right in at least "
+             f"{report.get('share', 0):.0%} of its other languages ({len(found)} found)")
     cols = [col("item"), col("language", filter=True), col("reference language"),
             col("weakest share right elsewhere", kind="num", digits=2),
             col("mean share right elsewhere", kind="num", digits=2), col("other languages", kind="int")]

@@ -46,11 +46,19 @@ def system_scores(runs: Sequence[Any], benchmark: str) -> dict[str, dict[str, fl
     (items every run of the language answered)."""
     out: dict[str, dict[str, float]] = {}
     with_it = [r for r in runs if benchmark in r.results]
-    langs = sorted(set.intersection(*(set(r.results[benchmark].per_language["language"]) for r in with_it))) if with_it else []
+    langs = (
+        sorted(set.intersection(*(set(r.results[benchmark].per_language["language"]) for r in with_it)))
+        if with_it
+        else []
+    )
     for lang in langs:
-        per = [{str(p["id"]): p["prediction"] == p["gold"]
-                for p in read_predictions(RunDir(r.path), Job(benchmark, lang, r.results[benchmark].kind))}
-               for r in with_it]
+        per = [
+            {
+                str(p["id"]): p["prediction"] == p["gold"]
+                for p in read_predictions(RunDir(r.path), Job(benchmark, lang, r.results[benchmark].kind))
+            }
+            for r in with_it
+        ]
         ids = set.intersection(*(set(p) for p in per))
         out[lang] = {i: sum(p[i] for p in per) / len(per) for i in ids}
     return out
@@ -72,11 +80,17 @@ def item_counts(systems: dict[str, dict[str, dict[str, float]]]) -> pd.DataFrame
     if not len(df):
         return df
     right = [c for c in df if c.startswith("right ")]
-    return df.assign(_k=df[right].mean(axis=1)).sort_values(["_k", "item"]).drop(columns="_k").reset_index(drop=True)
+    return (
+        df.assign(_k=df[right].mean(axis=1))
+        .sort_values(["_k", "item"])
+        .drop(columns="_k")
+        .reset_index(drop=True)
+    )
 
 
-def suspects(systems: dict[str, dict[str, dict[str, float]]], share: float = DEFAULT_SHARE,
-             min_other: int = MIN_OTHER) -> list[dict[str, Any]]:
+def suspects(
+    systems: dict[str, dict[str, dict[str, float]]], share: float = DEFAULT_SHARE, min_other: int = MIN_OTHER
+) -> list[dict[str, Any]]:
     """The (item, language) pairs every system gets wrong while answering the item right in at least
     ``share`` of its other languages (at least ``min_other`` of them), strongest first."""
     if not systems:
@@ -94,16 +108,32 @@ def suspects(systems: dict[str, dict[str, dict[str, float]]], share: float = DEF
                     break
                 shares[label] = float(np.mean(others))
             if ok:
-                out.append({"item": i, "language": lang, "weakest share right elsewhere": min(shares.values()),
-                            "mean share right elsewhere": float(np.mean(list(shares.values()))),
-                            "other languages": min(sum(i in s[x] for x in langs if x != lang) for s in systems.values()),
-                            **{f"right elsewhere {k}": v for k, v in shares.items()}})
-    out.sort(key=lambda r: (-r["weakest share right elsewhere"], -r["mean share right elsewhere"], r["item"], r["language"]))
+                out.append(
+                    {
+                        "item": i,
+                        "language": lang,
+                        "weakest share right elsewhere": min(shares.values()),
+                        "mean share right elsewhere": float(np.mean(list(shares.values()))),
+                        "other languages": min(
+                            sum(i in s[x] for x in langs if x != lang) for s in systems.values()
+                        ),
+                        **{f"right elsewhere {k}": v for k, v in shares.items()},
+                    }
+                )
+    out.sort(
+        key=lambda r: (
+            -r["weakest share right elsewhere"],
+            -r["mean share right elsewhere"],
+            r["item"],
+            r["language"],
+        )
+    )
     return out
 
 
-def reference_language(systems: dict[str, dict[str, dict[str, float]]], item: str, language: str,
-                       pivot: str | None) -> str | None:
+def reference_language(
+    systems: dict[str, dict[str, dict[str, float]]], item: str, language: str, pivot: str | None
+) -> str | None:
     """The language shown beside a suspect: the pivot (English) when every system answers the item right
     there, else the language with the highest mean share right."""
     best, best_v = None, -1.0
@@ -121,8 +151,13 @@ def reference_language(systems: dict[str, dict[str, dict[str, float]]], item: st
 Loader = Callable[[str], dict[str, dict[str, Any]]]
 
 
-def item_report(systems: dict[str, dict[str, dict[str, float]]], pivot: str | None, load: Loader | None,
-                share: float = DEFAULT_SHARE, shown: int = SHOWN) -> dict[str, Any]:
+def item_report(
+    systems: dict[str, dict[str, dict[str, float]]],
+    pivot: str | None,
+    load: Loader | None,
+    share: float = DEFAULT_SHARE,
+    shown: int = SHOWN,
+) -> dict[str, Any]:
     """The report of one benchmark: ``items`` (per item the counts), ``suspects`` (each with, for the first
     ``shown``, its texts in its language and a reference language: ``load(language)`` gives the items by id,
     or raises; ``None``: no texts) and the settings."""
@@ -141,20 +176,39 @@ def item_report(systems: dict[str, dict[str, dict[str, float]]], pivot: str | No
                 why = f"the items' texts could not be read ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
         if not why:
             s["texts"] = [_text(texts, lang, s["item"]) for lang in (s["language"], ref) if lang is not None]
-    return {"share": share, "min_other_languages": MIN_OTHER, "systems": list(systems),
-            "items": item_counts(systems).to_dict(orient="records"), "suspects": found, "texts_missing": why}
+    return {
+        "share": share,
+        "min_other_languages": MIN_OTHER,
+        "systems": list(systems),
+        "items": item_counts(systems).to_dict(orient="records"),
+        "suspects": found,
+        "texts_missing": why,
+    }
 
 
 def _text(texts: dict[str, dict[str, dict[str, Any]]], lang: str, item: str) -> dict[str, Any]:
     it = texts.get(lang, {}).get(item) or {}
-    return {"language": lang, "dir": text_direction(lang), "passage": it.get("passage", ""),
-            "question": it.get("question", ""), "options": list(it.get("options") or []), "gold": it.get("label")}
+    return {
+        "language": lang,
+        "dir": text_direction(lang),
+        "passage": it.get("passage", ""),
+        "question": it.get("question", ""),
+        "options": list(it.get("options") or []),
+        "gold": it.get("label"),
+    }
 
 
 def items_by_id(ds: Any) -> dict[str, dict[str, Any]]:
     """A loaded benchmark split (records) by item id."""
-    return {str(r["id"]): {"passage": r.get("passage", ""), "question": r.get("question", ""),
-                           "options": list(r.get("options") or []), "label": r.get("label")} for r in ds}
+    return {
+        str(r["id"]): {
+            "passage": r.get("passage", ""),
+            "question": r.get("question", ""),
+            "options": list(r.get("options") or []),
+            "label": r.get("label"),
+        }
+        for r in ds
+    }
 
 
 def suspects_markdown(report: dict[str, Any], heading: str) -> str:
@@ -162,15 +216,35 @@ def suspects_markdown(report: dict[str, Any], heading: str) -> str:
     from xlt.reporting.render import markdown_table  # lazy: start-up time
 
     found = report["suspects"]
-    head = (f"\n### items that break in one language\n\nPairs (item, language) that every system "
-            f"({', '.join(report['systems'])}) answers wrong while answering the item right in at least "
-            f"{report['share']:.0%} of its other languages (at least {report['min_other_languages']}): a translation "
-            f"or answer-key problem more likely than the models'. {len(found)} found"
-            + (" (texts in the HTML page)" if found and not report["texts_missing"] else "")
-            + (f"; {report['texts_missing']}" if found and report["texts_missing"] else "") + ".\n\n")
+    who = (
+        "this run answers"
+        if report["systems"] == ["this run"]
+        else f"every system ({', '.join(report['systems'])}) answers"
+    )
+    head = (
+        f"\n### items that break in one language\n\nPairs (item, language) that {who} wrong while answering "
+        f"the item right in at least "
+        f"{report['share']:.0%} of its other languages (at least {report['min_other_languages']}): a translation "
+        f"or answer-key problem more likely than the models'. {len(found)} found"
+        + (" (texts in the HTML page)" if found and not report["texts_missing"] else "")
+        + (f"; {report['texts_missing']}" if found and report["texts_missing"] else "")
+        + (
+            "; one run alone cannot tell them from its own scattered misses: compare several systems "
+            "(report --compare)"
+            if len(report["systems"]) == 1 and found
+            else ""
+        )
+        + ".\n\n"
+    )
     if not found:
         return head
-    cols = ["item", "language", "reference language", "weakest share right elsewhere", "mean share right elsewhere",
-            "other languages"]
+    cols = [
+        "item",
+        "language",
+        "reference language",
+        "weakest share right elsewhere",
+        "mean share right elsewhere",
+        "other languages",
+    ]
     df = pd.DataFrame([{c: r.get(c) for c in cols} for r in found])
     return head + markdown_table(df, digits=2)

@@ -25,7 +25,6 @@ from xlt.errors import DataError
 from xlt.metrics import summarize
 from xlt.run import RunDir
 from xlt.scoring import before
-from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.scoring.results import (
     Job,
     current_jobs,
@@ -36,6 +35,7 @@ from xlt.scoring.results import (
     read_result,
     result_path,
 )
+from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.state import PLAN, Damaged, read_state
 
 # The chance level of a result written before results recorded theirs (every benchmark then had 4 options).
@@ -234,4 +234,9 @@ def display_frame(res: BenchmarkResults) -> pd.DataFrame:
     columns = [c for c in report_columns(res.definition) if c in df]
     if before.COLUMN in df and "accuracy" in columns:  # the same model before fine-tuning, beside its accuracy
         columns.insert(columns.index("accuracy") + 1, before.COLUMN)
-    return df[columns]
+    out = df[columns].copy()
+    for c in TOKENIZER_COLUMNS:  # ratios near 1: two decimals (three for the rare unknown pieces); NaN empty
+        if c in out:
+            digits = 3 if c == "unk_rate" else 2
+            out[c] = [f"{v:.{digits}f}" if v == v and v is not None else "" for v in out[c]]
+    return out

@@ -44,8 +44,16 @@ from xlt.fingerprint import digest, path_fingerprint
 # Bump when the counting changes: cached counts of an older version are recomputed.
 VERSION = 1
 # Scripts written without spaces between words (ISO 15924, as the language table spells them).
-NO_SPACE_SCRIPTS = {"Hans": "Chinese", "Hant": "Chinese", "Jpan": "Japanese", "Thai": "Thai", "Khmr": "Khmer",
-                    "Laoo": "Lao", "Mymr": "Myanmar", "Tibt": "Tibetan"}
+NO_SPACE_SCRIPTS = {
+    "Hans": "Chinese",
+    "Hant": "Chinese",
+    "Jpan": "Japanese",
+    "Thai": "Thai",
+    "Khmr": "Khmer",
+    "Laoo": "Lao",
+    "Mymr": "Myanmar",
+    "Tibt": "Tibetan",
+}
 # The per-language columns of a report (a result's ``tokenizer`` entry), in order.
 COLUMNS = ("fertility", "continued_words", "premium", "unk_rate")
 _MEMO: dict[str, dict[str, Any]] = {}
@@ -65,7 +73,9 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
 
 
 def _cache_root() -> Path:
-    return Path(os.environ.get("XLT_CACHE", Path.home() / ".cache" / "xlt")).expanduser() / "tokenizer_measures"
+    return (
+        Path(os.environ.get("XLT_CACHE", Path.home() / ".cache" / "xlt")).expanduser() / "tokenizer_measures"
+    )
 
 
 def spaced(language: str) -> tuple[bool, str]:
@@ -73,8 +83,10 @@ def spaced(language: str) -> tuple[bool, str]:
     lang = langtab.lookup(language)
     script = lang.script if lang is not None else (language.partition("_")[2] or "")
     if script in NO_SPACE_SCRIPTS:
-        return False, (f"not defined for {language}: the {NO_SPACE_SCRIPTS[script]} script ({script}) is written "
-                       "without spaces between words, so white-space words are phrases, not words")
+        return False, (
+            f"not defined for {language}: the {NO_SPACE_SCRIPTS[script]} script ({script}) is written "
+            "without spaces between words, so white-space words are phrases, not words"
+        )
     return True, ""
 
 
@@ -107,7 +119,9 @@ def word_spans(text: str) -> list[tuple[int, int]]:
 
 def item_texts(item: dict[str, Any]) -> list[str]:
     """The texts of one benchmark item a model reads: its passage (when it has one), question and options."""
-    return [t for t in (item.get("passage") or "", item.get("question") or "", *(item.get("options") or [])) if t]
+    return [
+        t for t in (item.get("passage") or "", item.get("question") or "", *(item.get("options") or [])) if t
+    ]
 
 
 def _pieces_per_word(text: str, offsets: Sequence[tuple[int, int]] | None, tokenizer: Any) -> list[int]:
@@ -135,11 +149,19 @@ def count_texts(tokenizer: Any, texts: Sequence[str], with_words: bool = True) -
     unknown pieces, words and words of two or more pieces (``with_words``)."""
     unk = getattr(tokenizer, "unk_token_id", None)
     fast = bool(getattr(tokenizer, "is_fast", False))
-    enc = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=fast) if texts else {"input_ids": []}
+    enc = (
+        tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=fast)
+        if texts
+        else {"input_ids": []}
+    )
     per_text = [len(ids) for ids in enc["input_ids"]]
-    out: dict[str, Any] = {"per_text": per_text, "tokens": sum(per_text),
-                           "unknown": sum(sum(t == unk for t in ids) for ids in enc["input_ids"]) if unk is not None else 0,
-                           "words": 0, "continued": 0}
+    out: dict[str, Any] = {
+        "per_text": per_text,
+        "tokens": sum(per_text),
+        "unknown": sum(sum(t == unk for t in ids) for ids in enc["input_ids"]) if unk is not None else 0,
+        "words": 0,
+        "continued": 0,
+    }
     if with_words:
         offsets = enc.get("offset_mapping") if fast else None
         for i, text in enumerate(texts):
@@ -149,8 +171,9 @@ def count_texts(tokenizer: Any, texts: Sequence[str], with_words: bool = True) -
     return out
 
 
-def language_counts(tokenizer: Any, items: Iterable[dict[str, Any]], language: str,
-                    fingerprint: str | None = None) -> dict[str, Any]:
+def language_counts(
+    tokenizer: Any, items: Iterable[dict[str, Any]], language: str, fingerprint: str | None = None
+) -> dict[str, Any]:
     """Counts of one language's items: per item id its tokens (all its texts), and over the distinct texts
     the tokens, unknown pieces, words and continued words. Cached by the tokenizer's fingerprint and the
     items' texts (in memory and under ``$XLT_CACHE``)."""
@@ -170,8 +193,13 @@ def language_counts(tokenizer: Any, items: Iterable[dict[str, Any]], language: s
     distinct = list(dict.fromkeys(t for _, texts in rows for t in texts))
     counted = count_texts(tokenizer, distinct, with_words=spaced(language)[0])
     per = dict(zip(distinct, counted.pop("per_text"), strict=True))
-    out = {"key": key, "tokenizer": fp, "language": language, **counted,
-           "per_item": {i: sum(per[t] for t in texts) for i, texts in rows}}
+    out = {
+        "key": key,
+        "tokenizer": fp,
+        "language": language,
+        **counted,
+        "per_item": {i: sum(per[t] for t in texts) for i, texts in rows},
+    }
     try:
         atomic_write_json(path, out)
     except OSError:  # the cache is an optimisation; a read-only cache never fails a run
@@ -180,13 +208,18 @@ def language_counts(tokenizer: Any, items: Iterable[dict[str, Any]], language: s
     return out
 
 
-def measures(counts: dict[str, Any], english: dict[str, Any] | None, language: str,
-             english_why: str = "") -> dict[str, Any]:
+def measures(
+    counts: dict[str, Any], english: dict[str, Any] | None, language: str, english_why: str = ""
+) -> dict[str, Any]:
     """The four measures of one language from its counts and the English counts (None: no English items;
     ``english_why`` says why); a measure that is not defined is None, with the reason in ``notes``."""
     notes: list[str] = []
     ok, why = spaced(language)
-    out: dict[str, Any] = {"tokenizer": counts["tokenizer"], "tokens": counts["tokens"], "words": counts["words"]}
+    out: dict[str, Any] = {
+        "tokenizer": counts["tokenizer"],
+        "tokens": counts["tokens"],
+        "words": counts["words"],
+    }
     if ok and counts["words"]:
         out["fertility"] = counts["tokens"] / counts["words"]
         out["continued_words"] = counts["continued"] / counts["words"]
@@ -221,8 +254,9 @@ def _fingerprint(tokenizer: Any) -> str:
     return hit[1]
 
 
-def benchmark_measures(bench: Any, bcfg: Any, language: str, items: Iterable[dict[str, Any]],
-                       tokenizer: Any) -> dict[str, Any]:
+def benchmark_measures(
+    bench: Any, bcfg: Any, language: str, items: Iterable[dict[str, Any]], tokenizer: Any
+) -> dict[str, Any]:
     """The measures of one language of a benchmark entry (``bench``: its definition, ``bcfg``: its config
     entry) on ``items``, the premium against the entry's English items (the definition's
     ``pivot_language``, loaded as the entry loads any language; a benchmark without English, or English
@@ -240,7 +274,10 @@ def benchmark_measures(bench: Any, bcfg: Any, language: str, items: Iterable[dic
             english = bench.load_checked(bcfg, pivot, split=bcfg.split)[0]
             _PIVOTS[key] = (language_counts(tokenizer, english, pivot, fp), "")
         except (XltError, OSError) as err:
-            _PIVOTS[key] = (None, f"the English items ({pivot}) could not be read: {str(err).splitlines()[0]}")
+            _PIVOTS[key] = (
+                None,
+                f"the English items ({pivot}) could not be read: {str(err).splitlines()[0]}",
+            )
     english_counts, why = _PIVOTS[key]
     return measures(counts, english_counts, language, why)
 

@@ -25,12 +25,12 @@ from typing import Any
 import pandas as pd
 
 from xlt import languages as langtab
+from xlt.config.eval import uses_translator
 from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.contract import StageContext, StageSpec, context, json_problems
 from xlt.files import atomic_write_json, atomic_write_text
 from xlt.markdown import markdown_table as md_table
 from xlt.modeling.packaged import source_text
-from xlt.config.eval import uses_translator
 from xlt.reporting.html import write_run_page
 from xlt.reporting.items import item_report, items_by_id, suspects_markdown, system_scores
 from xlt.reporting.render import latex_table, markdown_table

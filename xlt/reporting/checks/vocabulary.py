@@ -23,8 +23,9 @@ def spearman(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def spearman_permutation_test(x: np.ndarray, y: np.ndarray, samples: int, seed: int,
-                              alternative: str = "less") -> tuple[float, float]:
+def spearman_permutation_test(
+    x: np.ndarray, y: np.ndarray, samples: int, seed: int, alternative: str = "less"
+) -> tuple[float, float]:
     """Spearman's rho of ``x`` and ``y`` and its permutation p-value: the null pairs each ``x`` with a
     ``y`` drawn at random without replacement (the languages exchangeable), vectorised over ``samples``
     shuffles; ``less``: a negative correlation is the effect."""
@@ -49,8 +50,11 @@ def _pairs(c: Check, measure: str) -> tuple[list[tuple[System, str, System, str]
         if bench is not None and language_means(s, bench, measure):
             have.append((s, bench))
     if len(have) < 2:
-        return [], (f"needs two systems evaluated in-language on {c.title} whose results carry tokenizer measures "
-                    f"(xlt records them at evaluation since issue 42; rerun evaluate for older runs); found {len(have)}")
+        return [], (
+            f"needs two systems evaluated in-language on {c.title} whose results carry tokenizer measures "
+            f"(xlt records them at evaluation; results written before it have none: rerun the evaluate stage with "
+            f"force=true); found {len(have)}"
+        )
     pairs = []
     for (a, ba), (b, bb) in combinations(have, 2):
         if a.setting != b.setting:
@@ -59,8 +63,10 @@ def _pairs(c: Check, measure: str) -> tuple[list[tuple[System, str, System, str]
             continue
         pairs.append((a, ba, b, bb))
     if not pairs:
-        return [], ("needs two systems of the same setting with different tokenizers (systems sharing a "
-                    "vocabulary, e.g. XLM-R and InfoXLM, have no premium difference to follow)")
+        return [], (
+            "needs two systems of the same setting with different tokenizers (systems sharing a "
+            "vocabulary, e.g. XLM-R and InfoXLM, have no premium difference to follow)"
+        )
     return pairs, ""
 
 
@@ -87,43 +93,70 @@ def check_accuracy_follows_tokenizer(c: Check) -> Finding:
         lev = {k: v.lower() for k, v in language_attr(a, ba, column).items()}
         langs = sorted(x for x in set(acc_a) & set(acc_b) & set(m_a) & set(m_b) if lev.get(x) == level)
         if len(langs) < need:
-            skipped.append(f"{a.label} vs {b.label}: {len(langs)} {level}-resource language(s) with both measures")
+            skipped.append(
+                f"{a.label} vs {b.label}: {len(langs)} {level}-resource language(s) with both measures"
+            )
             continue
         d_m = np.array([m_a[x] - m_b[x] for x in langs])
         d_acc = np.array([acc_a[x] - acc_b[x] for x in langs])
         rho, p = spearman_permutation_test(d_m, d_acc, c.samples, c.seed, "less")
         if rho != rho:
-            skipped.append(f"{a.label} vs {b.label}: the {measure} differences (or accuracy differences) are "
-                           "the same on every language, so there is no order to follow")
+            skipped.append(
+                f"{a.label} vs {b.label}: the {measure} differences (or accuracy differences) are "
+                "the same on every language, so there is no order to follow"
+            )
             continue
-        agree = sum(np.sign(dm) == -np.sign(da) and dm != 0 and da != 0 for dm, da in zip(d_m, d_acc, strict=True))
+        agree = sum(
+            np.sign(dm) == -np.sign(da) and dm != 0 and da != 0 for dm, da in zip(d_m, d_acc, strict=True)
+        )
         differ = int(sum((d_m != 0) & (d_acc != 0)))
         for x, dm, da in zip(langs, d_m, d_acc, strict=True):
-            rows.append({"pair": f"{a.label} vs {b.label}", "language": x, f"{measure} {a.label}": m_a[x],
-                         f"{measure} {b.label}": m_b[x], f"{measure} difference": float(dm),
-                         "accuracy difference": float(da),
-                         "lower-premium system higher": bool(dm != 0 and da != 0 and np.sign(dm) == -np.sign(da))})
-        rows.append({"pair": f"{a.label} vs {b.label}", "language": f"{len(langs)} {level}-resource languages",
-                     "spearman rho": rho, "p (one-sided, rho < 0)": p, "significant": bool(p < ALPHA),
-                     "lower-premium system higher": f"{agree} of {differ}"})
+            rows.append(
+                {
+                    "pair": f"{a.label} vs {b.label}",
+                    "language": x,
+                    f"{measure} {a.label}": m_a[x],
+                    f"{measure} {b.label}": m_b[x],
+                    f"{measure} difference": float(dm),
+                    "accuracy difference": float(da),
+                    "lower-premium system higher": bool(dm != 0 and da != 0 and np.sign(dm) == -np.sign(da)),
+                }
+            )
+        rows.append(
+            {
+                "pair": f"{a.label} vs {b.label}",
+                "language": f"{len(langs)} {level}-resource languages",
+                "spearman rho": rho,
+                "p (one-sided, rho < 0)": p,
+                "significant": bool(p < ALPHA),
+                "lower-premium system higher": f"{agree} of {differ}",
+            }
+        )
         tested.append((a, b, rho, p))
         p_values.append(p)
-        whys.append(f"{a.label} vs {b.label}: on {agree} of {differ} {level}-resource languages the system with the "
-                    f"lower {measure} scores higher; Spearman rho of the {measure} and accuracy differences over "
-                    f"{len(langs)} languages {rho:+.2f} (one-sided permutation p={p:.3f})")
+        whys.append(
+            f"{a.label} vs {b.label}: on {agree} of {differ} {level}-resource languages the system with the "
+            f"lower {measure} scores higher; Spearman rho of the {measure} and accuracy differences over "
+            f"{len(langs)} languages {rho:+.2f} (one-sided permutation p={p:.3f})"
+        )
     if not tested:
-        return c.untestable(f"needs at least {need} {level}-resource languages ({c.bench.report.label(column)} "
-                            f"{level!r}) with accuracy and {measure} from both systems of a pair; "
-                            + "; ".join(skipped))
+        return c.untestable(
+            f"needs at least {need} {level}-resource languages ({c.bench.report.label(column)} "
+            f"{level!r}) with accuracy and {measure} from both systems of a pair; " + "; ".join(skipped)
+        )
     ok = all(rho < 0 for _, _, rho, _ in tested) and all_significant(p_values)
-    why = ("tested directly, on the tokenizers' measures (not the model-family proxy belebele_xlmv_best_lowest): "
-           + "; ".join(whys))
+    why = (
+        "tested directly, on the tokenizers' measures (not the model-family proxy belebele_xlmv_best_lowest): "
+        + "; ".join(whys)
+    )
     if skipped:
         why += "; not tested: " + "; ".join(skipped)
-    test = (f"per pair of systems of the same setting with different tokenizers, over the {level}-resource languages "
-            f"({c.bench.report.label(column)} {level!r}, at least {need}) both evaluated: Spearman's rank correlation "
-            f"of the per-language differences in tokenization {measure} (tokens on the parallel items / English's, "
-            "the scored model's tokenizer, no special tokens) and in accuracy (mean over seeds); significance: "
-            "permutation test pairing the accuracy differences with the languages at random, one-sided (a lower "
-            f"{measure} goes with a higher accuracy, rho < 0); {VERDICT_RULE}: every pair")
+    test = (
+        f"per pair of systems of the same setting with different tokenizers, over the {level}-resource languages "
+        f"({c.bench.report.label(column)} {level!r}, at least {need}) both evaluated: Spearman's rank correlation "
+        f"of the per-language differences in tokenization {measure} (tokens on the parallel items / English's, "
+        "the scored model's tokenizer, no special tokens) and in accuracy (mean over seeds); significance: "
+        "permutation test pairing the accuracy differences with the languages at random, one-sided (a lower "
+        f"{measure} goes with a higher accuracy, rho < 0); {VERDICT_RULE}: every pair"
+    )
     return c.finding(HOLDS if ok else FAILS, why, test, rows)
