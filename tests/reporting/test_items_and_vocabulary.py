@@ -184,3 +184,19 @@ def test_spearman_and_its_permutation_p_value():
         1 / 720, abs=0.004
     )  # only the observed order is as extreme
     assert spearman_permutation_test(x, x, 2000, 0)[1] > 0.9  # the wrong direction is not significant
+
+
+def test_item_share_on_the_command_line(monkeypatch, tmp_path):
+    from xlt import report
+
+    seen = {}
+    monkeypatch.setattr("xlt.reporting.compare_runs.compare_runs", lambda *a, **k: seen.update(k))
+    assert report.compare_main(["--compare", "a", "b", "--out", str(tmp_path), "--item-share", "0.9"]) == 0
+    assert seen["item_share"] == 0.9
+    assert (
+        report.compare_main(["--compare", "a", "b", "--out", str(tmp_path)]) == 0
+        and seen["item_share"] == 0.8
+    )
+    with pytest.raises(SystemExit) as err:
+        report.compare_main(["--compare", "a", "b", "--out", str(tmp_path), "--item-share", "1.5"])
+    assert err.value.code == 2

@@ -178,3 +178,18 @@ def test_the_evaluate_stage_records_the_measures_in_each_result(tok, tmp_path, m
         else:
             assert res["deu_Latn"]["premium"] is None and "could not be read" in res["deu_Latn"]["notes"]
             assert res["deu_Latn"]["fertility"] > 0
+
+
+def test_an_english_vocabulary_collapses_amharic_and_tibetan_to_unknown_pieces():
+    """The English MiniLM's WordPiece vocabulary: every Amharic word is one [UNK] (fertility 1.0, as cheap as
+    English; the unknown rate says why), Tibetan is written without spaces (no fertility) and loses its
+    last syllable to [UNK] (1 of བ ##ད ་ [UNK])."""
+    from transformers import AutoTokenizer
+
+    from tests.pretrained import minilm_dir
+
+    bert = AutoTokenizer.from_pretrained(minilm_dir())
+    amh = tm.measures(tm.language_counts(bert, [item("1", "ሰላም ነው ዛሬ", [])], "amh_Ethi"), None, "amh_Ethi")
+    assert (amh["fertility"], amh["continued_words"], amh["unk_rate"]) == (1.0, 0.0, 1.0)
+    bod = tm.measures(tm.language_counts(bert, [item("1", "བོད་ཡིག", [])], "bod_Tibt"), None, "bod_Tibt")
+    assert bod["fertility"] is None and bod["unk_rate"] == pytest.approx(1 / 4)
