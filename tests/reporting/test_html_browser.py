@@ -153,6 +153,7 @@ def test_item_report_shows_the_planted_error_side_by_side(browser, tmp_path):
     assert page.locator("#app .item b, #app .item script").count() == 0  # markup in the data stays text
     assert arabic.locator("li.gold").text_content().startswith("arb_Arab option 0 of 7")
     assert sides.nth(1).locator("li.gold").text_content().startswith("eng_Latn option 3 of 7")
+    assert arabic.locator(".picked").text_content().count(": option 4") == 3  # each system's pick, beside the key
     first.scroll_into_view_if_needed()
     out = tmp_path / "items.png"
     page.screenshot(path=str(out))

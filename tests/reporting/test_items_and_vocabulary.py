@@ -48,6 +48,9 @@ def test_the_planted_answer_key_error_comes_out_first(item_cmp):
         "ltr",
     ]
     assert texts[0]["gold"] == 0 and texts[1]["gold"] == 3  # the swapped label: 7 % 4 = 3 in every other file
+    # every system picked option 4 in Arabic: the answer every other language's file keys
+    assert set(map(tuple, first["picks"].values())) == {(3,)} and len(first["picks"]) == 3
+    assert all(p.endswith(": option 4") for p in texts[0]["picked"])
     md = (item_cmp["out"] / "compare.md").read_text()
     assert "items that break in one language" in md and md.index("p7#1") < md.index("p3#1")
     counts = (item_cmp["out"] / "belebele_items.csv").read_text().splitlines()

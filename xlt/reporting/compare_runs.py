@@ -19,7 +19,7 @@ from xlt.errors import DataError
 from xlt.files import atomic_write_json, atomic_write_text, strict_json
 from xlt.reporting.findings import add_findings
 from xlt.reporting.html import write_compare_page
-from xlt.reporting.items import DEFAULT_SHARE, item_report, items_by_id, suspects_markdown, system_scores
+from xlt.reporting.items import DEFAULT_SHARE, item_report, items_by_id, read_system, suspects_markdown
 from xlt.reporting.plots import comparison_plot
 from xlt.reporting.render import markdown_table
 from xlt.reporting.run_tables import (
@@ -44,14 +44,16 @@ def compare_items(runs: list[RunInfo], groups: list[list[RunInfo]], bench: str, 
                   share: float = DEFAULT_SHARE) -> dict[str, Any]:
     """The cross-language item report of ``bench`` over the systems (seed groups) that evaluated it
     (:mod:`xlt.reporting.items`); its texts read as the first such run's config entry reads them."""
-    systems = {group_label(g): system_scores(g, bench) for g in groups if any(bench in r.results for r in g)}
+    read = {group_label(g): read_system(g, bench) for g in groups if any(bench in r.results for r in g)}
+    systems = {label: scores for label, (scores, _) in read.items()}
     first = next(r for r in runs if bench in r.results)
 
     def load(lang: str) -> dict[str, dict[str, Any]]:
         bcfg = validate(first.config).eval.benchmarks[bench]
         return items_by_id(definition.load_checked(bcfg, lang, split=bcfg.split)[0])
 
-    return item_report(systems, definition.pivot_language, load, share)
+    return item_report(systems, definition.pivot_language, load, share,
+                       picks={label: picks for label, (_, picks) in read.items()})
 
 
 def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 1000, seed: int = 0,

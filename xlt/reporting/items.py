@@ -41,10 +41,13 @@ def text_direction(language: str) -> str:
     return "rtl" if script in RTL_SCRIPTS else "ltr"
 
 
-def system_scores(runs: Sequence[Any], benchmark: str) -> dict[str, dict[str, float]]:
-    """Per language, per item id, the share of the ``runs`` (one system's seeds) that answered it right
-    (items every run of the language answered)."""
-    out: dict[str, dict[str, float]] = {}
+def read_system(
+    runs: Sequence[Any], benchmark: str
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, list[int]]]]:
+    """One system's (its seeds') predictions of ``benchmark``: per language, per item id every run of the
+    language answered, the share of the runs that answered it right, and the option each run picked."""
+    scores: dict[str, dict[str, float]] = {}
+    picks: dict[str, dict[str, list[int]]] = {}
     with_it = [r for r in runs if benchmark in r.results]
     langs = (
         sorted(set.intersection(*(set(r.results[benchmark].per_language["language"]) for r in with_it)))
@@ -54,14 +57,21 @@ def system_scores(runs: Sequence[Any], benchmark: str) -> dict[str, dict[str, fl
     for lang in langs:
         per = [
             {
-                str(p["id"]): p["prediction"] == p["gold"]
+                str(p["id"]): p
                 for p in read_predictions(RunDir(r.path), Job(benchmark, lang, r.results[benchmark].kind))
             }
             for r in with_it
         ]
         ids = set.intersection(*(set(p) for p in per))
-        out[lang] = {i: sum(p[i] for p in per) / len(per) for i in ids}
-    return out
+        scores[lang] = {i: sum(p[i]["prediction"] == p[i]["gold"] for p in per) / len(per) for i in ids}
+        picks[lang] = {i: [int(p[i]["prediction"]) for p in per] for i in ids}
+    return scores, picks
+
+
+def system_scores(runs: Sequence[Any], benchmark: str) -> dict[str, dict[str, float]]:
+    """Per language, per item id, the share of the ``runs`` (one system's seeds) that answered it right
+    (items every run of the language answered)."""
+    return read_system(runs, benchmark)[0]
 
 
 def item_counts(systems: dict[str, dict[str, dict[str, float]]]) -> pd.DataFrame:
@@ -157,10 +167,12 @@ def item_report(
     load: Loader | None,
     share: float = DEFAULT_SHARE,
     shown: int = SHOWN,
+    picks: dict[str, dict[str, dict[str, list[int]]]] | None = None,
 ) -> dict[str, Any]:
     """The report of one benchmark: ``items`` (per item the counts), ``suspects`` (each with, for the first
     ``shown``, its texts in its language and a reference language: ``load(language)`` gives the items by id,
-    or raises; ``None``: no texts) and the settings."""
+    or raises; ``None``: no texts; and, from ``picks`` (per system, :func:`read_system`'s second part), the
+    option each system's runs picked there) and the settings."""
     found = suspects(systems, share)
     texts: dict[str, dict[str, dict[str, Any]]] = {}
     why = "" if load is not None else "the benchmark's items are not at hand"
@@ -174,8 +186,14 @@ def item_report(
                 texts[lang] = load(lang)  # type: ignore[misc]
             except Exception as err:  # noqa: BLE001 - any failure to read the texts leaves them out, saying why
                 why = f"the items' texts could not be read ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+        if picks:
+            s["picks"] = {label: p.get(s["language"], {}).get(s["item"], []) for label, p in picks.items()}
         if not why:
             s["texts"] = [_text(texts, lang, s["item"]) for lang in (s["language"], ref) if lang is not None]
+            s["texts"][0]["picked"] = [
+                f"{label}: option {', '.join(str(k + 1) for k in ks)}"
+                for label, ks in (s.get("picks") or {}).items()
+            ]
     return {
         "share": share,
         "min_other_languages": MIN_OTHER,

@@ -32,7 +32,7 @@ from xlt.files import atomic_write_json, atomic_write_text
 from xlt.markdown import markdown_table as md_table
 from xlt.modeling.packaged import source_text
 from xlt.reporting.html import write_run_page
-from xlt.reporting.items import item_report, items_by_id, suspects_markdown, system_scores
+from xlt.reporting.items import item_report, items_by_id, read_system, suspects_markdown
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, summary_frames
 from xlt.run import REPORT_FILE, RunDir
@@ -126,8 +126,9 @@ def run_items(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) -> di
         def load(lang: str, bcfg: Any = bcfg, res: BenchmarkResults = res) -> dict[str, dict[str, Any]]:
             return items_by_id(res.definition.load_checked(bcfg, lang, split=bcfg.split)[0])
 
-        out[name] = item_report({"this run": system_scores([view], name)}, res.definition.pivot_language,
-                                None if bcfg is None or uses_translator(bcfg) else load)
+        scores, picks = read_system([view], name)
+        out[name] = item_report({"this run": scores}, res.definition.pivot_language,
+                                None if bcfg is None or uses_translator(bcfg) else load, picks={"this run": picks})
     return out
 
 

@@ -271,6 +271,7 @@
         var ol = el("ol");
         t.options.forEach(function (o, k) { ol.appendChild(el("li", {"class": k === t.gold ? "gold" : ""}, o + (k === t.gold ? " ✓" : ""))); });
         side.appendChild(ol);
+        if (t.picked && t.picked.length) side.appendChild(el("div", {"class": "picked", dir: "ltr"}, "picked: " + t.picked.join("; ")));
         row.appendChild(side);
       });
       box.appendChild(row);
