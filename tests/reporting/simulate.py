@@ -92,7 +92,7 @@ def system(label: str, seeds: int, benches: list[Bench], rng: np.random.Generato
                 row: dict[str, Any] = {"language": lang, "accuracy": correct.mean() * 100,
                                        "resource": (levels or {}).get(lang) or langtab.resource_level(lang)}
                 if b.premium is not None:
-                    row.update({"premium": b.premium[lang], "tokenizer": b.tokenizer})
+                    row.update({"premium": b.premium[lang], "tokenizer_fingerprint": b.tokenizer})
                 subsets = b.subsets[lang] if b.subsets else None
                 if subsets is not None:
                     for sub, mask in _masks(subsets).items():

@@ -173,7 +173,14 @@ def test_compare_shows_tokenizer_measures_per_system(tmp_path):
     assert "tokenizer measures per language and system" in (tmp_path / "cmp" / "compare.md").read_text()
     assert (tmp_path / "cmp" / "belebele_tokenizer.csv").is_file()
     df = load_run_results(paths[0])["belebele"].per_language
-    assert {"premium", "fertility", "continued_words", "unk_rate", "tokenizer_notes"} <= set(df)
+    assert {
+        "premium",
+        "fertility",
+        "continued_words",
+        "unk_rate",
+        "tokenizer_notes",
+        "tokenizer_fingerprint",
+    } <= set(df)
 
 
 def test_spearman_and_its_permutation_p_value():

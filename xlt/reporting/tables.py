@@ -103,7 +103,7 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
         if isinstance(tok, dict):  # the scorer's tokenizer on the items (xlt.scoring.tokenizer_measures)
             row.update({c: tok.get(c) if tok.get(c) is not None else float("nan") for c in TOKENIZER_COLUMNS})
             row["tokenizer_notes"] = tok.get("notes") or ""
-            row["tokenizer"] = tok.get("tokenizer")  # its fingerprint: which systems share a vocabulary
+            row["tokenizer_fingerprint"] = tok.get("tokenizer")  # which systems share a vocabulary
         for name, sub in (r.get("subsets") or {}).items():
             row[f"acc_{name}"] = sub["accuracy"] if sub["n"] else float("nan")
             row[f"n_{name}"] = sub["n"]

@@ -73,8 +73,8 @@ def _pairs(c: Check, measure: str) -> tuple[list[tuple[System, str, System, str]
 def _tokenizer_id(s: System, bench: str) -> Any:
     """The system's tokenizer: its recorded fingerprint, else its premiums (the same tokenizer gives the same)."""
     df = s.runs[0].results[bench].per_language
-    if "tokenizer" in df and df["tokenizer"].notna().any():
-        return str(df["tokenizer"].dropna().iloc[0])
+    if "tokenizer_fingerprint" in df and df["tokenizer_fingerprint"].notna().any():
+        return str(df["tokenizer_fingerprint"].dropna().iloc[0])
     return tuple(np.round(df.sort_values("language")["premium"].to_numpy(dtype=float), 9))
 
 
