@@ -210,3 +210,27 @@ def test_item_share_on_the_command_line(monkeypatch, tmp_path):
     with pytest.raises(SystemExit) as err:
         report.compare_main(["--compare", "a", "b", "--out", str(tmp_path), "--item-share", "1.5"])
     assert err.value.code == 2
+
+
+def test_systems_of_different_sizes_are_not_a_pair(tmp_path):
+    """XLM-R large against XLM-V base: the size would stand in for the vocabulary."""
+    large = {"name": "xlmr_large", "name_or_path": "FacebookAI/xlm-roberta-large"}
+    p = {x: 1.2 + 0.1 * i for i, x in enumerate(LOW)}
+    runs = [
+        write_run(
+            tmp_path / "r",
+            large,
+            belebele={x: 50.0 + i for i, x in enumerate(LOW)},
+            premium=p,
+            tokenizer_id="r",
+        ),
+        write_run(
+            tmp_path / "v",
+            MODELS["XLM-V"],
+            belebele={x: 50.0 for x in LOW},
+            premium={x: v - 0.05 * i for i, (x, v) in enumerate(p.items())},
+            tokenizer_id="v",
+        ),
+    ]
+    f = vocab_finding(runs)
+    assert f["verdict"] == UNTESTABLE and "same setting and size" in f["why"]

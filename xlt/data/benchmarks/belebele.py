@@ -149,7 +149,7 @@ class Belebele(Benchmark):
               {"measure": "premium", "column": "resource", "level": "low", "min_languages": 5},
               quote="We also observe that larger vocabulary size and conscious vocabulary construction correlate "
                     "with better performance on low-resource languages.", section="Abstract", verbatim=True,
-              needs="two systems of the same setting with different tokenizers (e.g. XLM-V and XLM-R), evaluated "
+              needs="two systems of the same setting and size with different tokenizers (e.g. XLM-V and XLM-R), evaluated "
               "in-language on at least 5 low-resource Belebele languages (NLLB's low level) with the tokenizer "
               "measures xlt records at evaluation"),
         Claim("family_most_above", "xlmv_most_ge_50",

@@ -21,7 +21,7 @@ Check kinds (``Claim.check``) and their ``params``:
 * ``higher_where_column_is``: accuracy is higher on languages whose ``column`` is ``a`` than ``b`` (named
   ``a_name`` / ``b_name`` in the numbers, ``a_label`` / ``b_label`` in words; ``exclude_pivot`` leaves the
   benchmark's pivot language out).
-* ``accuracy_follows_tokenizer``: per pair of systems of the same setting with different tokenizers, over
+* ``accuracy_follows_tokenizer``: per pair of systems of the same setting and size with different tokenizers, over
   the languages whose ``column`` (default ``resource``) is ``level`` (default ``low``; at least
   ``min_languages``, default 5), the accuracy differences fall as the differences in the tokenizer
   ``measure`` (default ``premium``, a column of the results: :mod:`xlt.scoring.tokenizer_measures`) rise:

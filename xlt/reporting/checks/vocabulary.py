@@ -43,7 +43,8 @@ def spearman_permutation_test(
 
 def _pairs(c: Check, measure: str) -> tuple[list[tuple[System, str, System, str]], str]:
     """The pairs of systems compared: in-language results of the benchmark with the tokenizer measure, the
-    same setting, different tokenizers (a pair with one tokenizer has no premium difference to follow)."""
+    same setting and size (where known), different tokenizers (a pair with one tokenizer has no premium
+    difference to follow)."""
     have = []
     for s in c.systems:
         bench = direct_benchmark(s, c.bench.kind)
@@ -57,14 +58,14 @@ def _pairs(c: Check, measure: str) -> tuple[list[tuple[System, str, System, str]
         )
     pairs = []
     for (a, ba), (b, bb) in combinations(have, 2):
-        if a.setting != b.setting:
-            continue
+        if a.setting != b.setting or (a.size and b.size and a.size != b.size):
+            continue  # another setting or size would confound the vocabulary with the training or the model
         if _tokenizer_id(a, ba) == _tokenizer_id(b, bb):
             continue
         pairs.append((a, ba, b, bb))
     if not pairs:
         return [], (
-            "needs two systems of the same setting with different tokenizers (systems sharing a "
+            "needs two systems of the same setting and size with different tokenizers (systems sharing a "
             "vocabulary, e.g. XLM-R and InfoXLM, have no premium difference to follow)"
         )
     return pairs, ""
@@ -152,7 +153,7 @@ def check_accuracy_follows_tokenizer(c: Check) -> Finding:
     if skipped:
         why += "; not tested: " + "; ".join(skipped)
     test = (
-        f"per pair of systems of the same setting with different tokenizers, over the {level}-resource languages "
+        f"per pair of systems of the same setting and size with different tokenizers, over the {level}-resource languages "
         f"({c.bench.report.label(column)} {level!r}, at least {need}) both evaluated: Spearman's rank correlation "
         f"of the per-language differences in tokenization {measure} (tokens on the parallel items / English's, "
         "the scored model's tokenizer, no special tokens) and in accuracy (mean over seeds); significance: "
