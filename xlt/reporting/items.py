@@ -98,6 +98,16 @@ def item_counts(systems: dict[str, dict[str, dict[str, float]]]) -> pd.DataFrame
     )
 
 
+def _matrix(scores: dict[str, dict[str, float]], ids: list[str], langs: list[str]) -> np.ndarray:
+    """One system's scores as an (items x languages) array, NaN where it did not answer."""
+    row = {i: k for k, i in enumerate(ids)}
+    out = np.full((len(ids), len(langs)), np.nan)
+    for j, lang in enumerate(langs):
+        for i, v in scores[lang].items():
+            out[row[i], j] = v
+    return out
+
+
 def suspects(
     systems: dict[str, dict[str, dict[str, float]]], share: float = DEFAULT_SHARE, min_other: int = MIN_OTHER
 ) -> list[dict[str, Any]]:
@@ -106,30 +116,32 @@ def suspects(
     if not systems:
         return []
     langs = sorted(set.intersection(*(set(s) for s in systems.values())))
+    ids = sorted({i for s in systems.values() for lang in langs for i in s[lang]})
+    if not langs or not ids:
+        return []
+    shares, others, ok = {}, {}, np.ones((len(ids), len(langs)), dtype=bool)
+    for label, s in systems.items():
+        m = _matrix(s, ids, langs)
+        seen = ~np.isnan(m)
+        filled = np.nan_to_num(m)
+        count = seen.sum(axis=1, keepdims=True) - seen  # the item's other languages this system answered
+        with np.errstate(invalid="ignore", divide="ignore"):
+            elsewhere = (filled.sum(axis=1, keepdims=True) - filled) / count
+        ok &= seen & (filled < 0.5) & (count >= min_other) & (elsewhere >= share - 1e-12)
+        shares[label], others[label] = elsewhere, count
     out = []
-    for lang in langs:
-        ids = set.intersection(*(set(s[lang]) for s in systems.values()))
-        for i in sorted(ids):
-            shares, ok = {}, True
-            for label, s in systems.items():
-                others = [s[x][i] for x in langs if x != lang and i in s[x]]
-                if s[lang][i] >= 0.5 or len(others) < min_other or np.mean(others) < share:
-                    ok = False
-                    break
-                shares[label] = float(np.mean(others))
-            if ok:
-                out.append(
-                    {
-                        "item": i,
-                        "language": lang,
-                        "weakest share right elsewhere": min(shares.values()),
-                        "mean share right elsewhere": float(np.mean(list(shares.values()))),
-                        "other languages": min(
-                            sum(i in s[x] for x in langs if x != lang) for s in systems.values()
-                        ),
-                        **{f"right elsewhere {k}": v for k, v in shares.items()},
-                    }
-                )
+    for r, c in zip(*np.nonzero(ok), strict=True):
+        per = {label: float(v[r, c]) for label, v in shares.items()}
+        out.append(
+            {
+                "item": ids[r],
+                "language": langs[c],
+                "weakest share right elsewhere": min(per.values()),
+                "mean share right elsewhere": float(np.mean(list(per.values()))),
+                "other languages": int(min(v[r, c] for v in others.values())),
+                **{f"right elsewhere {k}": v for k, v in per.items()},
+            }
+        )
     out.sort(
         key=lambda r: (
             -r["weakest share right elsewhere"],
