@@ -29,12 +29,20 @@ def compare_main(argv: list[str]) -> int:
     parser.add_argument("--include-path", action="append", default=[], metavar="FOLDER",
                         help="a compared run's eval.include_path folder whose *.py definition files may be run "
                              "(repeat for several); without it a comparison runs no code of the runs it compares")
+    parser.add_argument("--item-share", type=float, default=None, metavar="SHARE",
+                        help="item report: flag an (item, language) every system gets wrong when the item is right in "
+                             "at least this share of its other languages (default 0.8)")
     args = parser.parse_args(argv)
     from xlt.reporting.compare_runs import compare_runs  # lazy: start-up time
+    from xlt.reporting.items import DEFAULT_SHARE  # lazy: start-up time
+
+    share = DEFAULT_SHARE if args.item_share is None else args.item_share
+    if not 0 < share <= 1:
+        parser.error(f"--item-share must be in (0, 1], got {share}")
 
     try:
         compare_runs(args.compare, args.out, samples=args.bootstrap_samples, seed=args.seed,
-                     include_paths=args.include_path)
+                     include_paths=args.include_path, item_share=share)
     except XltError as err:
         print(f"\nxlt: error: {err}", file=sys.stderr)
         return 2

@@ -30,7 +30,8 @@ Layout (the constants below; :class:`RunDir` joins them)::
         train_metrics.json      the train stage's summary
         eval/<benchmark>/       plan.json, <lang>.json results, predictions/<lang>.jsonl, llm_meta/
         eval_before/            the same for the model before fine-tuning (eval.before_training)
-        report.{json,md,csv,tex,html}, plots/   the report
+        report.{json,md,csv,tex,html}, plots/   the report; report_items.csv: per parallel item, the
+                                languages it is answered right in
 
 Partial work a stage resumes (checkpoints, translations) records the inputs it was made under in
 ``xlt_inputs.json`` inside its folder (:func:`xlt.contract.recorded_inputs`).
@@ -86,6 +87,7 @@ LLM_META_DIR = "llm_meta"  # in eval/<benchmark>
 REPORT_STEM = "report"
 REPORT_FORMATS = ("json", "md", "csv", "tex", "html")  # report.json, report.md, ...
 REPORT_FILE = "report.json"
+ITEMS_REPORT_FILE = "report_items.csv"  # the cross-language item report: per parallel item, languages right
 PLOTS_DIR = "plots"
 INPUTS_FILE = "xlt_inputs.json"  # in a folder of partial work (checkpoints, translations)
 
@@ -253,6 +255,11 @@ class RunDir:
         if ext not in REPORT_FORMATS:
             raise ValueError(f"no report.{ext} in a run directory (formats: {', '.join(REPORT_FORMATS)})")
         return self.path / f"{REPORT_STEM}.{ext}"
+
+    @property
+    def items_report(self) -> Path:
+        """Per parallel item of every benchmark, the languages it was answered right in (:mod:`xlt.reporting.items`)."""
+        return self.path / ITEMS_REPORT_FILE
 
     @property
     def plots(self) -> Path:

@@ -33,9 +33,11 @@ def correct_vector(n: int, accuracy: float, offset: int = 0) -> np.ndarray:
 
 
 def write_language(run: Path, bench: str, kind: str, lang: str, correct: np.ndarray, meta: Any = None,
-                   translate_test: bool = False, n_options: int | None = None) -> None:
+                   translate_test: bool = False, n_options: int | None = None,
+                   tokenizer: dict[str, Any] | None = None) -> None:
     """One language's result and predictions; ``n_options`` also records the result's chance level (a
-    result without it stands for one written before results recorded theirs)."""
+    result without it stands for one written before results recorded theirs); ``tokenizer``: the result's
+    tokenizer measures (:mod:`xlt.scoring.tokenizer_measures`)."""
     d = run / "eval" / bench
     (d / "predictions").mkdir(parents=True, exist_ok=True)
     k = n_options or 4
@@ -53,6 +55,8 @@ def write_language(run: Path, bench: str, kind: str, lang: str, correct: np.ndar
                              "data": "hub:fake", "job": "j"}}
     if n_options is not None:
         result["chance"] = 100 / n_options
+    if tokenizer is not None:
+        result["tokenizer"] = tokenizer
     if meta is not None:
         result["subsets"] = {k: accuracy_with_ci(correct[m], 50, 0) for k, m in get_benchmark(kind).item_subsets(meta).items()}
     (d / f"{lang}.json").write_text(json.dumps(result))
@@ -70,14 +74,16 @@ def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, tr
               belebele: dict[str, float] | None = None, belebele_tt: dict[str, float] | None = None,
               gmmlu: dict[str, tuple[float, float]] | None = None, llm: str | None = None, n: int = 40,
               offset: int = 0, others: dict[str, dict[str, Any]] | None = None,
-              resource_groups: Path | None = None) -> Path:
+              resource_groups: Path | None = None, premium: dict[str, float] | None = None,
+              tokenizer_id: str = "tok") -> Path:
     """A finished run: ``belebele`` {code: accuracy}, ``gmmlu`` {code: (CS accuracy, CA accuracy)}.
 
     ``llm`` makes it an LLM run (``eval.scorer=llm``); ``belebele_tt`` adds a translate-test benchmark;
     ``others`` {name: {"kind", "accuracies": {code: accuracy}, "n_options"[, "translate_test", "machine_translated"]}}
     benchmarks of other kinds or variants
     (e.g. one a test registers; their config entries are added to ``config.yaml`` as recorded, unvalidated);
-    ``resource_groups``: a grouping file (``eval.resource_groups``) replacing the table's resource levels.
+    ``resource_groups``: a grouping file (``eval.resource_groups``) replacing the table's resource levels;
+    ``premium`` {code: premium}: Belebele results with tokenizer measures (of the tokenizer ``tokenizer_id``).
     """
     benches: dict[str, Any] = {}
     if belebele is not None:
@@ -108,7 +114,12 @@ def write_run(path: Path, model: dict[str, str] | None = None, seed: int = 1, tr
         if accs is None:
             continue
         for lang, acc in accs.items():
-            write_language(path, bench, "belebele", lang, correct_vector(n, acc, offset), translate_test=tt)
+            tok = None
+            if premium is not None and lang in premium and not tt:
+                tok = {"tokenizer": tokenizer_id, "premium": premium[lang], "fertility": None, "continued_words": None,
+                       "unk_rate": 0.0, "notes": ""}
+            write_language(path, bench, "belebele", lang, correct_vector(n, acc, offset), translate_test=tt,
+                           tokenizer=tok)
         (path / "eval" / bench / "plan.json").write_text(json.dumps({"benchmark": bench, "kind": "belebele",
                                                                       "languages": sorted(accs)}))
     if gmmlu is not None:
@@ -162,3 +173,66 @@ def paper_like_set(root: Path, n: int = 40) -> list[Path]:
     paths.append(write_run(root / "llm_5shot/eval.llm.model=q", None, 1, belebele=bel(-5), belebele_tt=bel(3),
                            llm="Qwen/Qwen2.5-7B", n=n))
     return paths
+
+
+ITEM_LANGS = ["eng_Latn", "arb_Arab", "deu_Latn", "fra_Latn", "rus_Cyrl", "heb_Hebr", "swh_Latn"]
+
+
+def write_item_runs(root: Path, n_items: int = 20, planted: tuple[int, str] = (7, "arb_Arab"),
+                    hard: tuple[int, tuple[str, str]] = (3, ("deu_Latn", "fra_Latn")),
+                    families: tuple[str, ...] = ("XLM-R", "XLM-V", "InfoXLM")) -> tuple[list[Path], Path]:
+    """Runs of ``families`` on a local Belebele copy of :data:`ITEM_LANGS` x ``n_items`` parallel items (written
+    under ``root/belebele``; texts with markup characters, Arabic and Hebrew right to left) where one language
+    of one item has a swapped gold label (``planted``: item index, language): every system answers that
+    item right (the true answer) and is scored wrong there. Besides it, each system misses scattered
+    (item, language) pairs (never all three the same one), and every system misses the ``hard`` item in two
+    languages (a weaker suspect: right in 4 of 6 other languages). Returns (run paths, the copy's folder)."""
+    data = root / "belebele"
+    (data / "data").mkdir(parents=True, exist_ok=True)
+    ids = [f"https://x.example/p{i}#1" for i in range(n_items)]
+    gold: dict[str, list[int]] = {}
+    for lang in ITEM_LANGS:
+        rows = []
+        gold[lang] = []
+        for i in range(n_items):
+            true = i % 4
+            label = (true + 1) % 4 if (i, lang) == planted else true  # the planted answer-key error
+            gold[lang].append(label)
+            rtl = {"arb_Arab": "ما الذي اشتراه", "heb_Hebr": "מה קנתה"}.get(lang)
+            text = f"{rtl} <b>{i}</b>?" if rtl else f"[{lang}] What did Lena buy <b>{i}</b> & why?"
+            rows.append({"link": f"https://x.example/p{i}", "question_number": 1,
+                         "flores_passage": f"{rtl or 'Passage'} {i} ({lang}) <script>alert(1)</script>",
+                         "question": text, **{f"mc_answer{k + 1}": f"{lang} option {k} of {i}" for k in range(4)},
+                         "correct_answer_num": str(label + 1), "dialect": lang, "ds": "2023-05-03"})
+        (data / "data" / f"{lang}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    paths = []
+    for si, fam in enumerate(families):
+        path = root / f"{fam.lower().replace('-', '')}_zeroshot" / "default"
+        cfg = xcfg.validate({"seed": 1, "model": MODELS[fam],
+                             "eval": {"benchmarks": {"belebele": {"kind": "belebele", "path": str(data)}}}})
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "config.yaml").write_text(OmegaConf.to_yaml(cfg))
+        d = path / "eval" / "belebele"
+        (d / "predictions").mkdir(parents=True, exist_ok=True)
+        for li, lang in enumerate(ITEM_LANGS):
+            correct, lines = [], []
+            for i in range(n_items):
+                if (i, lang) == planted:
+                    pred, ok = i % 4, False  # the true answer, scored against the swapped label
+                else:
+                    scattered = (i * 7 + li * 3 + si * 5) % 10 == 0 and i != planted[0]
+                    ok = not (scattered or (i == hard[0] and lang in hard[1]))
+                    pred = gold[lang][i] if ok else (gold[lang][i] + 2) % 4
+                correct.append(ok)
+                lines.append(json.dumps({"id": ids[i], "language": lang, "gold": gold[lang][i], "prediction": pred,
+                                         "job": "j", "scores": [float(k == pred) for k in range(4)]}))
+            (d / "predictions" / f"{lang}.jsonl").write_text("\n".join(lines) + "\n")
+            result = {"benchmark": "belebele", "kind": "belebele", "language": lang, "code": lang, "split": "test",
+                      "translate_test": False, **accuracy_with_ci(np.array(correct), 50, 0), "ties": 0,
+                      "data_checks": {}, "chance": 25.0,
+                      "provenance": {"stage": "evaluate", "inputs": "cafe", "xlt_version": "0.1.0", "model": {"sha": fam},
+                                     "data": "local", "job": "j"}}
+            (d / f"{lang}.json").write_text(json.dumps(result))
+        (d / "plan.json").write_text(json.dumps({"benchmark": "belebele", "kind": "belebele", "languages": ITEM_LANGS}))
+        paths.append(path)
+    return paths, data

@@ -56,14 +56,17 @@ class SimRun:
 @dataclass
 class Bench:
     """One benchmark entry of a simulated system: per language, each question's difficulty and the
-    system's effect on it (``effect``: per language, an array of per-question additions), and each
-    question's subsets (``subsets``: per language, a list of label lists, or None)."""
+    system's effect on it (``effect``: per language, an array of per-question additions), each
+    question's subsets (``subsets``: per language, a list of label lists, or None) and the system's
+    tokenizer (``premium`` per language, ``tokenizer`` its fingerprint; None: results without measures)."""
 
     name: str
     kind: str
     difficulty: dict[str, np.ndarray]
     effect: dict[str, np.ndarray]
     subsets: dict[str, list[list[str]]] | None = None
+    premium: dict[str, float] | None = None  # per language, the tokenizer's premium (report column ``premium``)
+    tokenizer: str = ""  # the tokenizer's fingerprint (systems sharing one have the same)
     translate_test: bool = False
     machine_translated: bool = False
 
@@ -88,6 +91,8 @@ def system(label: str, seeds: int, benches: list[Bench], rng: np.random.Generato
                 correct = rng.random(p.size) < np.clip(p + b.effect[lang], 0, 1)
                 row: dict[str, Any] = {"language": lang, "accuracy": correct.mean() * 100,
                                        "resource": (levels or {}).get(lang) or langtab.resource_level(lang)}
+                if b.premium is not None:
+                    row.update({"premium": b.premium[lang], "tokenizer_fingerprint": b.tokenizer})
                 subsets = b.subsets[lang] if b.subsets else None
                 if subsets is not None:
                     for sub, mask in _masks(subsets).items():

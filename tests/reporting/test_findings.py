@@ -48,8 +48,16 @@ def mt(accs):
 write_run = partial(_write_run, n=200)
 
 
+VOCAB = "belebele_vocabulary_premium_low"  # tested on runs with tokenizer measures: test_items_and_vocabulary.py
+
+
 def findings(payload):
-    return {f["id"]: f for f in payload["findings"]}
+    """The findings by id, less the vocabulary finding, which these runs (no tokenizer measures in their
+    results, three low-resource languages) cannot test: checked to say so."""
+    out = {f["id"]: f for f in payload["findings"]}
+    vocab = out.pop(VOCAB)
+    assert vocab["verdict"] == UNTESTABLE and "tokenizer measures" in vocab["why"]
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -163,9 +171,10 @@ def test_every_finding_holds(holds):
     md = (out / "compare.md").read_text()
     assert "## Findings of the papers" in md and "| **holds** |" in md
     saved = json.loads((out / "compare.json").read_text())["findings"]
-    assert [x["verdict"] for x in saved] == [HOLDS] * 8
+    assert [x["verdict"] for x in saved if x["id"] != VOCAB] == [HOLDS] * 8
     # each verdict beside the paper's sentence: quoted (the abstract) or marked as a paraphrase
     says = {x["id"]: x["paper_says"] for x in saved}
+    assert says[VOCAB] == says["belebele_xlmv_best_lowest"]  # the one sentence, tested directly and by proxy
     assert says["belebele_xlmv_best_lowest"].startswith("\u201cWe also observe that larger vocabulary size")
     assert says["belebele_xlmv_best_lowest"].endswith("(Abstract)")
     assert says["belebele_infoxlm_best_high_medium"].startswith("paraphrase (A.4 Experiment Details, Cross-lingual "

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.reporting.browser import first_column, open_page
-from tests.reporting.fake_runs import paper_like_set
+from tests.reporting.fake_runs import paper_like_set, write_item_runs
 from xlt import config as xcfg
 from xlt import languages as langtab
 from xlt.reporting.compare_runs import compare_runs
@@ -94,11 +94,11 @@ def test_report_page_sorts_filters_and_shows_intervals(browser, pages):
 
 def test_compare_page_with_ten_runs(browser, pages):
     page, problems = open_page(browser, pages["compare"])
-    assert page.locator(".finding").count() == 8
+    assert page.locator(".finding").count() == 9
     assert page.locator(".finding.holds").count() >= 1
     # every verdict shows the paper's sentence beside it (quoted, or marked as a paraphrase)
     quotes = page.locator(".finding .quote").all_inner_texts()
-    assert len(quotes) == 8 and all(q.startswith("The paper: ") for q in quotes)
+    assert len(quotes) == 9 and all(q.startswith("The paper: ") for q in quotes)
     assert any("\u201cWe also observe that larger vocabulary size" in q for q in quotes)
     # the DOM stays small enough for 122 languages x 10 runs
     assert page.evaluate("document.getElementsByTagName('*').length") < 40_000
@@ -124,6 +124,40 @@ def test_compare_page_with_ten_runs(browser, pages):
     page.select_option(f"#tb-{sbs} select[data-filter='resource']", "")
     page.evaluate("window.scrollTo(0, 0)")
     save_shot(page, pages, "compare_html.png")
+    assert problems == []
+    page.close()
+
+
+def test_item_report_shows_the_planted_error_side_by_side(browser, tmp_path):
+    """The constructed runs with one swapped gold label (tests/reporting/fake_runs.py): the compare page lists
+    it first, with its passage, question and options in Arabic (right to left) beside English; the texts'
+    markup (``<b>``, ``<script>``) shows as text, never as elements."""
+    paths, _ = write_item_runs(tmp_path / "runs")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("xlt.reporting.compare_runs.comparison_plot", lambda *a, **k: None)
+        compare_runs(paths, tmp_path / "cmp", samples=50)
+    page, problems = open_page(browser, tmp_path / "cmp" / "compare.html")
+    rows = page.eval_on_selector_all("table[data-table='belebele-suspects'] tbody tr",
+                                     "rows => rows.map(r => [r.cells[0].textContent, r.cells[1].textContent])")
+    assert rows[0] == ["https://x.example/p7#1", "arb_Arab"] and len(rows) == 3
+    first = page.locator("#app .item >> nth=0")
+    assert first.get_attribute("data-item") == "https://x.example/p7#1"
+    sides = first.locator(".side")
+    assert sides.count() == 2
+    assert [sides.nth(k).get_attribute("dir") for k in range(2)] == ["rtl", "ltr"]
+    assert [sides.nth(k).get_attribute("lang") for k in range(2)] == ["arb_Arab", "eng_Latn"]
+    arabic = sides.nth(0)
+    assert page.evaluate("e => getComputedStyle(e).direction", arabic.element_handle()) == "rtl"
+    assert "ما الذي اشتراه <b>7</b>?" in arabic.locator(".question").text_content()
+    assert "<script>alert(1)</script>" in arabic.locator(".passage").text_content()
+    assert page.locator("#app .item b, #app .item script").count() == 0  # markup in the data stays text
+    assert arabic.locator("li.gold").text_content().startswith("arb_Arab option 0 of 7")
+    assert sides.nth(1).locator("li.gold").text_content().startswith("eng_Latn option 3 of 7")
+    assert arabic.locator(".picked").text_content().count(": option 4") == 3  # each system's pick, beside the key
+    first.scroll_into_view_if_needed()
+    out = tmp_path / "items.png"
+    page.screenshot(path=str(out))
+    assert out.stat().st_size > 10_000
     assert problems == []
     page.close()
 

@@ -13,30 +13,55 @@ from typing import Any
 
 import pandas as pd
 
+from xlt.config import validate
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
 from xlt.files import atomic_write_json, atomic_write_text, strict_json
 from xlt.reporting.findings import add_findings
 from xlt.reporting.html import write_compare_page
+from xlt.reporting.items import DEFAULT_SHARE, item_report, items_by_id, read_system, suspects_markdown
 from xlt.reporting.plots import comparison_plot
 from xlt.reporting.render import markdown_table
 from xlt.reporting.run_tables import (
     RunInfo,
+    group_label,
     paired_differences,
     rankings,
     seed_groups,
     seed_summary,
     side_by_side,
     system_subset_scores,
+    tokenizer_side_by_side,
 )
 from xlt.reporting.tables import chance_level, heading
 
+TOKENIZER_NOTE = ("Each system's tokenizer on the items, no special tokens: `fertility` subword tokens per word, "
+                  "`continued_words` share of words in two or more pieces (both undefined for scripts written without "
+                  "spaces), `premium` tokens on the parallel items / English's, `unk_rate` share of unknown pieces.")
+
+
+def compare_items(runs: list[RunInfo], groups: list[list[RunInfo]], bench: str, definition: Any,
+                  share: float = DEFAULT_SHARE) -> dict[str, Any]:
+    """The cross-language item report of ``bench`` over the systems (seed groups) that evaluated it
+    (:mod:`xlt.reporting.items`); its texts read as the first such run's config entry reads them."""
+    read = {group_label(g): read_system(g, bench) for g in groups if any(bench in r.results for r in g)}
+    systems = {label: scores for label, (scores, _) in read.items()}
+    first = next(r for r in runs if bench in r.results)
+
+    def load(lang: str) -> dict[str, dict[str, Any]]:
+        bcfg = validate(first.config).eval.benchmarks[bench]
+        return items_by_id(definition.load_checked(bcfg, lang, split=bcfg.split)[0])
+
+    return item_report(systems, definition.pivot_language, load, share,
+                       picks={label: picks for label, (_, picks) in read.items()})
+
 
 def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 1000, seed: int = 0,
-                 include_paths: Sequence[str | Path] = ()) -> dict[str, Any]:
+                 include_paths: Sequence[str | Path] = (), item_share: float = DEFAULT_SHARE) -> dict[str, Any]:
     """Compare ``run_dirs`` (the first is the baseline) and write the comparison files under ``out``.
     ``include_paths``: the compared runs' ``eval.include_path`` folders whose definition files may be run
-    (none by default: a comparison runs no code of the runs it compares)."""
+    (none by default: a comparison runs no code of the runs it compares). ``item_share``: the item report's
+    share of other languages an item must be right in (:mod:`xlt.reporting.items`)."""
     if len(run_dirs) < 2:
         raise DataError("--compare needs at least two run directories")
     seen: dict[Path, str] = {}
@@ -71,6 +96,19 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
         md += [f"\n## {heading(definition, bench)}\n", "\n### accuracy per language\n\n", markdown_table(sbs.reset_index()),
                "\n### differences vs baseline (paired bootstrap)\n\n", markdown_table(diffs, digits=3) if len(diffs) else "none\n",
                "\n### mean ± std over seeds\n\n", markdown_table(seeds, digits=2)]
+        tok = tokenizer_side_by_side(groups, bench)
+        if len(tok):
+            atomic_write_text(out / f"{bench}_tokenizer.csv", tok.to_csv(index=False))
+            entry["tokenizer"] = tok.to_dict(orient="records")
+            md += ["\n### tokenizer measures per language and system\n\n", TOKENIZER_NOTE, "\n\n",
+                   markdown_table(tok, digits=3)]
+        items = compare_items(runs, groups, bench, definition, item_share)
+        if items["items"]:
+            atomic_write_text(out / f"{bench}_items.csv", pd.DataFrame(items["items"]).to_csv(index=False))
+            atomic_write_text(out / f"{bench}_item_suspects.csv", pd.DataFrame(
+                [{k: v for k, v in r.items() if k != "texts"} for r in items["suspects"]]).to_csv(index=False))
+            entry["item_report"] = {k: v for k, v in items.items() if k != "items"}
+            md.append(suspects_markdown(items, heading(definition, bench)))
         if definition.report.rank_subsets:
             subsets = definition.report.rank_subsets
             scores = system_subset_scores(groups, bench, subsets)

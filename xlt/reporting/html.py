@@ -11,8 +11,9 @@ HTML), and the inlined JSON has ``<``, ``>`` and ``&`` escaped, so no value can 
 A page is a dict: ``title``, ``subtitle``, ``meta`` ([label, value] pairs), ``notes`` and ``sections``
 (each a ``title`` and ``blocks``); a block is a ``kv`` list, a ``text``, a ``table`` (``columns`` with
 ``key``, ``label``, ``kind`` in text/num/int/ci/diff/pm/bool/verdict and optional ``filter``; ``rows``),
-a ``bars`` chart (``series`` of bars with ``label``, ``value``, optional ``low``/``high``/``tip``) or a
-``findings`` list.
+a ``bars`` chart (``series`` of bars with ``label``, ``value``, optional ``low``/``high``/``tip``), a
+``findings`` list or ``items`` (items of a benchmark side by side in two languages, each text with its
+``dir``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from xlt.files import atomic_write_text, json_text, strict_json
 from xlt.run import RunDir
 from xlt.scoring.before import COLUMN as BEFORE
 from xlt.scoring.results import first_result
+from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.state import REPORT, Damaged, read_state
 
 WEB = Path(__file__).resolve().parent / "web"
@@ -142,7 +144,8 @@ def benchmark_blocks(name: str, res: Any) -> list[dict[str, Any]]:
                *[col(c, declared.label(c), filter=True) for c in info_columns(res)],
                col("accuracy", "accuracy (95% CI)", "ci", low="ci_low", high="ci_high"),
                *([col(BEFORE, "before fine-tuning", "num")] if BEFORE in df else []),
-               *[col(f"acc_{s}", s, "num") for s in subsets], col("n", "n", "int"),
+               *[col(f"acc_{s}", s, "num") for s in subsets],
+               *[col(c, c.replace("_", " "), "num", digits=3) for c in TOKENIZER_COLUMNS if c in df], col("n", "n", "int"),
                col("odd_items", "odd items", "int"), col("ties", "ties", "int")]
     series = [{"name": "accuracy" if not subsets else "full", "bars": [
         {"label": r.language, "value": r.accuracy, "low": r.ci_low, "high": r.ci_high,
@@ -174,6 +177,31 @@ def benchmark_blocks(name: str, res: Any) -> list[dict[str, Any]]:
     return blocks
 
 
+def item_blocks(name: str, report: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The cross-language item report's blocks (:mod:`xlt.reporting.items`): the suspect (item, language) pairs
+    as a table, then each (the first shown) with its passage, question and options in its language and in a
+    reference language side by side (``dir="rtl"`` for a right-to-left script)."""
+    if not report:
+        return []
+    found = report.get("suspects") or []
+    systems = report.get("systems") or []
+    who = "in this run" if systems == ["this run"] else f"for every system ({', '.join(systems)})"
+    title = (f"items that break in one language: wrong {who} where the item is right in at least "
+             f"{report.get('share', 0):.0%} of its other languages ({len(found)} found)")
+    cols = [col("item"), col("language", filter=True), col("reference language"),
+            col("weakest share right elsewhere", kind="num", digits=2),
+            col("mean share right elsewhere", kind="num", digits=2), col("other languages", kind="int")]
+    blocks = [table(f"{name}-suspects", title, cols, [{k: v for k, v in r.items() if k != "texts"} for r in found],
+                    search=True)]
+    shown = [r for r in found if r.get("texts")]
+    if shown:
+        blocks.append({"type": "items", "id": f"{name}-suspect-texts", "title": "the suspects' texts, side by side "
+                       "(✓: the gold answer of that language's file)", "items": strict_json(shown)})
+    elif found and report.get("texts_missing"):
+        blocks.append({"type": "text", "text": f"Texts not shown: {report['texts_missing']}."})
+    return blocks
+
+
 def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[list[str]]:
     """Per benchmark, the scored model's fingerprint and the data source recorded in its first result."""
     rows: list[list[str]] = []
@@ -191,7 +219,7 @@ def evaluation_provenance(run_path: Path | None, benchmarks: list[str]) -> list[
 
 def run_page(eval_cfg: EvalConfig, model: ModelConfig, results: dict[str, Any], provenance: dict[str, Any] | None,
              notes: list[str] | None = None, run_path: Path | None = None, *, recipe_name: str,
-             seed: int) -> dict[str, Any]:
+             seed: int, items: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The page of one run's report (the same numbers as ``report.md``): its ``eval`` and ``model`` sections,
     recipe name and seed label it."""
     from xlt.reporting.tables import headline, summary_frames  # lazy: start-up time
@@ -208,6 +236,7 @@ def run_page(eval_cfg: EvalConfig, model: ModelConfig, results: dict[str, Any], 
         blocks: list[dict[str, Any]] = [{"type": "kv", "rows": head, "cards": True}]
         blocks += [frame_table(f"{name}-{t.replace(' ', '-')}", t, f) for t, f in summary_frames(res).items()]
         blocks += benchmark_blocks(name, res)
+        blocks += item_blocks(name, (items or {}).get(name))
         sections.append({"title": res.heading, "blocks": blocks})
     return {"title": f"xlt report: {recipe_name}", "subtitle": "accuracies in %", "meta": meta,
             "notes": [n.strip() for n in (notes or []) if n.strip()], "sections": sections}
@@ -346,6 +375,15 @@ def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: 
                                                  for r in base_order]})
     blocks.append(bars(f"{bench}-accbars", "accuracy per language (pick the run; sorted by the baseline; dashed: chance)",
                        acc_series, chance=entry.get("chance")))
+    if entry.get("tokenizer"):
+        tok_rows = [{**row, **lang_info(row["language"])} for row in entry["tokenizer"]]
+        blocks.append(table(f"{bench}-tokenizer", "tokenizer measures per language and system (fertility: tokens per "
+                            "word; continued: share of words in 2+ pieces; premium: tokens / English's on the parallel "
+                            "items; unk: share of unknown pieces)",
+                            [*info_cols, col("system", filter=True), col("accuracy", "accuracy", "num"),
+                             *[col(c, c.replace("_", " "), "num", digits=3) for c in TOKENIZER_COLUMNS]],
+                            tok_rows, search=True))
+    blocks += item_blocks(bench, entry.get("item_report"))
     seeds = entry.get("seeds", [])
     if seeds:
         blocks.append(table(f"{bench}-seeds", "systems: mean ± std over seeds (of the mean over languages)",
@@ -371,10 +409,10 @@ def _f(v: Any, digits: int = 1) -> str:
 
 def write_run_page(path: Path, eval_cfg: EvalConfig, model: ModelConfig, results: dict[str, Any],
                    provenance: dict[str, Any] | None, notes: list[str] | None = None, *, recipe_name: str,
-                   seed: int) -> Path:
+                   seed: int, items: dict[str, dict[str, Any]] | None = None) -> Path:
     """``report.html`` of the run directory holding ``path`` (:func:`run_page`)."""
     return write_page(path, run_page(eval_cfg, model, results, provenance, notes, Path(path).parent,
-                                     recipe_name=recipe_name, seed=seed))
+                                     recipe_name=recipe_name, seed=seed, items=items))
 
 
 def write_compare_page(path: Path, runs: list[Any], payload: dict[str, Any]) -> Path:

@@ -7,6 +7,8 @@ The tables (written to ``DIR`` by :mod:`xlt.reporting.compare_runs` as ``compare
   on the questions both runs answered (difference, 95% interval, p-value, significant at 0.05);
 * seed groups: runs whose ``config.yaml`` differs only in ``seed`` are one system; mean ± std over the
   seeds of each benchmark's mean accuracy (and per language);
+* tokenizer measures per language, systems side by side (fertility, continued words, premium against
+  English, unknown-piece rate; :mod:`xlt.scoring.tokenizer_measures`), beside each system's accuracy;
 * rankings, for a benchmark whose definition declares ``rank_subsets``: the systems ranked on each of
   those subsets, each system's rank per subset, and for each of its ``rank_pairs`` the number of rank
   changes and the mean absolute position shift (as a paper compares rankings between two subsets);
@@ -36,6 +38,7 @@ from xlt.registry import BENCHMARKS, include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run import PLAN_FILE, RunDir
 from xlt.scoring.results import Job, read_predictions
+from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.secrets import REDACTED
 from xlt.state import Damaged, read_text
 
@@ -203,6 +206,26 @@ def side_by_side(runs: list[RunInfo], benchmark: str) -> pd.DataFrame:
     table = pd.DataFrame(cols)
     table.index.name = "language"
     return table.sort_index()
+
+
+def tokenizer_side_by_side(groups: list[list[RunInfo]], benchmark: str) -> pd.DataFrame:
+    """Per language, each system's tokenizer measures (:mod:`xlt.scoring.tokenizer_measures`) side by side:
+    one row per language and system, with its accuracy (the mean over its seeds; the tokenizer is the same
+    for every seed). Empty when no system's results carry them."""
+    rows = []
+    for g in groups:
+        with_it = [r for r in g if benchmark in r.results and "premium" in r.results[benchmark].per_language]
+        if not with_it:
+            continue
+        df = with_it[0].results[benchmark].per_language
+        acc = pd.concat([r.results[benchmark].per_language.set_index("language")["accuracy"] for r in with_it], axis=1)
+        mean = acc.mean(axis=1)
+        for row in df.to_dict(orient="records"):
+            rows.append({"language": row["language"], "system": group_label(g), "accuracy": float(mean[row["language"]]),
+                         **{c: row.get(c) for c in TOKENIZER_COLUMNS}})
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).sort_values(["language", "system"], kind="stable").reset_index(drop=True)
 
 
 def paired_differences(runs: list[RunInfo], benchmark: str, samples: int = 1000, seed: int = 0) -> pd.DataFrame:

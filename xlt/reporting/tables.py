@@ -35,6 +35,7 @@ from xlt.scoring.results import (
     read_result,
     result_path,
 )
+from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.state import PLAN, Damaged, read_state
 
 # The chance level of a result written before results recorded theirs (every benchmark then had 4 options).
@@ -98,6 +99,11 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
         if "comparable_to_harness" in meta:  # LLM scoring: can this number stand beside the harness's?
             row["comparable_to_harness"] = bool(meta["comparable_to_harness"])
             row["not_comparable_because"] = "; ".join(meta.get("not_comparable_because") or [])
+        tok = r.get("tokenizer")
+        if isinstance(tok, dict):  # the scorer's tokenizer on the items (xlt.scoring.tokenizer_measures)
+            row.update({c: tok.get(c) if tok.get(c) is not None else float("nan") for c in TOKENIZER_COLUMNS})
+            row["tokenizer_notes"] = tok.get("notes") or ""
+            row["tokenizer_fingerprint"] = tok.get("tokenizer")  # which systems share a vocabulary
         for name, sub in (r.get("subsets") or {}).items():
             row[f"acc_{name}"] = sub["accuracy"] if sub["n"] else float("nan")
             row[f"n_{name}"] = sub["n"]
@@ -219,7 +225,7 @@ def report_columns(bench: Benchmark) -> list[str]:
     """The columns of the per-language table in ``report.md`` / ``report.tex`` (those present)."""
     report = bench.report
     return ["language", "name", *report.language_groupings, "accuracy", "ci_low", "ci_high",
-            *(f"acc_{s}" for s in report.subset_names), "n", "truncated"]
+            *(f"acc_{s}" for s in report.subset_names), *TOKENIZER_COLUMNS, "n", "truncated"]
 
 
 def display_frame(res: BenchmarkResults) -> pd.DataFrame:
@@ -228,4 +234,9 @@ def display_frame(res: BenchmarkResults) -> pd.DataFrame:
     columns = [c for c in report_columns(res.definition) if c in df]
     if before.COLUMN in df and "accuracy" in columns:  # the same model before fine-tuning, beside its accuracy
         columns.insert(columns.index("accuracy") + 1, before.COLUMN)
-    return df[columns]
+    out = df[columns].copy()
+    for c in TOKENIZER_COLUMNS:  # ratios near 1: two decimals (three for the rare unknown pieces); NaN empty
+        if c in out:
+            digits = 3 if c == "unk_rate" else 2
+            out[c] = [f"{v:.{digits}f}" if v == v and v is not None else "" for v in out[c]]
+    return out

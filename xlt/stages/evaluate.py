@@ -3,7 +3,8 @@
 For each job not already done: load the items (:mod:`xlt.data.benchmarks`), score them with the
 configured scorer (:mod:`xlt.scoring.scorers`), write the per-question predictions, then the
 per-language result (accuracy in %, n, chance, seeded 95% bootstrap interval; for a benchmark that
-declares subsets also each subset's). Both files are written atomically and the result last, so a result file
+declares subsets also each subset's; the scorer's tokenizer measured on the items:
+:mod:`xlt.scoring.tokenizer_measures`). Both files are written atomically and the result last, so a result file
 means the language is complete: a rerun skips it, a killed run resumes at the next language.
 
 With ``eval.num_shards > 1`` each process takes its share of the jobs (:func:`shard_jobs`); the stage
@@ -47,6 +48,7 @@ from xlt.scoring.results import (
     stale_translator,
 )
 from xlt.scoring.scorers import build_scorer, check_scores
+from xlt.scoring.tokenizer_measures import benchmark_measures
 from xlt.stages.inputs import local_fingerprint, model_fingerprint, translator_inputs
 from xlt.stages.train import STAGE as TRAIN
 from xlt.stages.train import check_model
@@ -121,6 +123,10 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
                              for name, mask in masks.items()}
     if provenance is not None:
         result["provenance"] = provenance
+    tokenizer = getattr(scorer, "tokenizer", None)
+    if tokenizer is not None and not bcfg.translate_test:  # translate-test scores English translations
+        # fertility, continued words, premium against English, unknown pieces (xlt/scoring/tokenizer_measures.py)
+        result["tokenizer"] = benchmark_measures(get_benchmark(job.kind), bcfg, job.language, items, tokenizer)
     meta_fn = getattr(scorer, "language_meta", None)
     if callable(meta_fn):
         extra = dict(meta_fn(job.benchmark, job.language) or {})

@@ -6,7 +6,8 @@ benchmark's definition declares (mean, languages at or above its thresholds, its
 each of its language groupings; :class:`xlt.data.benchmarks.base.Benchmark`), and writes:
 
 * ``report.csv``  — one row per (benchmark, language), all columns;
-* ``report.json`` — summaries and per-language rows;
+* ``report.json`` — summaries and per-language rows (with the scored tokenizer's measures), and each
+  benchmark's cross-language item report (:mod:`xlt.reporting.items`; per item in ``report_items.csv``);
 * ``report.md`` / ``report.tex`` — the summary tables and the per-language table;
 * ``report.html`` — one self-contained page: sortable, filterable tables and interactive charts
   (:mod:`xlt.reporting.html`);
@@ -18,17 +19,20 @@ each of its language groupings; :class:`xlt.data.benchmarks.base.Benchmark`), an
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 from typing import Any
 
 import pandas as pd
 
 from xlt import languages as langtab
+from xlt.config.eval import uses_translator
 from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.contract import StageContext, StageSpec, context, json_problems
 from xlt.files import atomic_write_json, atomic_write_text
 from xlt.markdown import markdown_table as md_table
 from xlt.modeling.packaged import source_text
 from xlt.reporting.html import write_run_page
+from xlt.reporting.items import item_report, items_by_id, read_system, suspects_markdown
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, summary_frames
 from xlt.run import REPORT_FILE, RunDir
@@ -42,7 +46,7 @@ from xlt.tracking import log_report
 log = logging.getLogger("xlt.report")
 
 
-def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
+def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[str, dict[str, Any]] | None = None) -> str:
     out = [f"# Evaluation report: {cfg.recipe_name}\n", f"Model: `{cfg.eval.model}` (scorer `{cfg.eval.scorer}`); "
            f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
     if cfg.model.name_or_path in PACKAGED_MODEL_IDS and cfg.eval.model == "run":
@@ -51,15 +55,18 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults]) -> str:
         out.append(f"\n`{BEFORE}`: the accuracy of the same model before fine-tuning (the base checkpoint with the "
                    f"same head, initialised from seed {cfg.seed}; `eval.before_training`, results in `eval_before/`). "
                    "Transfer is the gain over it, and over `chance`.\n")
-    for res in results.values():
+    for name, res in results.items():
         out.append(f"\n## {res.heading}\n")
         if res.summary.get("resource_taxonomy"):
             out.append(f"Resource levels: {res.summary['resource_taxonomy']}.\n")
         for title, frame in summary_frames(res).items():
             out.append(f"\n### {title}\n\n{markdown_table(frame)}")
         out.append(f"\n### per language\n\n{markdown_table(display_frame(res))}")
+        out.append(tokenizer_line(res.per_language))
         out.append(data_checks_line(res.per_language))
         out.append(comparability_line(res.per_language))
+        if items and name in items:
+            out.append(suspects_markdown(items[name], res.heading))
     return "".join(out)
 
 
@@ -72,6 +79,17 @@ def comparability_line(df: pd.DataFrame) -> str:
         return "\nComparable with lm-evaluation-harness: every language (same prompts, few-shot examples and limit).\n"
     return (f"\n**Not comparable with lm-evaluation-harness numbers** ({len(bad)} language(s): "
             f"{', '.join(bad['language'])}): {bad['not_comparable_because'].iloc[0]}.\n")
+
+
+def tokenizer_line(df: pd.DataFrame) -> str:
+    """What the tokenizer columns are, and per language why a measure is not defined (report.csv has them all)."""
+    if "premium" not in df:
+        return ""
+    notes = sorted({n for n in df.get("tokenizer_notes", pd.Series(dtype=str)).fillna("") if n})
+    why = f" Not defined: {'; '.join(notes)}." if notes else ""
+    return ("\nTokenizer of the scored model, on the items (no special tokens): `fertility` subword tokens per word, "
+            "`continued_words` share of words in two or more pieces, `premium` tokens on the parallel items / the "
+            f"English items' tokens, `unk_rate` share of unknown pieces.{why}\n")
 
 
 def data_checks_line(df: pd.DataFrame) -> str:
@@ -97,12 +115,32 @@ def render_latex(results: dict[str, BenchmarkResults]) -> str:
     return "\n".join(parts)
 
 
+def run_items(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) -> dict[str, dict[str, Any]]:
+    """The cross-language item report of each benchmark of the run (:mod:`xlt.reporting.items`): one system,
+    this run; the texts of an entry read in-language (not one translated by xlt) from its config entry."""
+    view = SimpleNamespace(path=run.path, results=results)
+    out = {}
+    for name, res in results.items():
+        bcfg = cfg.eval.benchmarks.get(name)  # None: results without their config entry (no texts then)
+
+        def load(lang: str, bcfg: Any = bcfg, res: BenchmarkResults = res) -> dict[str, dict[str, Any]]:
+            return items_by_id(res.definition.load_checked(bcfg, lang, split=bcfg.split)[0])
+
+        scores, picks = read_system([view], name)
+        out[name] = item_report({"this run": scores}, res.definition.pivot_language,
+                                None if bcfg is None or uses_translator(bcfg) else load, picks={"this run": picks})
+    return out
+
+
 def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
                  provenance: dict[str, Any] | None = None) -> list:
     """Write every report file atomically; return their paths."""
     files = []
     long = pd.concat([r.per_language for r in results.values()], ignore_index=True)
     atomic_write_text(run.report("csv"), long.to_csv(index=False))
+    items = run_items(cfg, run, results)
+    atomic_write_text(run.items_report, pd.concat([pd.DataFrame(r["items"]).assign(benchmark=name)
+                                                   for name, r in items.items()], ignore_index=True).to_csv(index=False))
     payload = {
         "recipe": cfg.recipe_name,
         "model": cfg.eval.model,
@@ -110,18 +148,20 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
         "provenance": provenance,
         "benchmarks": {
             name: {"kind": r.kind, "summary": r.summary,
-                   "per_language": r.per_language.to_dict(orient="records")}
+                   "per_language": r.per_language.to_dict(orient="records"),
+                   "item_report": {k: v for k, v in items[name].items() if k != "items"}}
             for name, r in results.items()
         },
     }
     atomic_write_json(run.report("json"), payload)
-    atomic_write_text(run.report("md"), render_markdown(cfg, results))
+    atomic_write_text(run.report("md"), render_markdown(cfg, results, items))
     atomic_write_text(run.report("tex"), render_latex(results))
-    files += [run.report(ext) for ext in ("md", "csv", "json", "tex")]
+    files += [run.report(ext) for ext in ("md", "csv", "json", "tex")] + [run.items_report]
     notes = [f"{name}: {line}" for name, r in results.items()
-             for line in (data_checks_line(r.per_language), comparability_line(r.per_language)) if line.strip()]
+             for line in (tokenizer_line(r.per_language), data_checks_line(r.per_language),
+                          comparability_line(r.per_language)) if line.strip()]
     files.append(write_run_page(run.report("html"), cfg.eval, cfg.model, results, provenance, [n.replace("**", "") for n in notes],
-                                recipe_name=cfg.recipe_name, seed=cfg.seed))
+                                recipe_name=cfg.recipe_name, seed=cfg.seed, items=items))
     from xlt.reporting import plots  # lazy: start-up time (matplotlib)
 
     files += plots.all_plots(results, run.plots)

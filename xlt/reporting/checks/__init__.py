@@ -21,9 +21,14 @@ Check kinds (``Claim.check``) and their ``params``:
 * ``higher_where_column_is``: accuracy is higher on languages whose ``column`` is ``a`` than ``b`` (named
   ``a_name`` / ``b_name`` in the numbers, ``a_label`` / ``b_label`` in words; ``exclude_pivot`` leaves the
   benchmark's pivot language out).
+* ``accuracy_follows_tokenizer``: per pair of systems of the same setting and size with different tokenizers, over
+  the languages whose ``column`` (default ``resource``) is ``level`` (default ``low``; at least
+  ``min_languages``, default 5), the accuracy differences fall as the differences in the tokenizer
+  ``measure`` (default ``premium``, a column of the results: :mod:`xlt.scoring.tokenizer_measures`) rise:
+  Spearman's rho < 0, one-sided permutation test over the languages.
 """
 
-from xlt.reporting.checks import families, groups, rankings, transfer  # noqa: F401 (each registers its check kinds)
+from xlt.reporting.checks import families, groups, rankings, transfer, vocabulary  # noqa: F401 (each registers its check kinds)
 from xlt.reporting.checks.base import CHECKS, FAILS, HOLDS, UNTESTABLE, Check, Finding, check_kind
 
 __all__ = ["CHECKS", "FAILS", "HOLDS", "UNTESTABLE", "Check", "Finding", "check_kind"]

@@ -255,7 +255,31 @@
     parent.appendChild(t);
   }
 
-  var DRAW = {table: drawTable, bars: drawBars, findings: drawFindings, kv: drawKv,
+  /* ---- items side by side in two languages (every text through textContent; dir per language) ---- */
+  function drawItems(b, parent) {
+    if (b.title) parent.appendChild(el("h3", null, b.title));
+    b.items.forEach(function (it) {
+      var box = el("div", {"class": "item", "data-item": it.item, "data-language": it.language});
+      box.appendChild(el("div", {"class": "itemhead"}, it.item + " — wrong in " + it.language + "; right in " +
+        fmt(100 * it["weakest share right elsewhere"], 0) + "% or more of " + it["other languages"] + " other languages"));
+      var row = el("div", {"class": "pair"});
+      (it.texts || []).forEach(function (t) {
+        var side = el("div", {"class": "side", dir: t.dir, lang: t.language});
+        side.appendChild(el("div", {"class": "lang", dir: "ltr"}, t.language));
+        if (t.passage) side.appendChild(el("p", {"class": "passage"}, t.passage));
+        side.appendChild(el("p", {"class": "question"}, t.question));
+        var ol = el("ol");
+        t.options.forEach(function (o, k) { ol.appendChild(el("li", {"class": k === t.gold ? "gold" : ""}, o + (k === t.gold ? " ✓" : ""))); });
+        side.appendChild(ol);
+        if (t.picked && t.picked.length) side.appendChild(el("div", {"class": "picked", dir: "ltr"}, "picked: " + t.picked.join("; ")));
+        row.appendChild(side);
+      });
+      box.appendChild(row);
+      parent.appendChild(box);
+    });
+  }
+
+  var DRAW = {table: drawTable, bars: drawBars, findings: drawFindings, kv: drawKv, items: drawItems,
               text: function (b, p) { p.appendChild(el("p", {"class": b.cls || ""}, b.text)); }};
 
   document.title = page.title;
