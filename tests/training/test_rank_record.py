@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-CHILD = r'''
+CHILD = r"""
 import os, sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -44,7 +44,7 @@ args = SimpleNamespace(output_dir=str(out))
 state = SimpleNamespace(global_step=2, is_world_process_zero=rank == 0, best_model_checkpoint=None)
 ck.completeness_callback().on_save(args, state, None)
 dist.destroy_process_group()
-'''
+"""
 
 
 def _free_port() -> int:
@@ -59,20 +59,43 @@ def test_the_record_names_another_nodes_files_and_their_damage_is_noticed(tmp_pa
 
     script = tmp_path / "child.py"
     script.write_text(CHILD)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",
-           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "WORLD_SIZE": "2"}
-    procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path)], env={**env, "RANK": str(r)},
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "WORLD_SIZE": "2",
+    }
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(tmp_path)],
+            env={**env, "RANK": str(r)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for r in (0, 1)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=180)
         assert p.returncode == 0, err[-3000:]
     folder = tmp_path / "checkpoint-2"
     files = json.loads((folder / COMPLETE_FILE).read_text())["files"]
-    assert sorted(files) == ["model.safetensors", "optimizer.pt", "rng_state_0.pth", "rng_state_1.pth",
-                             "scheduler.pt", "trainer_state.json"]
+    assert sorted(files) == [
+        "model.safetensors",
+        "optimizer.pt",
+        "rng_state_0.pth",
+        "rng_state_1.pth",
+        "scheduler.pt",
+        "trainer_state.json",
+    ]
     assert files["rng_state_1.pth"]["size"] == len(b"rank one's generator state" * 50)
     assert checkpoint_problem(folder) is None
     damaged = bytearray((folder / "rng_state_1.pth").read_bytes())
     damaged[7] ^= 0xFF
     (folder / "rng_state_1.pth").write_bytes(bytes(damaged))
-    assert checkpoint_problem(folder) == "rng_state_1.pth is damaged (its content no longer matches the record)"
+    assert (
+        checkpoint_problem(folder) == "rng_state_1.pth is damaged (its content no longer matches the record)"
+    )
