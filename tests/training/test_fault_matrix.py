@@ -160,18 +160,26 @@ def _launch(base: Path, train_set: Path, kind: str, place: str, launcher: str, j
 
 
 @pytest.fixture(scope="module")
-def matrix(tmp_path_factory) -> dict:
+def matrix(tmp_path_factory, request) -> dict:
+    """Every case the session runs (all 12, or those ``-k`` selected), launched side by side, once."""
+    wanted = {
+        item.callspec.params["case"]
+        for item in request.session.items
+        if item.module is request.module and hasattr(item, "callspec")
+    }
+    cases = [c for c in CASES if c in wanted]
     base = tmp_path_factory.mktemp("faults")
     data = RunDir(base / "data")
     write_train_set(data, 64, 16)  # built once, copied into every case's run directory
     t0 = time.time()
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
         futures = {
-            case: pool.submit(_launch, base, data.train_set, *case, 4200 + i) for i, case in enumerate(CASES)
+            case: pool.submit(_launch, base, data.train_set, *case, 4200 + CASES.index(case))
+            for case in cases
         }
         results = {case: f.result() for case, f in futures.items()}
     print(
-        f"fault matrix: {len(CASES)} launches in {time.time() - t0:.0f} s (4 side by side); per launch: "
+        f"fault matrix: {len(cases)} launches in {time.time() - t0:.0f} s (4 side by side); per launch: "
         + ", ".join(f"{'-'.join(c)} {r['seconds']:.0f} s" for c, r in results.items())
     )
     return results
