@@ -111,6 +111,17 @@ def test_requeues_are_capped(env, allowed):
         assert "not requeued again" in why and "XLT_MAX_REQUEUES" in why
 
 
+def test_under_submitit_a_job_at_its_cap_does_not_requeue_itself(tmp_path, monkeypatch, caplog):
+    """Hydra's slurm launcher: rank 0 requeues its own job after a preemption, within the same cap."""
+    monkeypatch.setenv("SUBMITIT_EXECUTOR", "slurm")
+    monkeypatch.setenv("SLURM_JOB_ID", "4243")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "3")
+    monkeypatch.setenv("XLT_MAX_REQUEUES", "3")
+    monkeypatch.setenv("PATH", f"{_scontrol(tmp_path, 3)}:{os.environ['PATH']}")
+    assert cluster.requeue_under_submitit([tmp_path / "preempted.json"]) is False
+    assert "requeued 3 time(s) already" in caplog.text and not (tmp_path / "scontrol.log").exists()
+
+
 def test_a_cap_that_is_no_number_is_named():
     with pytest.raises(cluster.ConfigError, match="XLT_MAX_REQUEUES='many'"):
         cluster.max_requeues({"XLT_MAX_REQUEUES": "many"})
