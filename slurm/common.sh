@@ -79,7 +79,13 @@ xlt_exec() {
     export XLT_PREEMPTION_RECORD="$record_dir/.xlt-preempted-${tag}.json"
     export XLT_PREEMPTION_NOTICE="$record_dir/.xlt-notice-${tag}"
     rm -f "$XLT_PREEMPTION_RECORD" "$XLT_PREEMPTION_NOTICE"
-    "$@" &
+    if [[ -n "${SLURM_JOB_ID:-}" ]]; then
+        # SLURM sets SLURM_RESTART_COUNT only from the first requeue on: the command gets 0 before, so that it
+        # need not ask scontrol (it does when a step or container drops the variable).
+        SLURM_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}" "$@" &
+    else
+        "$@" &
+    fi
     XLT_CHILD=$!
     trap xlt_on_usr1 USR1
     trap xlt_on_term TERM
