@@ -8,8 +8,6 @@ import shlex
 import subprocess
 import sys
 
-import pytest
-
 from tests.cli import ENV, REPO, xlt
 
 # A worker whose launcher is gone by the time it asks for PR_SET_PDEATHSIG: die_with_launcher() sends the
@@ -24,25 +22,18 @@ main()
 """
 
 
-@pytest.mark.parametrize("notice", [False, True], ids=["no-preemption", "preemption-notice"])
-def test_a_launcher_dead_at_start_up_stops_and_is_requeued_only_for_a_preemption(tmp_path, notice):
-    """A launcher gone at start-up (killed by the OOM killer, or by the scheduler's USR1, which the agent does
-    not handle): the worker's TERM stops it at once. Only with slurm/common.sh's preemption notice (the batch
-    shell got the scheduler's USR1) is it a preemption (exit 75, the record); otherwise exit 143, no record."""
-    note = tmp_path / "notice"
-    if notice:
-        note.write_text("USR1\n")
+def test_a_launcher_dead_at_start_up_stops_the_worker_without_a_preemption(tmp_path):
+    """A launcher gone at start-up (killed by the OOM killer, say): the worker's TERM stops it at once, and it
+    is no preemption (no notice from slurm/common.sh, no USR1): exit 143, no record, so no requeue. With the
+    notice it is one (exit 75): tests/test_requeue.py in-process, tests/training/test_fault_matrix.py with
+    real launchers."""
     env = {**ENV, "WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1", "PYTHONPATH": str(REPO),
-           "XLT_PREEMPTION_NOTICE": str(note)}
+           "XLT_PREEMPTION_NOTICE": str(tmp_path / "no-notice"), "XLT_PREEMPTION_RECORD": str(tmp_path / "record")}
     proc = subprocess.run([sys.executable, "-c", DEAD_LAUNCHER, str(tmp_path)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
-    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    if notice:
-        assert proc.returncode == 75, proc.stderr[-3000:]
-        assert "xlt: preempted (SIGTERM received)" in proc.stderr
-    else:
-        assert proc.returncode == 143, proc.stderr[-3000:]
-        assert "xlt: stopped (SIGTERM received); not a preemption" in proc.stderr
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    assert "xlt: stopped (SIGTERM received); not a preemption" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "record").exists()
 
 
 RUN_PATH = "runs/demo/model.max_length=128,seed=1,training.max_steps=30-1a2b3c4d5e/model"
