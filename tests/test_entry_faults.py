@@ -22,12 +22,18 @@ main()
 """
 
 
-def test_a_launcher_dead_at_start_up_takes_the_requeue_path(tmp_path):
-    env = {**ENV, "WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1", "PYTHONPATH": str(REPO)}
+def test_a_launcher_dead_at_start_up_stops_the_worker_without_a_preemption(tmp_path):
+    """A launcher gone at start-up (killed by the OOM killer, say): the worker's TERM stops it at once, and it
+    is no preemption (no notice from slurm/common.sh, no USR1): exit 143, no record, so no requeue. With the
+    notice it is one (exit 75): tests/test_requeue.py in-process, tests/training/test_fault_matrix.py with
+    real launchers."""
+    env = {**ENV, "WORLD_SIZE": "2", "RANK": "1", "LOCAL_RANK": "1", "PYTHONPATH": str(REPO),
+           "XLT_PREEMPTION_NOTICE": str(tmp_path / "no-notice"), "XLT_PREEMPTION_RECORD": str(tmp_path / "record")}
     proc = subprocess.run([sys.executable, "-c", DEAD_LAUNCHER, str(tmp_path)], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 75, proc.stderr[-3000:]
-    assert "xlt: preempted (SIGTERM received)" in proc.stderr and "Traceback" not in proc.stderr
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    assert "xlt: stopped (SIGTERM received); not a preemption" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "record").exists()
 
 
 RUN_PATH = "runs/demo/model.max_length=128,seed=1,training.max_steps=30-1a2b3c4d5e/model"

@@ -22,10 +22,13 @@ from xlt import config as xcfg
 from xlt.cluster import (
     REQUEUE_EXIT,
     SIGNALS,
-    Preempted,
+    TERMINATED_EXIT,
+    Stopped,
     clear_preemption,
     die_with_launcher,
+    fill_restart_count,
     install_signal_handlers,
+    is_preemption,
     record_preemption,
     requeue_under_submitit,
 )
@@ -126,6 +129,7 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                     atomic_write_text(run.config, OmegaConf.to_yaml(redact_config(validated)))
 
             rank = int(os.environ.get("RANK", "0"))
+            fill_restart_count()  # a step or container without SLURM_RESTART_COUNT: the lock needs it
             with RunLock(run.path, lock_name(validated.translate, validated.eval), rank=rank, interrupt=True) as lock:
                 if is_main_process():
                     clear_preemption(run.path)
@@ -139,8 +143,14 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
         except XltError as err:
             if not _multirun_continues(cfg, err):
                 _fail(err)
-        except Preempted as err:
+        except Stopped as err:
             _leave_process_group()
+            if not is_preemption():  # a TERM the scheduler did not send: a launcher stopping its workers
+                print(f"\nxlt: stopped ({err}); not a preemption (no scheduler's USR1 reached the job: a launcher "
+                      "stopping its workers after another worker failed, scancel, or a launcher that died), so the "
+                      f"job is not requeued (exit status {TERMINATED_EXIT}); the worker that failed first is "
+                      "above. Rerun the same command to resume.", file=sys.stderr)
+                sys.exit(TERMINATED_EXIT)
             if is_main_process():  # every rank is past the checkpoint's record (a barrier): rank 0 says so
                 requeue_under_submitit(record_preemption(run.path if run is not None else None, str(err)))
             print(f"\nxlt: preempted ({err}); rerun the same command to resume (exit status {REQUEUE_EXIT}, and "

@@ -9,24 +9,43 @@ has (one per line).
 The preemption record: once a preempted run's checkpoint is complete, rank 0 writes ``preempted.json``
 into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there too: slurm/common.sh
 sets it). Launchers rewrite exit statuses (``accelerate launch`` and ``torchrun`` turn 75 into 1), a file
-they cannot rewrite: slurm/common.sh requeues when the record exists, whatever the status; under submitit
-(Hydra's ``slurm`` launcher) rank 0 requeues its job itself once the record is written
-(:func:`requeue_under_submitit`). A run that
-starts again removes the run directory's record.
+they cannot rewrite: slurm/common.sh requeues when the record exists; under submitit (Hydra's ``slurm``
+launcher) rank 0 requeues its job itself once the record is written (:func:`requeue_under_submitit`). A
+run that starts again removes the run directory's record.
 
-Preemption (docs/preemption.md): SLURM sends ``USR1`` to the batch shell (``#SBATCH --signal=B:USR1@300``)
-before the time limit; the sbatch script's trap (slurm/common.sh) sends ``TERM`` to the command it runs:
-python itself, or ``accelerate launch`` / ``srun``, whose torch-elastic agent forwards ``TERM`` (only
-TERM/INT/HUP/QUIT are handled there) to every worker. :func:`install_signal_handlers` treats ``USR1`` and
-``TERM`` alike: a request that :func:`checkpoint_callback` (a ``TrainerCallback``) honours at the end of
-the current optimizer step. Under several ranks the request is reduced across them at every step end
-(``all_reduce`` MAX of the local flag), so every rank saves at the same step, even when the signal reached
-only some of them or at different steps; one full checkpoint is written with its completeness record, then
-every rank stops with :class:`Preempted`, rank 0 writes the preemption record and the entry points exit with
-:data:`REQUEUE_EXIT` (slurm/common.sh requeues on either). Outside training (no callback active) the signal raises :class:`Preempted`
-at once; every stage writes atomically and resumes, so nothing is lost but the unfinished item. Workers of
-a launcher die with it (:func:`die_with_launcher`: ``PR_SET_PDEATHSIG`` = TERM, so a launcher killed by
-any signal still gets its workers' checkpoint, and none outlives it holding the run's lock).
+A stop is a preemption only when the scheduler sent it (docs/preemption.md):
+
+* ``USR1`` reached a rank: SLURM's warning signal (``--signal=USR1@N`` to the steps, ``scancel
+  --signal=USR1``); no launcher ever sends it;
+* ``TERM`` reached a rank while the **preemption notice** exists: slurm/common.sh's trap writes the file
+  named by ``XLT_PREEMPTION_NOTICE`` when its batch shell gets the scheduler's ``USR1`` (``#SBATCH
+  --signal=B:USR1@300``), before it sends ``TERM`` to the command (torch-elastic's agent forwards TERM, not
+  USR1, to every worker);
+* another rank was preempted (the step-end reduction below carries the kind of stop).
+
+Any other ``TERM`` is a termination: torch-elastic (torchrun, ``accelerate launch``) TERMs the surviving
+workers when one worker fails (``LocalElasticAgent._stop_workers`` -> ``_shutdown(SIGTERM)``), ``scancel``
+TERMs every process, a launcher killed by the OOM killer TERMs its workers through ``PR_SET_PDEATHSIG``.
+The run stops the same way (a checkpoint at the step's end during training, at once outside it) but raises
+:class:`Terminated`: no preemption record, exit status 143, so no crash is requeued.
+
+:func:`install_signal_handlers` handles ``USR1`` and ``TERM``: a request that :func:`checkpoint_callback`
+(a ``TrainerCallback``) honours at the end of the current optimizer step. Under several ranks the request
+is reduced across them at every step end (``all_reduce`` MAX of the local stop: 0 none, 1 terminate, 2
+preempt), so every rank saves at the same step, even when the signal reached only some of them or at
+different steps, and every rank agrees whether it was a preemption; one full checkpoint is written with its
+completeness record, then every rank stops with :class:`Preempted` (rank 0 writes the preemption record and
+the entry points exit with :data:`REQUEUE_EXIT`) or :class:`Terminated`. Outside training (no callback
+active) the signal raises at once; every stage writes atomically and resumes, so nothing is lost but the
+unfinished item. Workers of a launcher die with it (:func:`die_with_launcher`: ``PR_SET_PDEATHSIG`` = TERM,
+so a launcher killed by any signal still gets its workers' checkpoint, and none outlives it holding the
+run's lock).
+
+Requeues are capped (:func:`requeue_allowed`): ``XLT_MAX_REQUEUES`` (default :data:`MAX_REQUEUES`) against
+the job's restart count (:func:`restart_count`: ``SLURM_RESTART_COUNT``, else ``scontrol show job``'s
+``Restarts``), in slurm/common.sh and under submitit alike. :func:`fill_restart_count` gives a step or
+container started without ``SLURM_RESTART_COUNT`` the count from ``scontrol`` (the run lock tells an
+earlier incarnation of the job by it), or says what cannot be told.
 """
 
 from __future__ import annotations
@@ -34,9 +53,11 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import re
 import shlex
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -53,10 +74,26 @@ log = logging.getLogger("xlt.cluster")
 SIGNALS = ("SIGUSR1", "SIGTERM")
 # The exit status of a preempted run: EX_TEMPFAIL ("try again later"); slurm/common.sh requeues on it.
 REQUEUE_EXIT = 75
+# The exit status of a run stopped by a TERM that was not a preemption (128 + SIGTERM, as a shell reports it).
+TERMINATED_EXIT = 128 + signal.SIGTERM
+# slurm/common.sh writes this file (its path in the environment) before it forwards the scheduler's USR1 as TERM.
+NOTICE_ENV = "XLT_PREEMPTION_NOTICE"
+# How many times a job may be requeued for a preemption (``XLT_MAX_REQUEUES`` overrides; slurm/common.sh too).
+MAX_REQUEUES = 20
+MAX_REQUEUES_ENV = "XLT_MAX_REQUEUES"
 
 
-class Preempted(KeyboardInterrupt):
-    """The scheduler asked this job to stop (time limit or preemption); rerun to resume."""
+class Stopped(KeyboardInterrupt):
+    """A stop signal ended the run (after a checkpoint, during training); rerun to resume."""
+
+
+class Preempted(Stopped):
+    """The scheduler asked this job to stop (time limit or preemption); the job is requeued and resumes."""
+
+
+class Terminated(Stopped):
+    """A ``TERM`` that was no preemption (a launcher stopping its workers after one failed, ``scancel``, a
+    launcher that died): the run stops without a preemption record, so the job is not requeued."""
 
 
 # -- sweep files ------------------------------------------------------------------------------------
@@ -150,6 +187,10 @@ def requeue_under_submitit(written: list[Path]) -> bool:
     then exits without a result, so the requeued job runs the same submission and resumes. True: requeued."""
     if os.environ.get("SUBMITIT_EXECUTOR") != "slurm" or not written:
         return False
+    allowed, why = requeue_allowed()
+    if not allowed:
+        log.error("preempted, but %s", why)
+        return False
     try:
         import submitit
 
@@ -168,22 +209,50 @@ def clear_preemption(run_path: str | os.PathLike[str]) -> None:
     RunDir(run_path).preemption.unlink(missing_ok=True)
 
 
-_requested: dict[str, Any] = {"signal": None}
+_requested: dict[str, Any] = {"signal": None, "preemption": False}
 _active_callbacks: list[Any] = []
 
 
 def preemption_requested() -> str | None:
-    """The name of the signal received, or None."""
+    """The name of the stop signal received (a preemption or not; see :func:`is_preemption`), or None."""
     return _requested["signal"]
+
+
+def notice_given(env: Any = None) -> bool:
+    """Whether slurm/common.sh has written its preemption notice (it got the scheduler's USR1)."""
+    path = (os.environ if env is None else env).get(NOTICE_ENV)
+    return bool(path) and os.path.exists(path)
+
+
+def is_preemption() -> bool:
+    """Whether the stop requested is a preemption the scheduler sent (see the module docstring); False when
+    no stop was requested."""
+    signal_name = _requested["signal"]
+    if signal_name is None:
+        return False
+    if signal_name == "SIGUSR1" or _requested["preemption"]:
+        return True
+    if notice_given():  # the notice may become visible after the TERM (a shared file system): asked again
+        _requested["preemption"] = True
+    return _requested["preemption"]
+
+
+def stop_error(why: str) -> Stopped:
+    """:class:`Preempted` or :class:`Terminated`, as :func:`is_preemption` says, with ``why``."""
+    return Preempted(why) if is_preemption() else Terminated(why)
 
 
 def _handler(signum: int, frame: Any) -> None:
     name = signal.Signals(signum).name
-    _requested["signal"] = name
+    if name == "SIGUSR1" or _requested["signal"] is None:  # USR1 decides: the scheduler's own signal
+        _requested["signal"] = name
+    if name == "SIGUSR1" or notice_given():
+        _requested["preemption"] = True
+    kind = "preemption" if is_preemption() else "stop (not a preemption: no requeue)"
     if _active_callbacks:
-        log.warning("%s received: saving a checkpoint at the end of this step, then stopping", name)
+        log.warning("%s received (%s): saving a checkpoint at the end of this step, then stopping", name, kind)
         return
-    raise Preempted(f"{name} received")
+    raise stop_error(f"{name} received")
 
 
 def install_signal_handlers(signals: tuple[str, ...] = SIGNALS) -> None:
@@ -208,19 +277,32 @@ def die_with_launcher() -> None:
 
 def agreed(flag: bool, device: Any = None) -> bool:
     """``flag`` of any rank (``all_reduce`` MAX over the process group; the flag itself when not distributed)."""
+    return agreed_level(int(flag), device) > 0
+
+
+def agreed_level(level: int, device: Any = None) -> int:
+    """The highest ``level`` of any rank (``all_reduce`` MAX; ``level`` itself when not distributed)."""
     import torch
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
-        return flag
-    t = torch.tensor([int(flag)], device=device)
+        return level
+    t = torch.tensor([level], device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return bool(t.item())
+    return int(t.item())
+
+
+def _stop_level() -> int:
+    """This rank's stop request for the step-end reduction: 0 none, 1 a stop, 2 a preemption."""
+    if preemption_requested() is None:
+        return 0
+    return 2 if is_preemption() else 1
 
 
 def checkpoint_callback() -> Any:
-    """A ``TrainerCallback``: after a warning signal, save a checkpoint at the step's end, then raise
-    :class:`Preempted`. (Built on demand so that this module imports without transformers.)"""
+    """A ``TrainerCallback``: after a stop signal, save a checkpoint at the step's end, then raise
+    :class:`Preempted` or :class:`Terminated`. (Built on demand so that this module imports without
+    transformers.)"""
     from transformers import TrainerCallback
 
     class CheckpointOnSignal(TrainerCallback):
@@ -234,11 +316,15 @@ def checkpoint_callback() -> Any:
             return control
 
         def on_step_end(self, args, state, control, **kwargs):
-            # Every rank, every step: the ranks save at the same step or none does (a collective).
-            if agreed(preemption_requested() is not None, args.device):
+            # Every rank, every step: the ranks save at the same step or none does (a collective), and agree
+            # whether the stop is a preemption.
+            level = agreed_level(_stop_level(), args.device)
+            if level:
                 if not preemption_requested():
                     _requested["signal"] = "a signal to another rank"
                     log.warning("another rank was asked to stop: saving a checkpoint at step %d", state.global_step)
+                if level == 2:
+                    _requested["preemption"] = True
                 control.should_save = True
                 control.should_log = True  # the checkpoint's log history covers every step (see checkpoints.py)
             return control
@@ -247,10 +333,82 @@ def checkpoint_callback() -> Any:
             if preemption_requested():
                 if self in _active_callbacks:
                     _active_callbacks.remove(self)
-                raise Preempted(f"{preemption_requested()} received; checkpoint saved at step {state.global_step}")
+                raise stop_error(f"{preemption_requested()} received; checkpoint saved at step {state.global_step}")
             return control
 
     return CheckpointOnSignal()
+
+
+# -- requeues: the restart count and the cap ----------------------------------------------------------------
+
+_RESTARTS = re.compile(r"\bRestarts=(\d+)\b")
+
+
+def scontrol_restarts(job_id: str) -> tuple[int | None, str]:
+    """``Restarts=N`` of ``scontrol show job <job_id>`` (None when it cannot be had) and why not."""
+    try:
+        proc = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return None, f"scontrol could not be run ({type(err).__name__}: {err})"
+    found = _RESTARTS.search(proc.stdout)
+    if proc.returncode != 0 or not found:
+        said = (proc.stderr or proc.stdout).strip().splitlines()
+        return None, f"scontrol show job {job_id} gave no restart count ({said[-1] if said else f'status {proc.returncode}'})"
+    return int(found.group(1)), ""
+
+
+def restart_count(env: Any = None) -> int | None:
+    """How many times this SLURM job has been requeued: ``SLURM_RESTART_COUNT`` (SLURM sets it from the
+    first requeue on; 0 without it before), else ``scontrol show job``'s ``Restarts`` when the variable did not
+    reach this process; None outside SLURM or when it cannot be told."""
+    env = os.environ if env is None else env
+    job = env.get("SLURM_JOB_ID")
+    if not job:
+        return None
+    if env.get("SLURM_RESTART_COUNT", "").strip().isdigit():
+        return int(env["SLURM_RESTART_COUNT"])
+    return scontrol_restarts(job)[0]
+
+
+def fill_restart_count() -> None:
+    """A SLURM step or container without ``SLURM_RESTART_COUNT`` (``srun --export=NONE``, a container that
+    passes only some variables): set it from ``scontrol show job`` (``Restarts``), so that the run lock tells a
+    requeue of this job from its earlier incarnation. Without scontrol, say what cannot be told."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job or os.environ.get("SLURM_RESTART_COUNT", "").strip():
+        return
+    count, why = scontrol_restarts(job)
+    if count is not None:
+        os.environ["SLURM_RESTART_COUNT"] = str(count)
+        log.info("SLURM_RESTART_COUNT did not reach this process; scontrol says job %s was requeued %d time(s)",
+                 job, count)
+        return
+    log.warning(
+        "SLURM job %s: SLURM_RESTART_COUNT did not reach this process and %s. This run counts as the job's first "
+        "incarnation: a lock that an earlier incarnation left on another host is taken over only when its lease "
+        "expires. Pass the variable into the step or container (srun --export=ALL, or e.g. apptainer --env "
+        "SLURM_RESTART_COUNT=$SLURM_RESTART_COUNT).", job, why)
+
+
+def max_requeues(env: Any = None) -> int:
+    """The cap on a job's requeues: ``XLT_MAX_REQUEUES`` (a non-negative integer), else :data:`MAX_REQUEUES`."""
+    value = (os.environ if env is None else env).get(MAX_REQUEUES_ENV, "").strip()
+    if not value:
+        return MAX_REQUEUES
+    if not value.isdigit():
+        raise ConfigError(f"{MAX_REQUEUES_ENV}={value!r}: give the most requeues a job may have, a whole number >= 0")
+    return int(value)
+
+
+def requeue_allowed(env: Any = None) -> tuple[bool, str]:
+    """Whether this job may be requeued once more (its restart count below :func:`max_requeues`), and why."""
+    cap, count = max_requeues(env), restart_count(env)
+    if count is None:
+        return True, f"restart count unknown (cap {cap} not applied)"
+    if count >= cap:
+        return False, (f"job requeued {count} time(s) already, the cap ({MAX_REQUEUES_ENV}={cap}): not requeued "
+                       "again; resubmit it to resume")
+    return True, f"requeue {count + 1} of at most {cap}"
 
 
 # -- command line ---------------------------------------------------------------------------------------

@@ -241,10 +241,11 @@ def test_usr1_to_the_launcher_checkpoints_every_rank_and_the_rerun_matches(tmp_p
 
 @pytest.mark.slow
 def test_term_to_the_launcher_stops_every_rank_at_the_same_step(tmp_path):
-    """TERM to `accelerate launch`, as slurm/common.sh sends it: the agent forwards it to both workers. Rank 1
-    pauses at step PAUSE_AT until it has the signal, while rank 0 already waits in the step-end reduction
-    of the stop flag (its own flag read before the signal came): the reduction makes both save that step,
-    with its completeness record, and exit with the requeue status; no worker outlives the launcher."""
+    """TERM to `accelerate launch` (slurm/common.sh sends it after writing its preemption notice; here, without
+    the notice, as `scancel` does): the agent forwards it to both workers. Rank 1 pauses at step PAUSE_AT until
+    it has the signal, while rank 0 already waits in the step-end reduction of the stop flag (its own flag read
+    before the signal came): the reduction makes both save that step, with its completeness record, and stop;
+    no worker outlives the launcher. Without the notice it is no preemption: no record, no requeue."""
     from xlt.training.checkpoints import checkpoint_problem
 
     run, proc, pids = _preempted_launch(tmp_path, "1", lambda launcher, pids: launcher.send_signal(signal.SIGTERM))
@@ -253,7 +254,8 @@ def test_term_to_the_launcher_stops_every_rank_at_the_same_step(tmp_path):
     saved = sorted(p.name for p in run.checkpoints.glob("checkpoint-*"))
     assert saved == ["checkpoint-3", f"checkpoint-{PAUSE_AT}"], saved
     assert checkpoint_problem(run.checkpoints / f"checkpoint-{PAUSE_AT}") is None
-    assert "preempted (SIGTERM received; checkpoint saved at step 4)" in proc.stderr, proc.stderr[-3000:]
+    assert "stopped (SIGTERM received; checkpoint saved at step 4); not a preemption" in proc.stderr, proc.stderr[-3000:]
+    assert not (run.path / "preempted.json").exists()
 
 
 # --- faults at cluster scale: real launchers, 2 gloo ranks, each ending with the uninterrupted run's bytes ---

@@ -199,5 +199,14 @@ def test_warning_signal_checkpoints_mid_interval_and_resumes(run_dir, monkeypatc
         call_stage("train", make_cfg(**settings), run_dir, extra_callbacks=[SignalAt()])
     assert (run_dir.checkpoints / "checkpoint-7" / "optimizer.pt").exists()
     monkeypatch.setitem(cluster._requested, "signal", None)
+    # One resume, one verification: every file of the checkpoint resumed from is hashed once (settle() in
+    # set-up), not again when training starts (minutes of every GPU's time for gigabytes of Adam state).
+    from xlt.training import checkpoints as ck
+
+    hashed: list[str] = []
+    real = ck._sha256
+    monkeypatch.setattr(ck, "_sha256", lambda path: hashed.append(str(path)) or real(path))
     summary = call_stage("train", make_cfg(**settings), run_dir)
     assert summary["resumed_from"].endswith("checkpoint-7") and summary["global_step"] == 10
+    resumed = sorted(h for h in hashed if "checkpoint-7/" in h)
+    assert resumed and sorted(set(resumed)) == resumed, resumed  # each file of checkpoint-7 once

@@ -43,7 +43,7 @@ from xlt.stages.build_data import checked_train_set
 from xlt.stages.inputs import model_fingerprint
 from xlt.state import MODEL_PROVENANCE, TRAIN_METRICS, Damaged, StateError, read_state
 from xlt.training.card import render_card
-from xlt.training.checkpoints import best_problem, completeness_callback, newest_complete, settle
+from xlt.training.checkpoints import best_problem, completeness_callback, settle
 from xlt.training.launch import quiet_deepspeed_deprecations, report_launch
 from xlt.training.lora import BASE_SUBDIR, merge_and_save, point_adapter_at_base, wrap_lora
 from xlt.translation.union import build_train_all
@@ -84,6 +84,7 @@ class Session:
     new_weights: list[str]  # weights not in the base checkpoint: initialised (seeded) before training
     collapse: Any  # xlt.training.callbacks.CollapseDetector
     trainer: Any
+    settled: str | None = None  # rank 0: the newest complete checkpoint, verified (hashed) once in set-up
 
 
 # --- 1. set-up ----------------------------------------------------------------------------------------
@@ -109,8 +110,9 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
         raw = load_training_set(t, run, lambda: read_training_set(cfg, run))
         feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
         usable_checkpoints(run, ctx, main)
+        settled = None
         if main and t.resume:  # incomplete or damaged checkpoints (a kill during a save) go to stale/
-            settle(run.checkpoints, run.stale)
+            settled = settle(run.checkpoints, run.stale)  # the one verification (hash) of this resume
 
     if args.deepspeed:
         quiet_deepspeed_deprecations()
@@ -136,7 +138,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
     if t.early_stopping_patience:
         callbacks.append(EarlyStoppingCallback(early_stopping_patience=t.early_stopping_patience))
     trainer = make_trainer(args, model, tokenizer, feats, callbacks + list(extra_callbacks))
-    return Session(cfg, run, ctx, args, main, launch, tokenizer, raw, model, new_weights, collapse, trainer)
+    return Session(cfg, run, ctx, args, main, launch, tokenizer, raw, model, new_weights, collapse, trainer, settled)
 
 
 def read_training_set(cfg: Any, run: RunDir) -> Any:
@@ -195,9 +197,10 @@ def train(s: Session) -> dict[str, Any]:
     from xlt.training.trainer import best_step, mean_train_loss, metrics_history  # lazy: start-up time
 
     cfg, run, t = s.cfg, s.run, s.cfg.training
-    # Rank 0 has settled the folder in setup: its recorded inputs are this stage's unless it must start fresh.
-    # Rank 0 chooses the checkpoint (its view of the file system), the other ranks follow it.
-    resume = rank0_decides(newest_complete(run.checkpoints) if s.main and t.resume
+    # Rank 0 has settled the folder in setup (verified every checkpoint once): its recorded inputs are this
+    # stage's unless it must start fresh. Rank 0 chooses the checkpoint (its view of the file system), the
+    # other ranks follow it.
+    resume = rank0_decides(s.settled if s.main and t.resume
                            and recorded_inputs(run.checkpoints) == s.ctx.inputs else None)
     if resume:
         log.info("resuming from %s", resume)

@@ -20,11 +20,18 @@ kill in between leaves only that hidden folder, removed on the next prune or :fu
 fails (a file still open on NFS, ``.nfs*``; a quota; an immutable file) is logged and retried at the next
 save: pruning never stops training.
 
-Under several ranks, rank 0 writes the record between two barriers: the first waits for every rank's files,
-the second keeps every rank in ``on_save`` until the record is written, however long hashing takes (a
-checkpoint of gigabytes on network storage). A rank that left first would let its launcher (torch-elastic)
-kill rank 0 mid-record 30 s later when the save was for a preemption. ``XLT_TEST_HASH_DELAY=S[@STEP]``
-(tests only) makes rank 0 wait S seconds before writing the record (of step STEP only).
+Under several ranks the record holds the files every rank wrote, not what one node's listing shows (on NFS,
+files that other nodes have just written can be missing from rank 0's listing for a while: attribute
+caching): after a barrier (every rank's files written) each rank lists the checkpoint as its node sees it,
+the listings are gathered (``all_gather_object``), each file is hashed by the lowest rank that sees it, and
+rank 0 writes the union; a second barrier keeps every rank in ``on_save`` until the record is written,
+however long hashing takes (a checkpoint of gigabytes on network storage). A rank that left first would let
+its launcher (torch-elastic) kill rank 0 mid-record 30 s later when the save was for a preemption.
+``XLT_TEST_HASH_DELAY=S[@STEP]`` (tests only) makes rank 0 wait S seconds before writing the record (of step
+STEP only).
+
+A resume verifies the checkpoints once: :func:`settle` (rank 0, in the train stage's set-up) hashes them and
+returns the newest complete one, which the train step resumes from without hashing again.
 """
 
 from __future__ import annotations
@@ -57,15 +64,64 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _listing(folder: Path) -> dict[str, dict[str, Any]]:
-    files = {}
+def _names(folder: Path) -> list[str]:
+    """The files of a checkpoint as this node sees them (relative paths; no record, no hidden files)."""
+    found = []
     for dirpath, _, names in os.walk(folder):
         for name in names:
-            p = Path(dirpath) / name
-            rel = p.relative_to(folder).as_posix()
+            rel = (Path(dirpath) / name).relative_to(folder).as_posix()
             if rel != COMPLETE_FILE and not name.startswith("."):
-                files[rel] = {"size": p.stat().st_size, "sha256": _sha256(p)}
-    return dict(sorted(files.items()))
+                found.append(rel)
+    return sorted(found)
+
+
+def _entry(path: Path) -> dict[str, Any]:
+    return {"size": path.stat().st_size, "sha256": _sha256(path)}
+
+
+def _listing(folder: Path) -> dict[str, dict[str, Any]]:
+    return {rel: _entry(folder / rel) for rel in _names(folder)}
+
+
+def _gather(obj: Any) -> list[Any]:
+    """``obj`` of every rank, in rank order (``all_gather_object``; ``[obj]`` when not distributed)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return [obj]
+    out: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(out, obj)
+    return out
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def every_ranks_files(folder: Path) -> dict[str, dict[str, Any]]:
+    """A collective (every rank calls it): every file any rank sees in ``folder``, with its size and hash.
+
+    Each rank lists the folder as its node sees it; a file is hashed by the lowest rank that sees it (rank 0
+    for every file it sees: one node's ranks share the work as before), so a file that another node wrote and
+    rank 0's listing does not show yet is recorded by that node."""
+    views = _gather(_names(folder) if folder.is_dir() else [])
+    me, owner = _rank(), {}
+    for rank, names in enumerate(views):
+        for rel in names:
+            owner.setdefault(rel, rank)
+    mine = {}
+    for rel, rank in owner.items():
+        if rank == me:
+            try:
+                mine[rel] = _entry(folder / rel)
+            except OSError as err:  # gone since the listing (it cannot be: the barrier is before)
+                log.warning("checkpoint file %s could not be hashed: %s", folder / rel, err)
+    merged: dict[str, dict[str, Any]] = {}
+    for entries in _gather(mine):
+        merged.update(entries)
+    return dict(sorted(merged.items()))
 
 
 def _test_delay(folder: Path) -> None:
@@ -79,11 +135,13 @@ def _test_delay(folder: Path) -> None:
         time.sleep(float(seconds))
 
 
-def mark_complete(folder: str | os.PathLike[str]) -> None:
-    """Record ``folder`` as a complete checkpoint (every file, size and hash), last, atomically."""
+def mark_complete(folder: str | os.PathLike[str], files: dict[str, dict[str, Any]] | None = None) -> None:
+    """Record ``folder`` as a complete checkpoint (every file, size and hash), last, atomically; ``files``: the
+    files every rank wrote (:func:`every_ranks_files`), else this node's listing."""
     folder = Path(folder)
     _test_delay(folder)
-    atomic_write_json(folder / COMPLETE_FILE, {"files": _listing(folder), "time": time.time()})
+    atomic_write_json(folder / COMPLETE_FILE, {"files": _listing(folder) if files is None else files,
+                                               "time": time.time()})
 
 
 def checkpoint_problem(folder: str | os.PathLike[str], hashes: bool = True) -> str | None:
@@ -139,11 +197,6 @@ def checkpoints(folder: Path) -> list[Path]:
         return []
     found = [p for p in folder.iterdir() if _NAME.fullmatch(p.name)]
     return sorted(found, key=lambda p: int(p.name.split("-")[1]), reverse=True)
-
-
-def newest_complete(folder: Path) -> str | None:
-    """The newest complete checkpoint under ``folder`` (its path), or None."""
-    return next((str(p) for p in checkpoints(folder) if p.is_dir() and checkpoint_problem(p) is None), None)
 
 
 PRUNING = ".pruning-"
@@ -229,10 +282,11 @@ def completeness_callback(limit: int | None = None) -> Any:
             distributed = dist.is_available() and dist.is_initialized()
             if distributed:
                 dist.barrier()  # every rank's files (RNG states, ZeRO shards) are written before the record
+            folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            files = every_ranks_files(folder)  # every rank: the files each one sees, hashed once
             if state.is_world_process_zero:
-                folder = Path(args.output_dir) / f"checkpoint-{state.global_step}"
                 if folder.is_dir():
-                    mark_complete(folder)
+                    mark_complete(folder, files)
                     best = Path(state.best_model_checkpoint).name if state.best_model_checkpoint else None
                     prune(folder.parent, limit, folder.name, best)
             if distributed:
