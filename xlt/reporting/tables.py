@@ -98,6 +98,11 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
         if "comparable_to_harness" in meta:  # LLM scoring: can this number stand beside the harness's?
             row["comparable_to_harness"] = bool(meta["comparable_to_harness"])
             row["not_comparable_because"] = "; ".join(meta.get("not_comparable_because") or [])
+        draws = r.get("draws")
+        if isinstance(draws, dict):  # an LLM under eval.llm.protocol=paper: the mean over few-shot draws, its spread
+            row.update(protocol=r.get("protocol", "paper"), draws=int(draws["k"]),
+                       draw_accuracies=" / ".join(f"{a:.1f}" for a in draws["accuracy"]),
+                       draw_std=draws["std"], draw_min=draws["min"], draw_max=draws["max"])
         for name, sub in (r.get("subsets") or {}).items():
             row[f"acc_{name}"] = sub["accuracy"] if sub["n"] else float("nan")
             row[f"n_{name}"] = sub["n"]
@@ -228,4 +233,22 @@ def display_frame(res: BenchmarkResults) -> pd.DataFrame:
     columns = [c for c in report_columns(res.definition) if c in df]
     if before.COLUMN in df and "accuracy" in columns:  # the same model before fine-tuning, beside its accuracy
         columns.insert(columns.index("accuracy") + 1, before.COLUMN)
+    if "draws" in df and "accuracy" in columns:  # paper-protocol LLM results: each draw's accuracy and the spread
+        at = columns.index("accuracy") + 1
+        columns[at:at] = [c for c in DRAW_COLUMNS if c not in columns]
     return df[columns]
+
+
+# The per-language columns of results over several few-shot draws (eval.llm.protocol=paper).
+DRAW_COLUMNS = ("draw_accuracies", "draw_std", "draw_min", "draw_max")
+
+
+def protocol_line(df: pd.DataFrame) -> str:
+    """For LLM results over several few-shot draws (``eval.llm.protocol=paper``): how the numbers were made."""
+    if "draws" not in df or not df["draws"].notna().any():
+        return ""
+    k = int(df["draws"].max())
+    return (f"\nFew-shot protocol: the Belebele paper's (`eval.llm.protocol=paper`): the examples are drawn from the "
+            f"English training set, {k} draw(s) of them are scored, and `accuracy` is the mean of the draws' "
+            f"accuracies (`draw_accuracies`; `draw_std` the sample std, `draw_min`-`draw_max` their range). The "
+            "interval resamples questions over each question's share of right draws.\n")
