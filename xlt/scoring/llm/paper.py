@@ -61,8 +61,10 @@ def draw_seeds(seed: int, draws: int) -> list[int]:
 def draw_rows(pool_size: int, k: int, seed: int) -> list[int]:
     """The ``k`` row indices of one draw from a pool of ``pool_size`` rows (seeded, without replacement)."""
     if pool_size < k:
-        raise DataError(f"the training set's {POOL_SPLIT} split has {pool_size} rows; eval.llm.num_fewshot={k} "
-                        "examples are needed per draw")
+        raise DataError(
+            f"the training set's {POOL_SPLIT} split has {pool_size} rows; eval.llm.num_fewshot={k} "
+            "examples are needed per draw"
+        )
     return random.Random(seed).sample(range(pool_size), k)
 
 
@@ -92,14 +94,18 @@ def train_set_fingerprint(source: str | None, run: RunDir | None) -> str | None:
 
 def no_train_set_message(source: str | None, run: RunDir | None) -> str:
     """Why there is no training set to draw from, and how to get one."""
-    how = ("run the build_data stage first (e.g. add it to stages: stages=[build_data,evaluate,report], with "
-           "data=demo for the bundled samples or data=six_sources for the paper's set), or name a built one: "
-           "eval.llm.fewshot_source=<run directory or its data/train_set folder>")
+    how = (
+        "run the build_data stage first (e.g. add it to stages: stages=[build_data,evaluate,report], with "
+        "data=demo for the bundled samples or data=six_sources for the paper's set), or name a built one: "
+        "eval.llm.fewshot_source=<run directory or its data/train_set folder>"
+    )
     if source:
         return f"eval.llm.fewshot_source={source}: no training set there (neither a run directory with one nor a training-set folder); {how}"
     where = f" at {run.train_set}" if run is not None else ""
-    return (f"eval.llm.protocol=paper draws its few-shot examples from the English training set the build_data "
-            f"stage makes, and this run has none{where}; {how}")
+    return (
+        f"eval.llm.protocol=paper draws its few-shot examples from the English training set the build_data "
+        f"stage makes, and this run has none{where}; {how}"
+    )
 
 
 def load_pool(source: str | None, run: RunDir | None) -> tuple[Any, Path]:
@@ -111,10 +117,14 @@ def load_pool(source: str | None, run: RunDir | None) -> tuple[Any, Path]:
     try:
         dsd = load_dataset_dir(folder)
     except Damaged as err:
-        raise DataError(f"{err}; rebuild it (the build_data stage) or name another with eval.llm.fewshot_source") from None
+        raise DataError(
+            f"{err}; rebuild it (the build_data stage) or name another with eval.llm.fewshot_source"
+        ) from None
     if POOL_SPLIT not in getattr(dsd, "keys", lambda: ())():
-        raise DataError(f"{folder}: a training set without a '{POOL_SPLIT}' split; name a folder build_data wrote "
-                        "(run/data/train_set) with eval.llm.fewshot_source")
+        raise DataError(
+            f"{folder}: a training set without a '{POOL_SPLIT}' split; name a folder build_data wrote "
+            "(run/data/train_set) with eval.llm.fewshot_source"
+        )
     return dsd[POOL_SPLIT], folder
 
 
