@@ -414,3 +414,23 @@ def test_the_harness_protocol_keeps_the_hashes_xlt_had_before_the_option(tmp_pat
     )
     OmegaConf.update(cfg, "eval.llm.protocol", "paper")
     assert context(cfg, run, "evaluate").inputs != "ae47e75843a44e43"
+
+
+def test_a_draws_shared_examples_are_encoded_once_with_the_same_scores(
+    paper_cfg, loaded_lm, load_items, train_run
+):
+    """Every question of a draw starts with the same examples: the prefix cache encodes them once per draw, and
+    the scores equal those of full passes."""
+    model, tok = loaded_lm
+    items = load_items("belebele", "eng_Latn")
+    cached = LLMScorer(paper_cfg(), train_run, model=model, tokenizer=tok, progress=False)
+    with_cache = cached.score(items, benchmark="belebele", language="eng_Latn")
+    paths = [d["questions_per_path"] for d in cached.last_meta["prefix_cache"]]
+    assert len(paths) == 3 and all(p["prefix_cache"] == len(items) for p in paths), paths
+    full = LLMScorer(paper_cfg(prefix_cache=False), train_run, model=model, tokenizer=tok, progress=False)
+    without = full.score(items, benchmark="belebele", language="eng_Latn")
+    assert np.allclose(with_cache, without, atol=1e-4)
+    for a, b in zip(
+        cached.draw_scores("belebele", "eng_Latn"), full.draw_scores("belebele", "eng_Latn"), strict=True
+    ):
+        assert (a.argmax(1) == b.argmax(1)).all()
