@@ -142,6 +142,9 @@ def benchmark_blocks(name: str, res: Any) -> list[dict[str, Any]]:
                *[col(c, declared.label(c), filter=True) for c in info_columns(res)],
                col("accuracy", "accuracy (95% CI)", "ci", low="ci_low", high="ci_high"),
                *([col(BEFORE, "before fine-tuning", "num")] if BEFORE in df else []),
+               # LLM results over several few-shot draws (eval.llm.protocol=paper): each draw, their spread
+               *([col("draw_accuracies", "draws"), col("draw_std", "draw std", "num"), col("draw_min", "draw min", "num"),
+                  col("draw_max", "draw max", "num")] if "draws" in df else []),
                *[col(f"acc_{s}", s, "num") for s in subsets], col("n", "n", "int"),
                col("odd_items", "odd items", "int"), col("ties", "ties", "int")]
     series = [{"name": "accuracy" if not subsets else "full", "bars": [
