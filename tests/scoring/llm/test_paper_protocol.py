@@ -435,3 +435,35 @@ def test_a_draws_shared_examples_are_encoded_once_with_the_same_scores(
         cached.draw_scores("belebele", "eng_Latn"), full.draw_scores("belebele", "eng_Latn"), strict=True
     ):
         assert (a.argmax(1) == b.argmax(1)).all()
+
+
+@pytest.mark.slow
+def test_the_runs_own_build_data_output_is_the_pool(llm_files, tmp_path):
+    """stages=[build_data,evaluate]: the examples are rows of the train split build_data just made (bundled
+    RACE and SciQ samples), and the result records that set's fingerprint."""
+    from datasets import load_from_disk
+
+    from tests.scoring.llm.test_recipes import compose_recipe
+    from xlt import cli
+
+    cfg = compose_recipe(
+        "llm_5shot",
+        f"eval.llm.model={llm_files['model']}",
+        "eval.llm.batch_size=4",
+        "eval.llm.protocol=paper",
+        "eval.llm.num_fewshot=2",
+        "eval.bootstrap_samples=20",
+        f"eval.benchmarks.belebele.path={llm_files['belebele']}",
+        "eval.benchmarks.belebele.languages=[eng_Latn]",
+        "eval.benchmarks.global_mmlu.enabled=false",
+        "stages=[build_data,evaluate]",
+    )
+    run = RunDir(tmp_path / "run")
+    cli.run_stages(cfg, run, ["build_data", "evaluate"])
+    res = json.loads((run.eval / "belebele" / "eng_Latn.json").read_text())
+    meta = res["scorer_meta"]["fewshot"]
+    assert res["protocol"] == "paper" and meta["train_set"] == str(run.train_set)
+    train = load_from_disk(str(run.train_set))["train"]
+    ids = {paper.example_id(r) for r in train}
+    assert len(meta["examples"]) == 3 and all(e in ids for ex in meta["examples"] for e in ex)
+    assert res["provenance"]["fewshot"]["train_set"] == paper.train_set_fingerprint(None, run)
