@@ -234,7 +234,7 @@ def display_frame(res: BenchmarkResults) -> pd.DataFrame:
     if before.COLUMN in df and "accuracy" in columns:  # the same model before fine-tuning, beside its accuracy
         columns.insert(columns.index("accuracy") + 1, before.COLUMN)
     if "draws" in df and "accuracy" in columns:  # paper-protocol LLM results: each draw's accuracy and the spread
-        at = columns.index("accuracy") + 1
+        at = columns.index("ci_high" if "ci_high" in columns else "accuracy") + 1
         columns[at:at] = [c for c in DRAW_COLUMNS if c not in columns]
     return df[columns]
 
