@@ -423,12 +423,14 @@ def test_a_draws_shared_examples_are_encoded_once_with_the_same_scores(
     """Every question of a draw starts with the same examples: the prefix cache encodes them once per draw, and
     the scores equal those of full passes."""
     model, tok = loaded_lm
-    items = load_items("belebele", "eng_Latn")
-    cached = LLMScorer(paper_cfg(), train_run, model=model, tokenizer=tok, progress=False)
+    items = load_items("belebele", "eng_Latn").select(range(4))
+    cached = LLMScorer(paper_cfg(fewshot_draws=2), train_run, model=model, tokenizer=tok, progress=False)
     with_cache = cached.score(items, benchmark="belebele", language="eng_Latn")
     paths = [d["questions_per_path"] for d in cached.last_meta["prefix_cache"]]
-    assert len(paths) == 3 and all(p["prefix_cache"] == len(items) for p in paths), paths
-    full = LLMScorer(paper_cfg(prefix_cache=False), train_run, model=model, tokenizer=tok, progress=False)
+    assert len(paths) == 2 and all(p["prefix_cache"] == len(items) for p in paths), paths
+    full = LLMScorer(
+        paper_cfg(fewshot_draws=2, prefix_cache=False), train_run, model=model, tokenizer=tok, progress=False
+    )
     without = full.score(items, benchmark="belebele", language="eng_Latn")
     assert np.allclose(with_cache, without, atol=1e-4)
     for a, b in zip(
