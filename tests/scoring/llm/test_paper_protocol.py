@@ -432,7 +432,7 @@ def test_a_draws_shared_examples_are_encoded_once_with_the_same_scores(
         paper_cfg(fewshot_draws=2, prefix_cache=False), train_run, model=model, tokenizer=tok, progress=False
     )
     without = full.score(items, benchmark="belebele", language="eng_Latn")
-    assert np.allclose(with_cache, without, atol=1e-4)
+    np.testing.assert_allclose(with_cache, without, atol=1e-5)  # as the prefix-cache tests of test_loglik.py
     for a, b in zip(
         cached.draw_scores("belebele", "eng_Latn"), full.draw_scores("belebele", "eng_Latn"), strict=True
     ):
