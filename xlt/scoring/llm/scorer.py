@@ -5,7 +5,9 @@ Two modes (``eval.llm.mode``):
 * ``loglikelihood`` — k-shot prompts of lm-evaluation-harness (:mod:`~xlt.scoring.llm.prompts`, with the
   templates of the benchmark's definition); the score of an option is the log-likelihood of
   ``" " + continuation`` (the option's letter, or its text where the benchmark says so) after the context
-  (:mod:`~xlt.scoring.llm.loglik`). Predictions match the harness question for question.
+  (:mod:`~xlt.scoring.llm.loglik`). Predictions match the harness question for question. With
+  ``eval.llm.protocol=paper`` the examples are the Belebele paper's instead (:mod:`~xlt.scoring.llm.paper`:
+  drawn from the English training set, several draws, each scored; :meth:`LLMScorer.draw_scores`).
 * ``generate`` — a zero-shot instruction prompt in Bandarkar et al. (2024)'s format, greedy generation, answer letter
   extracted (:mod:`~xlt.scoring.llm.generate`). The score row is 0 for the named option and ``-inf``
   elsewhere; an unparseable answer gets a row of ``-inf`` (no prediction: the question counts as
