@@ -55,6 +55,32 @@ def accuracy_with_ci(correct: Sequence[bool] | np.ndarray, samples: int = 1000, 
     return {"accuracy": accuracy(arr), "n": int(arr.size), "correct": int(arr.sum()), "ci_low": lo, "ci_high": hi}
 
 
+def draws_accuracy_with_ci(correct: np.ndarray, samples: int = 1000, seed: int = 0,
+                           level: float = 0.95) -> dict[str, Any]:
+    """The accuracy of several draws scored on the same items (``correct``: ``(draws, n)`` 0/1), as the mean of
+    the draws' accuracies, with a percentile bootstrap interval that resamples items (each item's share of
+    draws that got it right, multiples of 1/draws: :func:`resampled_means`). ``correct``: right answers over
+    all draws (``accuracy == 100 * correct / (draws * n)``)."""
+    arr = np.asarray(correct, dtype=bool)
+    draws, n = arr.shape
+    share = arr.mean(axis=0) if draws else np.zeros(0)
+    out = {"accuracy": accuracy(share) if draws else float("nan"), "n": int(n), "correct": int(arr.sum())}
+    if n == 0 or samples <= 0 or draws == 0:
+        return {**out, "ci_low": float("nan"), "ci_high": float("nan")}
+    values, counts = distinct_values(share)
+    means = resampled_means(values, counts, samples, np.random.default_rng(seed)) * 100
+    alpha = (1 - level) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return {**out, "ci_low": float(lo), "ci_high": float(hi)}
+
+
+def spread(accuracies: Sequence[float]) -> dict[str, float]:
+    """The spread of several draws' (or runs') accuracies: sample std (ddof 1, as the seeds tables; 0 for one),
+    min, max."""
+    acc = np.asarray(accuracies, dtype=float)
+    return {"std": float(np.std(acc, ddof=1)) if acc.size > 1 else 0.0, "min": float(acc.min()), "max": float(acc.max())}
+
+
 ALTERNATIVES = ("two-sided", "greater", "less")
 
 
@@ -63,8 +89,8 @@ def paired_bootstrap(correct_a: Sequence[bool] | np.ndarray, correct_b: Sequence
                      alternative: str = "two-sided") -> dict[str, float]:
     """Paired comparison of accuracy(b) - accuracy(a) on the same items (percent points): the difference,
     its paired-bootstrap percentile interval and a paired permutation p-value (:func:`bootstrap_mean_diff`)."""
-    a = np.asarray(correct_a, dtype=int)
-    b = np.asarray(correct_b, dtype=int)
+    a = np.asarray(correct_a, dtype=float)  # 0/1, or a share of draws (protocol=paper results)
+    b = np.asarray(correct_b, dtype=float)
     if a.shape != b.shape:
         raise ValueError(f"paired bootstrap needs the same items: {a.shape} vs {b.shape}")
     return bootstrap_mean_diff(b - a, samples, seed, level, alternative=alternative)

@@ -39,6 +39,13 @@ class KeyInfo:
     when: tuple[str, str] | None = None  # (key, value): it changes a result only while key == value
     per_job: bool = True  # False: selects which evaluate jobs exist, changes none of them
     why: str | None = None  # why it is absent from a hash it would otherwise enter (neutral keys: always set)
+    # A key added after results existed: it enters the stage and job hashes only when it is not ``default``.
+    omit_default: bool = False
+    default: Any = None
+
+    def hashed(self, value: Any) -> bool:
+        """Whether ``value`` of this key enters a hash (not: an ``omit_default`` key at its default)."""
+        return not (self.omit_default and value == self.default)
 
 
 def _root() -> type:
@@ -58,7 +65,8 @@ def _field_info(f: dataclasses.Field, key: str, parent: KeyInfo | None, is_secti
                    translator=bool(meta.get("translator", inherited.translator)),
                    when=tuple(meta["when"]) if "when" in meta else inherited.when,
                    per_job=bool(meta.get("per_job", True)) and inherited.per_job,
-                   why=meta.get("why", inherited.why))
+                   why=meta.get("why", inherited.why), omit_default=bool(meta.get("omit_default", False)),
+                   default=None if f.default is dataclasses.MISSING else f.default)
 
 
 def key_info(key: str) -> KeyInfo | None:
@@ -138,8 +146,9 @@ def leaves(cfg: DictConfig | dict[str, Any]) -> dict[str, tuple[KeyInfo, Any]]:
 
 
 def stage_values(cfg: DictConfig | dict[str, Any], stage: str) -> dict[str, Any]:
-    """The leaves whose value changes ``stage``'s output directly (split keys excluded)."""
-    return {k: v for k, (info, v) in leaves(cfg).items() if info.affects == stage and not info.split}
+    """The leaves whose value changes ``stage``'s output directly (split keys excluded; an ``omit_default`` key
+    only when it is not at its default)."""
+    return {k: v for k, (info, v) in leaves(cfg).items() if info.affects == stage and not info.split and info.hashed(v)}
 
 
 def _applies(cfg: Any, info: KeyInfo) -> bool:
@@ -163,11 +172,12 @@ def translator_values(cfg: DictConfig | dict[str, Any]) -> dict[str, Any]:
 
 def job_values(cfg: DictConfig | dict[str, Any], benchmark: str) -> dict[str, Any]:
     """The evaluate keys one result of ``benchmark`` depends on: every evaluate key that applies (its
-    ``when`` holds) and is not a split or selection key, with ``eval.benchmarks`` cut to this entry."""
+    ``when`` holds) and is not a split or selection key, with ``eval.benchmarks`` cut to this entry (an
+    ``omit_default`` key only when it is not at its default)."""
     others = "eval.benchmarks."
     mine = f"eval.benchmarks.{benchmark}."
     return {k: v for k, (info, v) in leaves(cfg).items()
-            if info.affects == "evaluate" and not info.split and info.per_job and _applies(cfg, info)
+            if info.affects == "evaluate" and not info.split and info.per_job and _applies(cfg, info) and info.hashed(v)
             and (not k.startswith(others) or k.startswith(mine))}
 
 
@@ -181,7 +191,7 @@ def eval_job_values(eval_cfg: DictConfig | dict[str, Any], benchmark: str) -> di
 def result_values(cfg: DictConfig | dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
     """The leaves that change some result (minus the keys in ``drop``, e.g. ``seed``)."""
     return {k: v for k, (info, v) in leaves(cfg).items()
-            if info.affects is not None and not info.split and k not in drop}
+            if info.affects is not None and not info.split and k not in drop and info.hashed(v)}
 
 
 _MAX_NAME = 120

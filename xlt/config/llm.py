@@ -9,6 +9,11 @@ from dataclasses import dataclass
 
 from xlt.config.fields import neutral, opt
 
+# Few-shot protocols of eval.llm.protocol (the first is the default).
+PROTOCOLS = ("harness", "paper")
+# The keys of the paper protocol: absent from a harness result's recorded settings and hashes.
+PAPER_KEYS = ("protocol", "fewshot_draws", "fewshot_source")
+
 
 @dataclass
 class LLMConfig:
@@ -27,8 +32,20 @@ class LLMConfig:
     # Few-shot selection: "auto" (what the benchmark's definition says the harness does, e.g. the first k
     # rows of the pool, or seeded random rows), "first_n" or "random" (the harness's samplers).
     fewshot_sampler: str = opt("auto", choices=("auto", "first_n", "random"))
-    # Seed of the random few-shot sampler (lm-evaluation-harness's default is 1234).
+    # Seed of the random few-shot sampler (lm-evaluation-harness's default is 1234); with protocol=paper the
+    # seed of the first draw (draw d uses fewshot_seed + d).
     fewshot_seed: int = 1234
+    # Few-shot protocol (loglikelihood mode). "harness": lm-evaluation-harness's (each benchmark's own rule,
+    # e.g. Belebele: the first k rows of the evaluated language's test split). "paper": the Belebele paper's
+    # (Bandarkar et al., 2024): num_fewshot examples drawn at random from the English training set that the
+    # build_data stage makes (the same examples for every question and language of a draw), fewshot_draws
+    # draws, accuracy averaged over them and their spread reported (xlt/scoring/llm/paper.py).
+    protocol: str = opt("harness", choices=PROTOCOLS, omit_default=True)
+    # protocol=paper: the number of draws (the paper averages 3 runs).
+    fewshot_draws: int = opt(3, ge=1, when=("eval.llm.protocol", "paper"), omit_default=True)
+    # protocol=paper: where the training set comes from: null (the run's own build_data output), a run
+    # directory, or a training-set folder (what build_data saves: run/data/train_set).
+    fewshot_source: str | None = opt(None, when=("eval.llm.protocol", "paper"), omit_default=True)
     # "auto": bfloat16 on CUDA, float32 on CPU; or float32 / bfloat16 / float16.
     dtype: str = opt("auto", choices=("auto", "float32", "bfloat16", "float16"))
     # Numerics of the option scores. "harness" (default): log-softmax in the model's dtype, as

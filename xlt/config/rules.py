@@ -117,6 +117,12 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
             out.append("eval.benchmarks has no enabled benchmark (empty benchmark selection)")
     if e.scorer == "llm" and not e.llm.model and stages and "evaluate" in stages:
         out.append("eval.scorer=llm needs eval.llm.model=<Hub id or local folder of a causal LM>")
+    if e.llm.protocol == "paper":
+        if e.scorer != "llm" or e.llm.mode != "loglikelihood":
+            out.append("eval.llm.protocol=paper (the Belebele paper's few-shot protocol) applies to eval.scorer=llm "
+                       f"with eval.llm.mode=loglikelihood (got scorer={e.scorer}, mode={e.llm.mode})")
+        if e.llm.num_fewshot < 1:
+            out.append("eval.llm.protocol=paper draws few-shot examples: eval.llm.num_fewshot must be >= 1 (the paper: 5)")
     for name, b in e.benchmarks.items():
         if b.enabled and b.kind is None:
             out.append(f"eval.benchmarks.{name} has no kind: add eval.benchmarks.{name}.kind=<one of "
@@ -128,6 +134,9 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
             out.append(f"eval.benchmarks.{name}: machine_translate_from (translate the {b.machine_translate_from} "
                        "items into each language) and translate_test (translate each language into English) "
                        "exclude each other; use two entries")
+        if b.enabled and e.scorer == "llm" and e.llm.protocol == "paper" and b.kind is not None and b.kind != "belebele":
+            out.append(f"eval.llm.protocol=paper is the Belebele paper's few-shot protocol; eval.benchmarks.{name} is "
+                       f"{b.kind}: disable it (eval.benchmarks.{name}.enabled=false) or use eval.llm.protocol=harness")
         if (b.enabled and b.machine_translate_from and e.scorer == "llm" and e.llm.num_fewshot
                 and stages and "evaluate" in stages):
             out.append(f"eval.benchmarks.{name}: few-shot examples of a machine-translated entry would come from "

@@ -144,6 +144,9 @@ def benchmark_blocks(name: str, res: Any) -> list[dict[str, Any]]:
                *[col(c, declared.label(c), filter=True) for c in info_columns(res)],
                col("accuracy", "accuracy (95% CI)", "ci", low="ci_low", high="ci_high"),
                *([col(BEFORE, "before fine-tuning", "num")] if BEFORE in df else []),
+               # LLM results over several few-shot draws (eval.llm.protocol=paper): each draw, their spread
+               *([col("draw_accuracies", "draws"), col("draw_std", "draw std", "num"), col("draw_min", "draw min", "num"),
+                  col("draw_max", "draw max", "num")] if "draws" in df else []),
                *[col(f"acc_{s}", s, "num") for s in subsets],
                *[col(c, c.replace("_", " "), "num", digits=3) for c in TOKENIZER_COLUMNS if c in df], col("n", "n", "int"),
                col("odd_items", "odd items", "int"), col("ties", "ties", "int")]

@@ -17,7 +17,7 @@ from xlt.metrics import bootstrap_mean_diff
 from xlt.reporting.systems import System
 from xlt.reporting.verdicts import ALPHA
 from xlt.run import RunDir
-from xlt.scoring.results import Job, read_predictions
+from xlt.scoring.results import Job, item_correct, read_predictions
 
 _ROWS: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
 
@@ -30,9 +30,10 @@ def run_predictions(run: Any, benchmark: str, lang: str) -> list[dict[str, Any]]
     return _ROWS[key]
 
 
-def _correct(run: Any, benchmark: str, lang: str) -> dict[str, bool]:
-    """Per question id, whether the run answered it right."""
-    return {str(p["id"]): p["prediction"] == p["gold"] for p in run_predictions(run, benchmark, lang)}
+def _correct(run: Any, benchmark: str, lang: str) -> dict[str, float]:
+    """Per question id, whether the run answered it right (1/0; an LLM result over several few-shot draws: the
+    share of its draws that did, :func:`xlt.scoring.results.item_correct`)."""
+    return {str(p["id"]): item_correct(p) for p in run_predictions(run, benchmark, lang)}
 
 
 _SCORES: dict[tuple[Any, ...], dict[str, float]] = {}

@@ -37,7 +37,7 @@ from xlt.metrics import paired_bootstrap
 from xlt.registry import BENCHMARKS, include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run import PLAN_FILE, RunDir
-from xlt.scoring.results import Job, read_predictions
+from xlt.scoring.results import Job, item_correct, read_predictions
 from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.secrets import REDACTED
 from xlt.state import Damaged, read_text
@@ -241,8 +241,8 @@ def paired_differences(runs: list[RunInfo], benchmark: str, samples: int = 1000,
         shared = set(base.results[benchmark].per_language["language"]) & set(other.results[benchmark].per_language["language"])
         for lang in sorted(shared):
             job = Job(benchmark, lang, kind)
-            pa = {p["id"]: p["prediction"] == p["gold"] for p in read_predictions(RunDir(base.path), job)}
-            pb = {p["id"]: p["prediction"] == p["gold"] for p in read_predictions(RunDir(other.path), job)}
+            pa = {p["id"]: item_correct(p) for p in read_predictions(RunDir(base.path), job)}
+            pb = {p["id"]: item_correct(p) for p in read_predictions(RunDir(other.path), job)}
             ids = sorted(set(pa) & set(pb))
             test = paired_bootstrap([pa[i] for i in ids], [pb[i] for i in ids], samples, seed)
             rows.append({"language": lang, "run": other.label, "baseline": base.label, "n": len(ids), **test,

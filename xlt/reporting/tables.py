@@ -104,6 +104,11 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
             row.update({c: tok.get(c) if tok.get(c) is not None else float("nan") for c in TOKENIZER_COLUMNS})
             row["tokenizer_notes"] = tok.get("notes") or ""
             row["tokenizer_fingerprint"] = tok.get("tokenizer")  # which systems share a vocabulary
+        draws = r.get("draws")
+        if isinstance(draws, dict):  # an LLM under eval.llm.protocol=paper: the mean over few-shot draws, its spread
+            row.update(protocol=r.get("protocol", "paper"), draws=int(draws["k"]),
+                       draw_accuracies=" / ".join(f"{a:.1f}" for a in draws["accuracy"]),
+                       draw_std=draws["std"], draw_min=draws["min"], draw_max=draws["max"])
         for name, sub in (r.get("subsets") or {}).items():
             row[f"acc_{name}"] = sub["accuracy"] if sub["n"] else float("nan")
             row[f"n_{name}"] = sub["n"]
@@ -234,9 +239,27 @@ def display_frame(res: BenchmarkResults) -> pd.DataFrame:
     columns = [c for c in report_columns(res.definition) if c in df]
     if before.COLUMN in df and "accuracy" in columns:  # the same model before fine-tuning, beside its accuracy
         columns.insert(columns.index("accuracy") + 1, before.COLUMN)
+    if "draws" in df and "accuracy" in columns:  # paper-protocol LLM results: each draw's accuracy and the spread
+        at = columns.index("ci_high" if "ci_high" in columns else "accuracy") + 1
+        columns[at:at] = [c for c in DRAW_COLUMNS if c not in columns]
     out = df[columns].copy()
     for c in TOKENIZER_COLUMNS:  # ratios near 1: two decimals (three for the rare unknown pieces); NaN empty
         if c in out:
             digits = 3 if c == "unk_rate" else 2
             out[c] = [f"{v:.{digits}f}" if v == v and v is not None else "" for v in out[c]]
     return out
+
+
+# The per-language columns of results over several few-shot draws (eval.llm.protocol=paper).
+DRAW_COLUMNS = ("draw_accuracies", "draw_std", "draw_min", "draw_max")
+
+
+def protocol_line(df: pd.DataFrame) -> str:
+    """For LLM results over several few-shot draws (``eval.llm.protocol=paper``): how the numbers were made."""
+    if "draws" not in df or not df["draws"].notna().any():
+        return ""
+    k = int(df["draws"].max())
+    return (f"\nFew-shot protocol: the Belebele paper's (`eval.llm.protocol=paper`): the examples are drawn from the "
+            f"English training set, {k} draw(s) of them are scored, and `accuracy` is the mean of the draws' "
+            f"accuracies (`draw_accuracies`; `draw_std` the sample std, `draw_min`-`draw_max` their range). The "
+            "interval resamples questions over each question's share of right draws.\n")

@@ -25,6 +25,7 @@ from omegaconf import OmegaConf
 from xlt import languages as langtab
 from xlt.config.eval import BenchmarkConfig, EvalConfig, machine_translate_source, uses_translator
 from xlt.config.keys import eval_job_values
+from xlt.config.llm import PAPER_KEYS
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
 from xlt.files import atomic_write_json
@@ -156,10 +157,31 @@ def job_settings(eval_cfg: EvalConfig, job: Job) -> dict[str, Any]:
                 "max_questions": b.max_questions, "translate_test": bool(b.translate_test),
                 "machine_translate_from": machine_translate_source(b), "model": eval_cfg.model, "scorer": eval_cfg.scorer}
     if eval_cfg.scorer == "llm":
-        settings["llm"] = OmegaConf.to_container(eval_cfg.llm, resolve=True)
+        llm = OmegaConf.to_container(eval_cfg.llm, resolve=True)
+        if not paper_protocol(eval_cfg):  # a harness result records what it recorded before the protocol existed
+            llm = {k: v for k, v in llm.items() if k not in PAPER_KEYS}
+        settings["llm"] = llm
     elif eval_cfg.scorer == "fixed":
         settings["fixed_option"] = eval_cfg.fixed_option
     return settings
+
+
+def paper_protocol(eval_cfg: EvalConfig) -> bool:
+    """Whether LLM results are scored under the Belebele paper's few-shot protocol (``eval.llm.protocol=paper``)."""
+    return eval_cfg.scorer == "llm" and eval_cfg.llm.get("protocol", "harness") == "paper"
+
+
+# The evaluate stage's file input under eval.llm.protocol=paper: the training set the examples come from.
+FEWSHOT_TRAIN_SET = "eval.llm.fewshot_source"
+
+
+def paper_fewshot(eval_cfg: EvalConfig, files: dict[str, Any]) -> dict[str, Any]:
+    """What paper-protocol results depend on besides the config keys: the protocol, the number of examples, the
+    draws with their seeds, and the training set's content fingerprint (None until there is one)."""
+    llm = eval_cfg.llm
+    seeds = [int(llm.fewshot_seed) + d for d in range(int(llm.fewshot_draws))]
+    return {"protocol": "paper", "k": int(llm.num_fewshot), "draws": len(seeds), "seeds": seeds,
+            "train_set": files.get(FEWSHOT_TRAIN_SET)}
 
 
 def job_provenance(eval_cfg: EvalConfig, run: RunDir, job: Job, ctx: Any) -> dict[str, Any]:
@@ -189,7 +211,11 @@ def job_provenance(eval_cfg: EvalConfig, run: RunDir, job: Job, ctx: Any) -> dic
     }
     if files.get("model settings") is not None:  # what the scorer reads of an external eval.model's settings
         inputs["model settings"] = files["model settings"]
+    if paper_protocol(eval_cfg):  # the Belebele paper's few-shot draws: absent under the harness protocol
+        inputs["fewshot"] = paper_fewshot(eval_cfg, files)
     extra = {"translator": files["translate_test"].get("resolved")} if translated and files.get("translate_test") else {}
+    if "fewshot" in inputs:  # which protocol, draws and training set made the result
+        extra["fewshot"] = inputs["fewshot"]
     return ctx.record(model=inputs["model"], data=data, job=digest(inputs), **extra)
 
 
@@ -234,8 +260,13 @@ def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
     preds = read_jsonl_state(preds_file, PREDICTION)
     if preds is None:
         raise Damaged(preds_file, f"missing, while its result {path.name} exists")
-    correct = sum(1 for p in preds if p["prediction"] == p["gold"])
-    acc = 100.0 * correct / len(preds) if preds else None
+    draws = result.get("draws")
+    k = int(draws["k"]) if isinstance(draws, dict) and isinstance(draws.get("k"), int) else None
+    if k is not None and any(not isinstance(p.get("draws"), list) or len(p["draws"]) != k for p in preds):
+        raise Damaged(preds_file, f"a prediction lacks the {k} draws its result {path.name} says it was scored over")
+    # Right answers: over every draw (protocol=paper), else over the predictions.
+    correct = sum(right_answers(p) for p in preds)
+    acc = 100.0 * correct / (len(preds) * (k or 1)) if preds else None
     if len(preds) != result["n"] or correct != result["correct"] or (
             acc is not None and not math.isclose(acc, result["accuracy"], rel_tol=1e-9, abs_tol=1e-9)):
         raise Damaged(path, f"disagrees with its predictions {preds_file.name} (result: n={result['n']}, correct="
@@ -249,6 +280,24 @@ def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
     if tag is not None and any(p.get("job") != tag for p in preds):
         raise Damaged(preds_file, "holds predictions of another computation than its result (job hash differs)")
     return result
+
+
+def right_answers(p: dict[str, Any]) -> int:
+    """How many times a prediction row answered right: over its draws (``draws``: an LLM under
+    ``eval.llm.protocol=paper``), else 0 or 1."""
+    draws = p.get("draws")
+    if isinstance(draws, list):
+        return sum(d == p["gold"] for d in draws)
+    return int(p["prediction"] == p["gold"])
+
+
+def item_correct(p: dict[str, Any]) -> float:
+    """A prediction row's correctness: 0 or 1, or the share of its draws that answered right (``draws``:
+    protocol=paper, whose accuracy is the mean over draws). Paired comparisons use it."""
+    draws = p.get("draws")
+    if isinstance(draws, list) and draws:
+        return right_answers(p) / len(draws)
+    return float(p["prediction"] == p["gold"])
 
 
 def _chance_problem(chance: Any, preds: list[dict[str, Any]]) -> str | None:

@@ -27,11 +27,13 @@ from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
 from xlt.files import atomic_write_json, atomic_write_text, json_text
 from xlt.fingerprint import path_fingerprint, resource_fingerprint
-from xlt.metrics import accuracy_with_ci, chance_level
+from xlt.metrics import accuracy_with_ci, chance_level, draws_accuracy_with_ci, spread
 from xlt.progress import progress_bar
 from xlt.run import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
 from xlt.scoring import before
+from xlt.scoring.llm import paper
 from xlt.scoring.results import (
+    FEWSHOT_TRAIN_SET,
     Job,
     check_outputs,
     enabled_benchmarks,
@@ -39,6 +41,7 @@ from xlt.scoring.results import (
     job_settings,
     missing_jobs,
     missing_message,
+    paper_protocol,
     plan_jobs,
     predictions_path,
     read_result,
@@ -77,12 +80,17 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     counts = option_counts(items)  # each item's own number of options
     scores = check_scores(scorer.score(items, benchmark=job.benchmark, language=job.language), counts, where)
     gold = np.asarray(items["label"], dtype=int)
-    pred = scores.argmax(axis=1)
-    # A row with no finite score (e.g. an LLM answer naming no option) has no prediction: -1, wrong.
-    pred[~np.isfinite(scores).any(axis=1)] = -1
+    pred, ties = predictions(scores)
     correct = pred == gold
-    finite = np.where(np.isfinite(scores), scores, -np.inf)
-    ties = int(((finite == finite.max(axis=1, keepdims=True)).sum(axis=1) > 1)[pred >= 0].sum())
+    # Several draws of few-shot examples (an LLM under eval.llm.protocol=paper): each draw scored, and the
+    # accuracy is the mean over draws (xlt/scoring/llm/paper.py).
+    draws_fn = getattr(scorer, "draw_scores", None)
+    draws = draws_fn(job.benchmark, job.language) if callable(draws_fn) else None
+    if draws:
+        draw_scores = [check_scores(d, counts, f"{where} draw {i}") for i, d in enumerate(draws)]
+        draw_preds = [predictions(d) for d in draw_scores]
+        draw_correct = np.stack([p == gold for p, _ in draw_preds])
+        ties = sum(t for _, t in draw_preds)
     ids = items["id"]
     tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
     masks = get_benchmark(job.kind).item_subsets(items)  # "full" and the benchmark's own subsets, if any
@@ -93,7 +101,10 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         # Strict JSON: a score that is not finite (an LLM answer naming no option) is null.
         json_text({"id": ids[i], "language": job.language, "gold": int(gold[i]),
                    "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag,
-                   **({"subsets": [name for name, m in own.items() if m[i]]} if own else {})},
+                   **({"subsets": [name for name, m in own.items() if m[i]]} if own else {}),
+                   # each draw's prediction and scores; `prediction`/`scores`: of the draws' mean scores
+                   **({"draws": [int(p[i]) for p, _ in draw_preds],
+                       "draw_scores": [[float(x) for x in d[i, :counts[i]]] for d in draw_scores]} if draws else {})},
                   indent=None)
         for i in range(len(items))
     ]
@@ -111,15 +122,24 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         "translate_test": bool(bcfg.translate_test),
         **({"machine_translated_from": read} if read != job.language else {}),
         "settings": job_settings(cfg.eval, job),
-        **accuracy_with_ci(correct, samples, seed),
+        **(accuracy_with_ci(correct, samples, seed) if not draws else draws_accuracy_with_ci(draw_correct, samples, seed)),
         "chance": chance_level(counts),  # % right when guessing among each item's own options
         "ties": ties,  # predictions whose top score is shared by several options (argmax picks the first)
         # Items whose passage (or question) was cut to fit the model's max_length; None: the scorer does not say.
         "truncated": None,
         "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.loading.data_checks)
     }
+    if draws:
+        per_draw = [accuracy_with_ci(c, samples, seed) for c in draw_correct]
+        meta = getattr(scorer, "language_meta", lambda *a: {})(job.benchmark, job.language) or {}
+        seeds = (meta.get("fewshot") or {}).get("seeds")
+        result["protocol"] = "paper"
+        result["draws"] = {"k": len(draws), "seeds": seeds, "accuracy": [d["accuracy"] for d in per_draw],
+                           "correct": [d["correct"] for d in per_draw], **spread([d["accuracy"] for d in per_draw])}
     if masks:
-        result["subsets"] = {name: {**accuracy_with_ci(correct[mask], samples, seed), "chance": chance_level(counts[mask])}
+        result["subsets"] = {name: {**(accuracy_with_ci(correct[mask], samples, seed) if not draws else
+                                       draws_accuracy_with_ci(draw_correct[:, mask], samples, seed)),
+                                    "chance": chance_level(counts[mask])}
                              for name, mask in masks.items()}
     if provenance is not None:
         result["provenance"] = provenance
@@ -136,6 +156,16 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
             result["scorer_meta"] = extra
     atomic_write_json(result_path(run, job), result)
     return result
+
+
+def predictions(scores: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each row's prediction (the argmax; -1 where no score is finite, e.g. an LLM answer naming no option:
+    wrong) and the number of predictions whose top score several options share."""
+    pred = scores.argmax(axis=1)
+    pred[~np.isfinite(scores).any(axis=1)] = -1
+    finite = np.where(np.isfinite(scores), scores, -np.inf)
+    ties = int(((finite == finite.max(axis=1, keepdims=True)).sum(axis=1) > 1)[pred >= 0].sum())
+    return pred, ties
 
 
 def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None:
@@ -240,6 +270,8 @@ def files(cfg: Any, run: RunDir) -> dict[str, Any]:
     settings = scorer_model_settings(cfg)
     if settings is not None:  # absent otherwise: the hashes of runs that score their own model are unchanged
         out["model settings"] = settings
+    if paper_protocol(cfg.eval):  # the training set the few-shot examples are drawn from (absent otherwise)
+        out[FEWSHOT_TRAIN_SET] = paper.train_set_fingerprint(cfg.eval.llm.fewshot_source, run)
     for name, b in sorted(cfg.eval.benchmarks.items()):
         if b.enabled and b.path:
             out[f"eval.benchmarks.{name}.path"] = local_fingerprint(b.path)

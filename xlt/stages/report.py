@@ -34,7 +34,7 @@ from xlt.modeling.packaged import source_text
 from xlt.reporting.html import write_run_page
 from xlt.reporting.items import item_report, items_by_id, read_system, suspects_markdown
 from xlt.reporting.render import latex_table, markdown_table
-from xlt.reporting.tables import BenchmarkResults, collect, display_frame, summary_frames
+from xlt.reporting.tables import BenchmarkResults, collect, display_frame, protocol_line, summary_frames
 from xlt.run import REPORT_FILE, RunDir
 from xlt.scoring.before import COLUMN as BEFORE
 from xlt.stages.evaluate import STAGE as EVALUATE
@@ -64,6 +64,7 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[
         out.append(f"\n### per language\n\n{markdown_table(display_frame(res))}")
         out.append(tokenizer_line(res.per_language))
         out.append(data_checks_line(res.per_language))
+        out.append(protocol_line(res.per_language))
         out.append(comparability_line(res.per_language))
         if items and name in items:
             out.append(suspects_markdown(items[name], res.heading))
@@ -158,7 +159,7 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
     atomic_write_text(run.report("tex"), render_latex(results))
     files += [run.report(ext) for ext in ("md", "csv", "json", "tex")] + [run.items_report]
     notes = [f"{name}: {line}" for name, r in results.items()
-             for line in (tokenizer_line(r.per_language), data_checks_line(r.per_language),
+             for line in (tokenizer_line(r.per_language), data_checks_line(r.per_language), protocol_line(r.per_language),
                           comparability_line(r.per_language)) if line.strip()]
     files.append(write_run_page(run.report("html"), cfg.eval, cfg.model, results, provenance, [n.replace("**", "") for n in notes],
                                 recipe_name=cfg.recipe_name, seed=cfg.seed, items=items))

@@ -5,7 +5,9 @@ Two modes (``eval.llm.mode``):
 * ``loglikelihood`` — k-shot prompts of lm-evaluation-harness (:mod:`~xlt.scoring.llm.prompts`, with the
   templates of the benchmark's definition); the score of an option is the log-likelihood of
   ``" " + continuation`` (the option's letter, or its text where the benchmark says so) after the context
-  (:mod:`~xlt.scoring.llm.loglik`). Predictions match the harness question for question.
+  (:mod:`~xlt.scoring.llm.loglik`). Predictions match the harness question for question. With
+  ``eval.llm.protocol=paper`` the examples are the Belebele paper's instead (:mod:`~xlt.scoring.llm.paper`:
+  drawn from the English training set, several draws, each scored; :meth:`LLMScorer.draw_scores`).
 * ``generate`` — a zero-shot instruction prompt in Bandarkar et al. (2024)'s format, greedy generation, answer letter
   extracted (:mod:`~xlt.scoring.llm.generate`). The score row is 0 for the named option and ``-inf``
   elsewhere; an unparseable answer gets a row of ``-inf`` (no prediction: the question counts as
@@ -32,7 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError
 from xlt.files import atomic_write_json
-from xlt.scoring.llm import prompts
+from xlt.scoring.llm import paper, prompts
 from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
 from xlt.scoring.llm.load import llm_config, load_causal_lm
 from xlt.scoring.llm.loglik import LoglikelihoodEngine, build_sequences, encode_pairs, resolve_max_length
@@ -60,6 +62,9 @@ class LLMScorer:
         # None: eval.llm.prefix_cache decides (benchmarks/llm_eval_bench.py compares both).
         self.prefix_cache = bool(self.llm.prefix_cache) if prefix_cache is None else prefix_cache
         self.run = run
+        self._pool: tuple[Dataset, Any] | None = None  # protocol=paper: the training set's train split
+        if self.llm.protocol == "paper" and self.llm.mode == "loglikelihood":
+            self._paper_pool()  # no training set: say so before the model loads
         if model is None or tokenizer is None:
             model, tokenizer, device = load_causal_lm(self.llm)
         self.model, self.tokenizer = model, tokenizer
@@ -76,6 +81,7 @@ class LLMScorer:
         self.pool_source = pool_source or self._registry_pool
         self.last_meta: dict[str, Any] = {}
         self._metas: dict[tuple[str, str], dict[str, Any]] = {}
+        self._draws: dict[tuple[str, str], list[np.ndarray]] = {}  # protocol=paper: each draw's scores
 
     # -- public API -------------------------------------------------------------------------------
     def score(self, items: Dataset, *, benchmark: str, language: str) -> np.ndarray:
@@ -102,17 +108,73 @@ class LLMScorer:
         meta = self._metas.get((benchmark, language), {})
         return {k: v for k, v in meta.items() if k not in ("generations", "unparseable_ids", "benchmark", "language")}
 
-    def contexts(self, items: Dataset, *, benchmark: str, language: str) -> list[str]:
-        """The exact prompt strings (without the answer) that :meth:`score` feeds the model."""
+    def contexts(self, items: Dataset, *, benchmark: str, language: str, draw: int = 0) -> list[str]:
+        """The exact prompt strings (without the answer) that :meth:`score` feeds the model (under
+        ``protocol=paper``: those of draw ``draw``)."""
         bench = HarnessTask(get_benchmark(self._kind(benchmark)))
         if self.llm.mode == "generate":
             return [self._wrap(prompts.instruction_prompt(r, self._instruction(bench))) for r in items]
+        if self.llm.protocol == "paper":
+            pool, _ = self._paper_pool()
+            seed = paper.draw_seeds(self.llm.fewshot_seed, self.llm.fewshot_draws)[draw]
+            examples = [pool[i] for i in paper.draw_rows(len(pool), int(self.llm.num_fewshot), seed)]
+            return [self._render(t) for t in paper.turns(examples, items)]
         return [self._render(t) for t in self._fewshot_turns(items, benchmark, bench, language)[0]]
 
     # -- log-likelihood ---------------------------------------------------------------------------
     def _score_loglikelihood(self, items: Dataset, benchmark: str, bench: HarnessTask,
                              language: str) -> tuple[np.ndarray, dict[str, Any]]:
+        if self.llm.protocol == "paper":
+            return self._score_paper(items, benchmark, bench, language)
         turns, fewshot = self._fewshot_turns(items, benchmark, bench, language)
+        scores, meta = self._loglik(items, turns, bench)
+        cache = meta.pop("prefix_cache")
+        return scores, {"fewshot": fewshot, **meta, "parity": self._parity(), "prefix_cache": cache,
+                        **self._comparability(benchmark, bench, len(items))}
+
+    def _score_paper(self, items: Dataset, benchmark: str, bench: HarnessTask,
+                     language: str) -> tuple[np.ndarray, dict[str, Any]]:
+        """The Belebele paper's protocol (:mod:`~xlt.scoring.llm.paper`): every draw's examples from the English
+        training set, each draw scored; returns the mean of the draws' scores (:meth:`draw_scores` gives each)."""
+        if bench.kind not in paper.KINDS:
+            raise ConfigError(f"eval.llm.protocol=paper is the Belebele paper's protocol; eval.benchmarks.{benchmark} "
+                              f"is {bench.kind} (disable it, or use eval.llm.protocol=harness)")
+        pool, folder = self._paper_pool()
+        k = int(self.llm.num_fewshot)
+        runs, per_draw = [], []
+        for seed in paper.draw_seeds(self.llm.fewshot_seed, self.llm.fewshot_draws):
+            examples = [pool[i] for i in paper.draw_rows(len(pool), k, seed)]
+            scores, meta = self._loglik(items, paper.turns(examples, items), bench)
+            runs.append(scores)
+            per_draw.append({"seed": seed, "examples": [paper.example_id(ex) for ex in examples], **meta})
+        self._draws[(benchmark, language)] = runs
+        forward = {key: sum(d["forward"][key] for d in per_draw) for key in per_draw[0]["forward"] if key != "batch_size"}
+        forward["batch_size"] = per_draw[-1]["forward"]["batch_size"]
+        fewshot = {"protocol": "paper", "k": k, "source": f"English training set ({paper.POOL_SPLIT} split)",
+                   "train_set": str(folder), "draws": len(runs), "seeds": [d["seed"] for d in per_draw],
+                   "examples": [d["examples"] for d in per_draw]}
+        reasons = ["the Belebele paper's protocol: few-shot examples drawn from the English training set, accuracy "
+                   "averaged over draws; the harness's task takes the first rows of the language's test split"]
+        meta = {"fewshot": fewshot, "forward": forward, "max_length": self.max_length,
+                "single_pass_questions": sum(d["single_pass_questions"] for d in per_draw),
+                "truncated_contexts": sum(d["truncated_contexts"] for d in per_draw),
+                "parity": self._parity(), "prefix_cache": [d["prefix_cache"] for d in per_draw],
+                "comparable_to_harness": False, "not_comparable_because": reasons}
+        return np.mean(np.stack(runs), axis=0), meta
+
+    def _paper_pool(self) -> tuple[Dataset, Any]:
+        """The training set's ``train`` split (loaded once per scorer)."""
+        if self._pool is None:
+            self._pool = paper.load_pool(self.llm.fewshot_source, self.run)
+        return self._pool
+
+    def draw_scores(self, benchmark: str, language: str) -> list[np.ndarray] | None:
+        """The scores of each draw of the last :meth:`score` call on (benchmark, language) under
+        ``protocol=paper`` (None under the harness protocol): the evaluate stage scores every draw."""
+        return self._draws.get((benchmark, language))
+
+    def _loglik(self, items: Dataset, turns: list[prompts.Turns], bench: HarnessTask) -> tuple[np.ndarray, dict[str, Any]]:
+        """Log-likelihood scores of the items' answer continuations after their k-shot ``turns``."""
         ctx = [self._render(t) for t in turns]
         delim = "" if self.llm.chat_template else prompts.TARGET_DELIMITER
         conts = [[delim + c for c in bench.doc_to_choice(rec)] for rec in items]
@@ -130,10 +192,9 @@ class LLMScorer:
         truncated = sum(len(c) + max(map(len, conts)) > self.max_length + 1 for c, conts in encoded)
         cache_meta = {"enabled": self.prefix_cache, "supported": use_cache or not self.prefix_cache,
                       "distinct_prefixes": plan.distinct_prefixes, "questions_per_path": plan.paths}
-        return scores, {"fewshot": fewshot, "forward": cost, "max_length": self.max_length,
+        return scores, {"forward": cost, "max_length": self.max_length,
                         "single_pass_questions": _single_pass(seqs, len(items)), "truncated_contexts": int(truncated),
-                        "parity": self._parity(), "prefix_cache": cache_meta,
-                        **self._comparability(benchmark, bench, len(items))}
+                        "prefix_cache": cache_meta}
 
     def _parity(self) -> dict[str, Any]:
         """How the scores relate to lm-evaluation-harness's numerics (stored with every result)."""
