@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from xlt import __version__
-from xlt import languages as langtab
 from xlt.config.data import DataConfig
 from xlt.config.eval import EvalConfig, is_machine_translated, machine_translate_source
 from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID, ModelConfig
@@ -58,19 +57,106 @@ BASE_LICENSES: dict[str, str] = {
 # as the Hub's language filter finds it. Codes not listed have no Part 1 code (dialects such as ``arz``,
 # languages such as ``ceb``, ``ckb``, ``fuv``): the Hub takes the ISO 639-3 code.
 ISO639_1: dict[str, str] = {
-    "afr": "af", "als": "sq", "amh": "am", "arb": "ar", "asm": "as", "azj": "az", "bam": "bm", "ben": "bn",
-    "bod": "bo", "bul": "bg", "cat": "ca", "ces": "cs", "dan": "da", "deu": "de", "ell": "el", "eng": "en",
-    "est": "et", "eus": "eu", "fin": "fi", "fra": "fr", "gaz": "om", "grn": "gn", "guj": "gu", "hat": "ht",
-    "hau": "ha", "heb": "he", "hin": "hi", "hrv": "hr", "hun": "hu", "hye": "hy", "ibo": "ig", "ind": "id",
-    "isl": "is", "ita": "it", "jav": "jv", "jpn": "ja", "kan": "kn", "kat": "ka", "kaz": "kk", "khk": "mn",
-    "khm": "km", "kin": "rw", "kir": "ky", "kor": "ko", "lao": "lo", "lin": "ln", "lit": "lt", "lug": "lg",
-    "lvs": "lv", "mal": "ml", "mar": "mr", "mkd": "mk", "mlt": "mt", "mri": "mi", "mya": "my", "nld": "nl",
-    "nob": "nb", "npi": "ne", "nya": "ny", "ory": "or", "pan": "pa", "pbt": "ps", "pes": "fa", "plt": "mg",
-    "pol": "pl", "por": "pt", "ron": "ro", "rus": "ru", "sin": "si", "slk": "sk", "slv": "sl", "sna": "sn",
-    "snd": "sd", "som": "so", "sot": "st", "spa": "es", "srp": "sr", "ssw": "ss", "sun": "su", "swe": "sv",
-    "swh": "sw", "tam": "ta", "tel": "te", "tgk": "tg", "tgl": "tl", "tha": "th", "tir": "ti", "tsn": "tn",
-    "tso": "ts", "tur": "tr", "ukr": "uk", "urd": "ur", "uzn": "uz", "vie": "vi", "wol": "wo", "xho": "xh",
-    "yor": "yo", "zho": "zh", "zsm": "ms", "zul": "zu",
+    "afr": "af",
+    "als": "sq",
+    "amh": "am",
+    "arb": "ar",
+    "asm": "as",
+    "azj": "az",
+    "bam": "bm",
+    "ben": "bn",
+    "bod": "bo",
+    "bul": "bg",
+    "cat": "ca",
+    "ces": "cs",
+    "dan": "da",
+    "deu": "de",
+    "ell": "el",
+    "eng": "en",
+    "est": "et",
+    "eus": "eu",
+    "fin": "fi",
+    "fra": "fr",
+    "gaz": "om",
+    "grn": "gn",
+    "guj": "gu",
+    "hat": "ht",
+    "hau": "ha",
+    "heb": "he",
+    "hin": "hi",
+    "hrv": "hr",
+    "hun": "hu",
+    "hye": "hy",
+    "ibo": "ig",
+    "ind": "id",
+    "isl": "is",
+    "ita": "it",
+    "jav": "jv",
+    "jpn": "ja",
+    "kan": "kn",
+    "kat": "ka",
+    "kaz": "kk",
+    "khk": "mn",
+    "khm": "km",
+    "kin": "rw",
+    "kir": "ky",
+    "kor": "ko",
+    "lao": "lo",
+    "lin": "ln",
+    "lit": "lt",
+    "lug": "lg",
+    "lvs": "lv",
+    "mal": "ml",
+    "mar": "mr",
+    "mkd": "mk",
+    "mlt": "mt",
+    "mri": "mi",
+    "mya": "my",
+    "nld": "nl",
+    "nob": "nb",
+    "npi": "ne",
+    "nya": "ny",
+    "ory": "or",
+    "pan": "pa",
+    "pbt": "ps",
+    "pes": "fa",
+    "plt": "mg",
+    "pol": "pl",
+    "por": "pt",
+    "ron": "ro",
+    "rus": "ru",
+    "sin": "si",
+    "slk": "sk",
+    "slv": "sl",
+    "sna": "sn",
+    "snd": "sd",
+    "som": "so",
+    "sot": "st",
+    "spa": "es",
+    "srp": "sr",
+    "ssw": "ss",
+    "sun": "su",
+    "swe": "sv",
+    "swh": "sw",
+    "tam": "ta",
+    "tel": "te",
+    "tgk": "tg",
+    "tgl": "tl",
+    "tha": "th",
+    "tir": "ti",
+    "tsn": "tn",
+    "tso": "ts",
+    "tur": "tr",
+    "ukr": "uk",
+    "urd": "ur",
+    "uzn": "uz",
+    "vie": "vi",
+    "wol": "wo",
+    "xho": "xh",
+    "yor": "yo",
+    "zho": "zh",
+    "zsm": "ms",
+    "zul": "zu",
 }
 
 PIPELINE_TAG = "multiple-choice"
@@ -112,8 +198,13 @@ def base_model_id(model: ModelConfig) -> str | None:
 
 def training_datasets(data: DataConfig) -> list[str]:
     """The Hub ids of the enabled training sources read from the Hub (a local copy or a URL is not one)."""
-    return sorted({str(s.hub_id) for s in data.sources.values()
-                   if getattr(s, "enabled", True) and s.hub_id and not s.path})
+    return sorted(
+        {
+            str(s.hub_id)
+            for s in data.sources.values()
+            if getattr(s, "enabled", True) and s.hub_id and not s.path
+        }
+    )
 
 
 def variant(bcfg: Any) -> str:
@@ -151,18 +242,30 @@ def eval_results(eval_cfg: EvalConfig, report: dict[str, Any]) -> list[Any]:
         metric_name = f"accuracy (%{', ' + extra if extra else ''})"
         for row in bench["per_language"]:
             lang = str(row["language"])
-            out.append(EvalResult(
-                task_type=PIPELINE_TAG, task_name=TASK_NAME, dataset_type=dataset,
-                dataset_name=f"{definition.title} {lang}{where}", dataset_config=lang, dataset_split=str(bcfg.split),
-                dataset_revision=revision, metric_type=METRIC, metric_name=metric_name,
-                metric_value=round(float(row["accuracy"]), 2)))
+            out.append(
+                EvalResult(
+                    task_type=PIPELINE_TAG,
+                    task_name=TASK_NAME,
+                    dataset_type=dataset,
+                    dataset_name=f"{definition.title} {lang}{where}",
+                    dataset_config=lang,
+                    dataset_split=str(bcfg.split),
+                    dataset_revision=revision,
+                    metric_type=METRIC,
+                    metric_name=metric_name,
+                    metric_value=round(float(row["accuracy"]), 2),
+                )
+            )
     return out
 
 
 def evaluated_languages(report: dict[str, Any]) -> list[str]:
     """The Hub codes of every language evaluated in ``report`` (report.json), sorted, once each."""
-    codes = {hub_language(str(row.get("code") or row["language"]))
-             for bench in report["benchmarks"].values() for row in bench["per_language"]}
+    codes = {
+        hub_language(str(row.get("code") or row["language"]))
+        for bench in report["benchmarks"].values()
+        for row in bench["per_language"]
+    }
     return sorted(codes)
 
 
@@ -173,9 +276,12 @@ def card_record(report_path: Path, model_provenance: Path) -> dict[str, Any]:
     if report is None:
         raise Damaged(report_path, "missing: the card is written after the report")
     prov = read_state(model_provenance, MODEL_PROVENANCE)
-    return {"report": hashlib.sha256(report_path.read_bytes()).hexdigest()[:16],
-            "report_inputs": report["provenance"].get("inputs"),
-            "model": prov["fingerprint"] if prov else None, "xlt_version": __version__}
+    return {
+        "report": hashlib.sha256(report_path.read_bytes()).hexdigest()[:16],
+        "report_inputs": report["provenance"].get("inputs"),
+        "model": prov["fingerprint"] if prov else None,
+        "xlt_version": __version__,
+    }
 
 
 def recorded(card_text: str) -> dict[str, Any] | None:
@@ -203,8 +309,10 @@ def card_problem(card_path: Path, report_path: Path, model_provenance: Path) -> 
         return f"{err.path} is damaged or missing ({err.why})"
     changed = [k for k in ("report", "model") if mine.get(k) != now[k]]
     if changed:
-        return (f"{card_path} was written for another {' and '.join(changed)} than the run's now (recorded "
-                f"{', '.join(f'{k} {mine.get(k)}' for k in changed)}; now {', '.join(f'{k} {now[k]}' for k in changed)})")
+        return (
+            f"{card_path} was written for another {' and '.join(changed)} than the run's now (recorded "
+            f"{', '.join(f'{k} {mine.get(k)}' for k in changed)}; now {', '.join(f'{k} {now[k]}' for k in changed)})"
+        )
     return None
 
 
@@ -217,10 +325,19 @@ def evaluation_section(report: dict[str, Any], eval_cfg: EvalConfig, summary: st
         title = get_benchmark(bench["kind"]).title
         extra = variant(bcfg)
         parts.append(f"### {title} ({name}){', ' + extra if extra else ''}: accuracy per language (%)")
-        rows = [[r["language"], r.get("name") or "", f"{r['accuracy']:.1f}",
-                 f"{r['ci_low']:.1f}-{r['ci_high']:.1f}" if r.get("ci_low") is not None else "", r.get("n", "")]
-                for r in bench["per_language"]]
-        parts.append(markdown_table(["language", "name", "accuracy", "95% interval", "questions"], rows).rstrip("\n"))
+        rows = [
+            [
+                r["language"],
+                r.get("name") or "",
+                f"{r['accuracy']:.1f}",
+                f"{r['ci_low']:.1f}-{r['ci_high']:.1f}" if r.get("ci_low") is not None else "",
+                r.get("n", ""),
+            ]
+            for r in bench["per_language"]
+        ]
+        parts.append(
+            markdown_table(["language", "name", "accuracy", "95% interval", "questions"], rows).rstrip("\n")
+        )
     return "\n\n".join(parts)
 
 
@@ -232,31 +349,52 @@ def notes_section(model: ModelConfig, data: DataConfig, eval_cfg: EvalConfig, re
     if lic:
         lines.append(f"- **Licence:** `{lic}`, the base model's (`{base or model.name_or_path}`).")
     elif model.name_or_path == TINY_MODEL_ID:
-        lines.append("- **Licence:** none declared (no base model: the weights are a random initialisation "
-                     "trained by xlt).")
+        lines.append(
+            "- **Licence:** none declared (no base model: the weights are a random initialisation "
+            "trained by xlt)."
+        )
     else:
-        lines.append(f"- **Licence:** not known to xlt for `{model.name_or_path}`: see the base model's own terms "
-                     "before sharing.")
+        lines.append(
+            f"- **Licence:** not known to xlt for `{model.name_or_path}`: see the base model's own terms "
+            "before sharing."
+        )
     if model.name_or_path in PACKAGED_MODEL_IDS:
         from xlt.modeling.packaged import source_text  # lazy: start-up time (numpy)
 
-        lines.append(f"- **4-bit base weights:** fine-tuned from {source_text()}. Its results are not those of "
-                     f"`{base}` in its original precision.")
+        lines.append(
+            f"- **4-bit base weights:** fine-tuned from {source_text()}. Its results are not those of "
+            f"`{base}` in its original precision."
+        )
     if model.name_or_path == TINY_MODEL_ID:
-        lines.append("- **Not a pretrained model:** the tiny XLM-R-architecture model xlt builds offline, randomly "
-                     "initialised; for testing pipelines only.")
-    terms = sorted({f"{name}: {s.license}" for name, s in data.sources.items() if getattr(s, "enabled", True) and s.license})
+        lines.append(
+            "- **Not a pretrained model:** the tiny XLM-R-architecture model xlt builds offline, randomly "
+            "initialised; for testing pipelines only."
+        )
+    terms = sorted(
+        {
+            f"{name}: {s.license}"
+            for name, s in data.sources.items()
+            if getattr(s, "enabled", True) and s.license
+        }
+    )
     if terms:
         lines.append(f"- **Training data terms:** {'; '.join(terms)}.")
     local = sorted(name for name, b in eval_cfg.benchmarks.items() if b.enabled and b.path)
     if local:
-        lines.append(f"- **Local benchmark copies** ({', '.join(local)}): their results are not attributed to a Hub "
-                     "dataset (`local:<folder>` in the metadata).")
-    lines += ["", "## Provenance", "",
-              f"Written by xlt {record['xlt_version']} after evaluation, from `report.json` (digest "
-              f"`{record['report']}`, report inputs `{record['report_inputs']}`) and the model files (fingerprint "
-              f"`{record['model']}`); the report stage rewrites it when either changes.", "",
-              f"<!-- xlt:card {json.dumps(record, sort_keys=True)} -->"]
+        lines.append(
+            f"- **Local benchmark copies** ({', '.join(local)}): their results are not attributed to a Hub "
+            "dataset (`local:<folder>` in the metadata)."
+        )
+    lines += [
+        "",
+        "## Provenance",
+        "",
+        f"Written by xlt {record['xlt_version']} after evaluation, from `report.json` (digest "
+        f"`{record['report']}`, report inputs `{record['report_inputs']}`) and the model files (fingerprint "
+        f"`{record['model']}`); the report stage rewrites it when either changes.",
+        "",
+        f"<!-- xlt:card {json.dumps(record, sort_keys=True)} -->",
+    ]
     return "\n".join(lines)
 
 
@@ -269,8 +407,17 @@ def _replace_between(text: str, begin: str, end: str, body: str, heading: str) -
     return text[: start + len(begin)] + "\n" + body.strip() + "\n" + text[stop:]
 
 
-def write_hub_card(card_path: str | Path, report_path: str | Path, model_provenance: str | Path, *,
-                   model: ModelConfig, data: DataConfig, eval_cfg: EvalConfig, model_name: str, summary: str) -> None:
+def write_hub_card(
+    card_path: str | Path,
+    report_path: str | Path,
+    model_provenance: str | Path,
+    *,
+    model: ModelConfig,
+    data: DataConfig,
+    eval_cfg: EvalConfig,
+    model_name: str,
+    summary: str,
+) -> None:
     """Rewrite the card at ``card_path`` from the run's ``report.json`` (see the module docstring).
 
     ``model_name``: the name of the ``model-index`` (leaderboards show it); ``summary``: the means table the
@@ -283,12 +430,23 @@ def write_hub_card(card_path: str | Path, report_path: str | Path, model_provena
     old = ModelCard(card_path.read_text(encoding="utf-8"))
     datasets = training_datasets(data)
     meta = ModelCardData(
-        base_model=base_model_id(model), license=base_license(model.name_or_path), datasets=datasets or None,
-        language=evaluated_languages(report), pipeline_tag=PIPELINE_TAG,
+        base_model=base_model_id(model),
+        license=base_license(model.name_or_path),
+        datasets=datasets or None,
+        language=evaluated_languages(report),
+        pipeline_tag=PIPELINE_TAG,
         library_name=old.data.get("library_name") or ("peft" if model.lora.enabled else "transformers"),
-        tags=old.data.get("tags"), model_name=model_name, eval_results=eval_results(eval_cfg, report))
-    text = _replace_between(old.text, EVAL_BEGIN, EVAL_END, evaluation_section(report, eval_cfg, summary),
-                            "## Evaluation results\n\n")
+        tags=old.data.get("tags"),
+        model_name=model_name,
+        eval_results=eval_results(eval_cfg, report),
+    )
+    text = _replace_between(
+        old.text,
+        EVAL_BEGIN,
+        EVAL_END,
+        evaluation_section(report, eval_cfg, summary),
+        "## Evaluation results\n\n",
+    )
     text = _replace_between(text, HUB_BEGIN, HUB_END, notes_section(model, data, eval_cfg, record), "")
     card = ModelCard("---\n" + meta.to_yaml() + "\n---\n" + text)
     atomic_write_text(card_path, str(card))
