@@ -261,7 +261,8 @@ def describe(up: Upload, repo_id: str, *, private: bool, revision: str | None) -
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line of ``xlt push`` (argparse)."""
     parser = argparse.ArgumentParser(
         prog="xlt push", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -284,7 +285,11 @@ def main(argv: list[str] | None = None) -> int:
         help="check the run and list exactly what would be uploaded; no network, no token",
     )
     parser.add_argument("--json", action="store_true", help="with --dry-run: the listing as JSON")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     try:
         from huggingface_hub.utils import validate_repo_id  # lazy: start-up time
 
