@@ -10,7 +10,6 @@ import huggingface_hub
 import pytest
 from huggingface_hub import constants
 
-from tests.cli import xlt
 from tests.pushable import MODEL_FILES, pushable_run, run_config, write_card
 from xlt import push as xpush
 
@@ -99,13 +98,15 @@ def test_dry_run_lists_exactly_the_model_files(run, capsys):
     )
 
 
-def test_dry_run_through_the_console_command(template):
-    proc = xlt("xlt", "push", str(template.path), "--repo-id", "me/xlmr-belebele", "--private", "--dry-run")
-    assert proc.returncode == 0, proc.stderr
-    assert (
-        "would upload 6 file(s)" in proc.stdout and "private model repository me/xlmr-belebele" in proc.stdout
-    )
-    listed = [line.split()[0] for line in proc.stdout.splitlines()[1:7]]
+def test_dry_run_through_the_console_command(template, capsys):
+    from xlt.__main__ import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["push", str(template.path), "--repo-id", "me/xlmr-belebele", "--private", "--dry-run"])
+    assert ended.value.code == 0
+    out = capsys.readouterr().out
+    assert "would upload 6 file(s)" in out and "private model repository me/xlmr-belebele" in out
+    listed = [line.split()[0] for line in out.splitlines()[1:7]]
     assert listed == MODEL_FILES
 
 
