@@ -175,3 +175,15 @@ def test_a_card_without_the_markers_gets_the_sections_appended(tmp_path):
     )
     write_card(run, run_config())
     assert run.model_card.read_text() == text  # appended once, replaced after
+
+
+def test_a_local_base_checkpoint_is_named_not_located(tmp_path):
+    """A local folder as the base model: no base_model, no licence, and the card names the folder, never its
+    path (the card is for sharing)."""
+    base = tmp_path / "checkpoints" / "my-encoder"
+    base.mkdir(parents=True)
+    run = pushable_run(tmp_path / "own" / "default", model={"name": "my-encoder", "name_or_path": str(base)})
+    card = ModelCard.load(run.model_card)
+    assert card.data.base_model is None and card.data.license is None
+    assert "not known to xlt for the local checkpoint `my-encoder`" in card.text
+    assert str(tmp_path) not in run.model_card.read_text()

@@ -354,9 +354,14 @@ def notes_section(model: ModelConfig, data: DataConfig, eval_cfg: EvalConfig, re
             "trained by xlt)."
         )
     else:
+        # A local folder by its name only: the card is for sharing, the path is this machine's.
+        what = (
+            f"the local checkpoint `{Path(model.name_or_path).name}`"
+            if is_local(model.name_or_path)
+            else f"`{model.name_or_path}`"
+        )
         lines.append(
-            f"- **Licence:** not known to xlt for `{model.name_or_path}`: see the base model's own terms "
-            "before sharing."
+            f"- **Licence:** not known to xlt for {what}: see the base model's own terms before sharing."
         )
     if model.name_or_path in PACKAGED_MODEL_IDS:
         from xlt.modeling.packaged import source_text  # lazy: start-up time (numpy)
