@@ -47,6 +47,28 @@ def test_demo_learns_and_writes_the_report(demo_run):
     assert "eng_Latn" in report and "CS" in report
 
 
+def test_demo_card_is_read_by_huggingface_hub_and_push_lists_the_model(demo_run):
+    """The card the report stage rewrote (issue 42): huggingface_hub's parser reads back one result per
+    (benchmark, language) of report.json, none attributed to a Hub dataset (the demo's copies are local);
+    `xlt push --dry-run` lists exactly the model folder's files."""
+    from huggingface_hub import ModelCard
+
+    run, _ = demo_run
+    card = ModelCard.load(run / "model" / "README.md")
+    report = json.loads((run / "report.json").read_text())
+    got = {(r.dataset_type, r.dataset_config, r.dataset_split): r.metric_value for r in card.data.eval_results}
+    want = {(f"local:{name}", row["language"], "test"): round(row["accuracy"], 2)
+            for name, bench in report["benchmarks"].items() for row in bench["per_language"]}
+    assert got == want and len(want) == 16  # six Belebele and six Global-MMLU languages, four of XCOPA
+    assert card.data.language == ["ar", "de", "en", "fr", "id", "it", "ru", "tr", "zh"]
+    assert card.data.base_model is None and card.data.license is None  # the tiny random model has neither
+    proc = xlt("xlt", "push", str(run), "--repo-id", "me/demo-tiny", "--dry-run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    listing = json.loads(proc.stdout)
+    assert listing["files"] == ["README.md", "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+    assert list(listing["left_out"]) == ["xlt_provenance.json"]
+
+
 def test_demo_evaluates_the_model_before_fine_tuning_too(demo_run):
     """eval.before_training (the real demo sets it; this run asks for it): the same model untrained, with its own provenance, in
     eval_before/, and a column of the report."""

@@ -13,6 +13,7 @@ entry point would check it, without running a stage:
 * ``report --compare``: its argument parser (the comparison itself is not run);
 * ``prefetch``: its argument parser and the runs it names (``--recipes`` composed and validated; a
   ``--sweep`` file must read and name recipes that exist: tests/test_prefetch.py composes its runs);
+* ``push``: its argument parser (nothing is checked or uploaded);
 * a script of ``slurm/``: its sweep file as prefetch's, its overrides checked and, with a
   ``+recipe=``, composed and validated.
 
@@ -42,7 +43,7 @@ HYDRA_STAGES: dict[str, list[str] | None] = {
     "train": None, "build_data": ["build_data"], "translate": ["translate"], "finetune": ["train"],
     "evaluate": ["evaluate"], "report": ["report"],
 }
-COMMANDS = (*HYDRA_STAGES, "prefetch")
+COMMANDS = (*HYDRA_STAGES, "prefetch", "push")
 _START = re.compile(r"(?:^|\s)(?:python -m xlt\.(\w+)|-m xlt\.(\w+)|xlt (\w+)|(slurm)/\w+\.(?:sh|sbatch))(?=\s|$)")
 _FENCE = re.compile(r"^\s*```(\S*)")
 _INLINE = re.compile(r"`([^`\n]+)`")
@@ -235,6 +236,10 @@ def check_command(cmd: Command, folder: Path, monkeypatch: pytest.MonkeyPatch) -
             _check_slurm(args)
         elif command == "prefetch":
             _check_prefetch(args)
+        elif command == "push":
+            from xlt.push import parse_args
+
+            parse_args(args)
         else:
             check_overrides([a for a in args if "=" in a and not a.startswith("-")])
             stages = HYDRA_STAGES[command]

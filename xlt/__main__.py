@@ -1,12 +1,13 @@
 """`xlt <command> [args]` (the console script) and `python -m xlt <command>`: the same entry points as
-`python -m xlt.<command>`, e.g. `xlt train +recipe=demo`, `xlt report --compare runs/a runs/b --out cmp/`."""
+`python -m xlt.<command>`, e.g. `xlt train +recipe=demo`, `xlt report --compare runs/a runs/b --out cmp/`,
+`xlt push runs/demo/default --repo-id me/demo --dry-run`."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-COMMANDS = ("train", "build_data", "translate", "finetune", "evaluate", "report", "prefetch")
+COMMANDS = ("train", "build_data", "translate", "finetune", "evaluate", "report", "prefetch", "push")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -14,14 +15,15 @@ def main(argv: list[str] | None = None) -> None:
     command = argv[0].replace("-", "_") if argv else ""
     if command not in COMMANDS:
         print(f"usage: xlt {{{','.join(COMMANDS)}}} [overrides or options]\n"
-              f"  e.g. xlt train +recipe=demo; xlt report --compare RUN_DIR ... --out DIR", file=sys.stderr)
+              f"  e.g. xlt train +recipe=demo; xlt report --compare RUN_DIR ... --out DIR; "
+              f"xlt push RUN_DIR --repo-id NAME/MODEL --dry-run", file=sys.stderr)
         sys.exit(0 if command in ("", "_h", "__help", "help") and not argv[1:] else 2)
     module = importlib.import_module(f"xlt.{command}")
     sys.argv = [f"xlt {command}", *argv[1:]]  # what Hydra (or argparse) parses
     if command == "report" and "--compare" in argv[1:]:
         sys.exit(module.compare_main(argv[1:]))
     result = module.main()
-    if command == "prefetch":  # an argparse tool returning its exit status
+    if command in ("prefetch", "push"):  # argparse tools returning their exit status
         sys.exit(result)
 
 

@@ -83,3 +83,18 @@ def reject_secret_overrides(overrides: list[str]) -> None:
                 "directory name, its config and its call log; set it in the environment instead (HF_TOKEN, "
                 "WANDB_API_KEY) or log in once (huggingface-cli login, wandb login)"
             )
+
+
+# A Hugging Face token anywhere in a text (real ones are ``hf_`` and 34 letters and digits).
+_SECRET_IN_TEXT = re.compile(r"hf_[A-Za-z0-9]{30,}")
+# The environment variables that hold the tokens xlt's tools read.
+SECRET_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "WANDB_API_KEY")
+
+
+def secrets_in(text: str, known: dict[str, str] | None = None) -> list[str]:
+    """What secrets ``text`` holds, by name (never the value): a Hugging Face token by its form, and any of
+    ``known`` ({name: value}, e.g. the environment's tokens; values under 8 characters are ignored)."""
+    found = [name for name, value in (known or {}).items() if value and len(value) >= 8 and value in text]
+    if _SECRET_IN_TEXT.search(text) and not found:
+        found.append("a Hugging Face token (hf_...)")
+    return found

@@ -33,6 +33,7 @@ from xlt.markdown import markdown_table as md_table
 from xlt.modeling.packaged import source_text
 from xlt.reporting.html import write_run_page
 from xlt.reporting.items import item_report, items_by_id, read_system, suspects_markdown
+from xlt.reporting.model_card import card_problem, write_hub_card
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, protocol_line, summary_frames
 from xlt.run import REPORT_FILE, RunDir
@@ -176,20 +177,24 @@ def card_summary(results: dict[str, BenchmarkResults]) -> str:
     return table + "\nPer-language results, intervals and subsets: `report.md` in the run directory."
 
 
+def card_model_name(recipe_name: str, run: RunDir) -> str:
+    """The name of the card's ``model-index``: the recipe, and the run's overrides unless it is the default."""
+    return recipe_name if run.path.name == "default" else f"{recipe_name} ({run.path.name})"
+
+
 def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     """Merge the evaluation results of ``run`` and write the report; return headline numbers.
 
-    Also fills the evaluation section of the run's model card (when the run's own model was
-    evaluated) and logs tables and plots to W&B (when ``logger=wandb``).
+    Also rewrites the run's model card with the results, as the Hub reads them (when the run's own model
+    was evaluated: :func:`xlt.reporting.model_card.write_hub_card`) and logs tables and plots to W&B (when
+    ``logger=wandb``).
     """
-    from xlt.training.card import fill_evaluation_section  # lazy: start-up time
-
     results = collect(cfg.eval, cfg.model, run, context(cfg, run, EVALUATE, force=False), TRAIN.files(cfg, run),
                       seed=cfg.seed)
     files = write_report(cfg, run, results, ctx.record())
-    card = run.model_card
-    if cfg.eval.model == "run" and card.is_file():
-        fill_evaluation_section(card, card_summary(results))
+    if cfg.eval.model == "run" and run.model_card.is_file():
+        write_hub_card(run.model_card, run.report(), run.model_provenance, model=cfg.model, data=cfg.data,
+                       eval_cfg=cfg.eval, model_name=card_model_name(cfg.recipe_name, run), summary=card_summary(results))
     tables = {f"{name}_per_language": r.per_language for name, r in results.items()}
     log_report(cfg.logger, run, cfg, files, tables)
     log.info("report written: %s", run.report("md"))
@@ -206,7 +211,12 @@ def files(cfg: Any, run: RunDir) -> dict[str, Any]:
 
 
 def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
-    return json_problems(run, {run.report(): REPORT})
+    problems = json_problems(run, {run.report(): REPORT})
+    if not problems and cfg.eval.model == "run" and run.model_card.is_file():
+        # The card the report wrote: another model or report since (a card of the train stage alone) reruns it.
+        card = card_problem(run.model_card, run.report(), run.model_provenance)
+        problems += [f"model card out of date: {card}"] if card else []
+    return problems
 
 
 STAGE = StageSpec("report", run_stage, upstream=lambda cfg: ("evaluate",), files=files, outputs=(REPORT_FILE,),
