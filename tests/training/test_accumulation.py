@@ -151,3 +151,23 @@ def test_one_micro_batch_trains_as_transformers_trainer_does(tmp_path, monkeypat
     _, plain, _ = _train(tmp_path, "plain", 16, 1, {})
     assert fixed.update.keys() == plain.update.keys()
     assert all(torch.equal(fixed.update[n], plain.update[n]) for n in fixed.update)
+
+
+def test_a_model_trained_with_summed_accumulation_is_retrained(tmp_path):
+    """The fix changes what training makes with gradient_accumulation_steps > 1: the train stage's hash holds
+    the accumulation code version there, so a run trained before it (its marker records no code version) is
+    retrained, and everything downstream recomputed (a new train output id). Without accumulation the hash is
+    what it was: the digest of the config, file and upstream inputs alone."""
+    from xlt.contract import stale_reason
+    from xlt.fingerprint import digest
+    from xlt.stages import STAGES, context
+    from xlt.stages.train import GRADIENT_ACCUMULATION
+
+    run = RunDir(tmp_path / "run")
+    plain = context(make_cfg(**{"training.gradient_accumulation_steps": 1}), run, "train")
+    assert "code" not in plain.detail and plain.inputs == digest(plain.detail)
+    ctx = context(make_cfg(**{"training.gradient_accumulation_steps": 4}), run, "train")
+    assert ctx.detail["code"] == {"training.gradient_accumulation": GRADIENT_ACCUMULATION}
+    old = {k: v for k, v in ctx.detail.items() if k != "code"}  # the marker an earlier xlt wrote
+    run.mark_done("train", {"provenance": {"stage": "train", "inputs": digest(old), "detail": old, "output_id": "x"}})
+    assert stale_reason(run, STAGES["train"], ctx) == "inputs changed: code training.gradient_accumulation"
