@@ -79,6 +79,8 @@ def _train(
             "training.per_device_train_batch_size": batch,
             "training.gradient_accumulation_steps": accumulation,
             "training.max_grad_norm": max_grad_norm,
+            # fp32 on any machine (auto is bf16 on a GPU): the runs compare accumulation, not bf16 rounding.
+            "training.precision": "fp32",
             **overrides,
         }
     )
@@ -169,5 +171,7 @@ def test_a_model_trained_with_summed_accumulation_is_retrained(tmp_path):
     ctx = context(make_cfg(**{"training.gradient_accumulation_steps": 4}), run, "train")
     assert ctx.detail["code"] == {"training.gradient_accumulation": GRADIENT_ACCUMULATION}
     old = {k: v for k, v in ctx.detail.items() if k != "code"}  # the marker an earlier xlt wrote
-    run.mark_done("train", {"provenance": {"stage": "train", "inputs": digest(old), "detail": old, "output_id": "x"}})
+    run.mark_done(
+        "train", {"provenance": {"stage": "train", "inputs": digest(old), "detail": old, "output_id": "x"}}
+    )
     assert stale_reason(run, STAGES["train"], ctx) == "inputs changed: code training.gradient_accumulation"
