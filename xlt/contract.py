@@ -8,6 +8,7 @@ Each stage declares itself beside its code (``STAGE`` in :mod:`xlt.stages.build_
   copies, benchmark copies used for decontamination, imported translations, local models, benchmark copies,
   the model it scores) — :mod:`xlt.fingerprint`;
 * its **upstream stages**: their markers' ``output_id`` (a new id every time a stage really runs);
+* the **versions of its code** that changed what it computes (``code``), only for the settings they apply to;
 * its **outputs** in the run directory, and the ``check`` and ``guard`` that read them back.
 
 Their hash is the stage's *input hash*. :func:`run_stages` skips a stage only when its done-marker was
@@ -69,6 +70,10 @@ class StageSpec:
     # Runs before the stage is skipped or run (and before its marker is cleared): raises StateError for
     # state the user must decide about (e.g. scoring a model that is not what training saved).
     guard: Callable[[Any, RunDir], None] | None = None
+    # Versions of the stage's code that changed what it computes, for the settings they apply to (cfg -> {what:
+    # version}). A non-empty dict enters the input hash as detail["code"]; an empty one adds nothing, so the
+    # hashes of the settings a fix leaves unchanged stay as they were (no needless recomputation).
+    code: Callable[[Any], dict[str, str]] | None = None
 
 
 # --- output checks of a done stage (xlt.state): damaged derivable outputs rerun the stage ----------------
@@ -163,13 +168,16 @@ def context(cfg: Any, run: RunDir, spec: StageSpec, force: bool | None = None) -
         "files": spec.files(cfg, run),
         "upstream": {name: output_id(run, name) for name in spec.upstream(cfg)},
     }
+    code = spec.code(cfg) if spec.code is not None else {}
+    if code:
+        detail["code"] = code
     return StageContext(spec.name, digest(detail), detail, bool(cfg.force if force is None else force))
 
 
 def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     """What differs between two input details, e.g. ``training.learning_rate``, ``file model``."""
     out = []
-    for part, label in (("config", ""), ("files", "file "), ("upstream", "upstream ")):
+    for part, label in (("config", ""), ("files", "file "), ("upstream", "upstream "), ("code", "code ")):
         a, b = old.get(part, {}), new.get(part, {})
         out += [f"{label}{key}" for key in sorted(set(a) | set(b)) if a.get(key) != b.get(key)]
     return out

@@ -50,6 +50,13 @@ from xlt.translation.union import build_train_all
 
 log = logging.getLogger("xlt.training")
 
+# How the losses of accumulated micro-batches are combined (xlt.training.trainer.MCTrainer): their mean, as
+# one batch of their size would give. Before xlt's fix of issue 41 the Trainer summed them (the gradient, the
+# loss and the norm clipped were x gradient_accumulation_steps); this version enters the train stage's hash
+# of every run with gradient_accumulation_steps > 1, so a model trained the old way is retrained and its
+# results recomputed. Runs without accumulation trained bit for bit as they do now: their hash is unchanged.
+GRADIENT_ACCUMULATION = "mean"
+
 def run_stage(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any] | None = None) -> dict[str, Any]:
     """Train, keep the best dev checkpoint, save the final model + card; see the module docstring.
 
@@ -338,6 +345,13 @@ def files(cfg: Any, run: RunDir) -> dict[str, Any]:
             "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}
 
 
+def code_versions(cfg: Any) -> dict[str, str]:
+    """The versions of training code that enter the stage's hash for these settings (xlt.contract.StageSpec.code)."""
+    if cfg.training.gradient_accumulation_steps > 1:
+        return {"training.gradient_accumulation": GRADIENT_ACCUMULATION}
+    return {}
+
+
 def model_problem(run: RunDir) -> str | None:
     """Why ``run.model`` is not the model the train stage saved (None: its files match the fingerprint
     recorded in ``model/xlt_provenance.json``)."""
@@ -372,4 +386,4 @@ def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
 
 
 STAGE = StageSpec("train", run_stage, upstream=upstream, files=files, outputs=(MODEL_DIR, TRAIN_METRICS_FILE),
-                  check=check)
+                  check=check, code=code_versions)

@@ -60,7 +60,10 @@ def render_card(model: ModelConfig, training: TrainingConfig, data: DataConfig, 
     sources = sorted(name for name, src in data.sources.items() if getattr(src, "enabled", True))
     hyper = {
         "learning_rate": t.learning_rate,
-        "effective batch size": summary.get("effective_batch_size"),
+        # The micro-batches' losses are averaged (xlt.training.trainer.MCTrainer): it trains as one batch of this size.
+        "effective batch size (per device x accumulation x processes)": (
+            f"{summary.get('effective_batch_size')} ({t.per_device_train_batch_size} x {t.gradient_accumulation_steps}"
+            f" x {summary.get('world_size', 1)})"),
         "epochs": t.num_train_epochs if t.max_steps < 0 else f"max_steps={t.max_steps}",
         "warmup ratio": t.warmup_ratio,
         "weight decay": t.weight_decay,
@@ -95,6 +98,9 @@ Trained with xlt, recipe `{recipe_name}`.
 ## Training hyperparameters
 
 {hyper_table}
+
+Mean training loss **{summary.get("train_loss", float("nan")):.4f}** over {summary.get("global_step")} optimizer steps
+(each step's loss is the mean over its examples, also with gradient accumulation).
 
 ## Dev results (English dev split)
 

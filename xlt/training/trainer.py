@@ -12,7 +12,8 @@ already gives what a research run needs and that would otherwise be re-implement
 * callbacks for periodic dev evaluation, keeping the best checkpoint, early stopping, the collapse
   detector and W&B logging (``report_to``).
 
-The train stage (:mod:`xlt.stages.train`) puts these together.
+One thing it gets wrong for multiple-choice heads, corrected by :class:`MCTrainer`: gradient accumulation
+(see its docstring). The train stage (:mod:`xlt.stages.train`) puts these together.
 """
 
 from __future__ import annotations
@@ -23,6 +24,29 @@ from typing import Any
 
 import numpy as np
 import torch
+from transformers import Trainer
+
+
+class MCTrainer(Trainer):
+    """The Trainer with gradient accumulation that averages the micro-batches' losses, as one batch would.
+
+    transformers decides whether to divide each micro-batch's loss by the accumulation steps from the model's
+    ``forward`` signature: one that accepts ``**kwargs`` is taken to normalise its loss by
+    ``num_items_in_batch`` (the items of the whole accumulated batch) itself, and its loss is not divided
+    (``Trainer.training_step``; huggingface/transformers#37766). The multiple-choice heads (``*ForMultipleChoice``,
+    also behind peft's wrapper) accept ``**kwargs`` but return the mean over their own micro-batch, so the
+    gradient, the logged loss, ``train_loss`` and the gradient norm clipped by ``max_grad_norm`` came out
+    ``gradient_accumulation_steps`` times too large. ``loss_is_scaled_for_ga = False`` is the Trainer's own
+    switch for a per-micro-batch mean: ``training_step`` divides the loss by the accumulation steps (the
+    current ones: the last, shorter window of an epoch included) before ``backward``, on every path, since it
+    is the one place the loss is scaled: plain and DDP (``accelerate`` is given ``num_steps=1`` and does not
+    divide again) and DeepSpeed (the Trainer passes ``scale_wrt_gas=False``, so the engine does not either).
+    The logged loss sums the divided losses of a step: their mean. With one micro-batch per step the loss is
+    divided by 1, bit for bit what it was; with more, the train stage's hash holds
+    :data:`xlt.stages.train.GRADIENT_ACCUMULATION`, so models trained before this fix are retrained.
+    """
+
+    loss_is_scaled_for_ga = False
 
 
 def compute_metrics(eval_pred) -> dict[str, float]:
@@ -33,12 +57,10 @@ def compute_metrics(eval_pred) -> dict[str, float]:
 
 
 def make_trainer(args, model, tokenizer, feats, callbacks: list[Any] | None = None):
-    """The Trainer of the stage: MC features with dynamic padding, accuracy on the dev split."""
-    from transformers import Trainer
-
+    """The Trainer of the stage (:class:`MCTrainer`): MC features with dynamic padding, accuracy on the dev split."""
     from xlt.modeling.features import MCCollator  # lazy: start-up time
 
-    return Trainer(
+    return MCTrainer(
         model=model,
         args=args,
         train_dataset=feats["train"],
