@@ -4,8 +4,9 @@ recipe end to end: the setup, helpers and float32 comparison are ``tests/scoring
 
 In bf16 xlt's and the harness's per-request log-likelihoods differ by rounding (other summation orders: xlt runs
 the head on the answer position only, in a batch of 4; the harness on every position, at batch 1), by at most
-:data:`BF16_TOL` (measured BF16_MEASURED); a prediction can flip only on a question whose two best options are
-closer in the harness's own scores than twice that difference. The flips are counted and printed.
+:data:`BF16_TOL` (measured 0.375 on 5-shot, no prediction flipped of 32); a prediction can flip only on a
+question whose two best options are closer in the harness's own scores than twice that difference. The flips
+are counted and printed.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ lm_eval = pytest.importorskip("lm_eval")
 
 pytestmark = pytest.mark.slow
 __all__ = ["setup"]  # the module fixture, shared with the float32 file
-BF16_TOL = 0.5
+# Measured 0.375 (2 cores, torch 2.13, avx512_bf16): bf16 keeps 8 significant bits, so a log-likelihood
+# near -10 is resolved to 0.06 and sums of a few such terms drift by a few tenths; the tolerance leaves ~2.7x.
+BF16_TOL = 1.0
 
 
 @pytest.fixture(scope="module")
