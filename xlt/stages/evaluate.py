@@ -26,7 +26,7 @@ from xlt.contract import StageContext, StageSpec
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
 from xlt.files import atomic_write_json, atomic_write_text, json_text
-from xlt.fingerprint import path_fingerprint, resource_fingerprint
+from xlt.fingerprint import path_fingerprint
 from xlt.metrics import accuracy_with_ci, chance_level, draws_accuracy_with_ci, spread
 from xlt.progress import progress_bar
 from xlt.run import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
@@ -233,8 +233,8 @@ def scored_model(cfg: Any, run: RunDir) -> str | None:
     """Fingerprint of the model the evaluate stage scores (weights, tokenizer, config; not the card)."""
     e = cfg.eval
     if e.scorer == "llm":
-        model = resource_fingerprint(e.llm.model, e.llm.revision)
-        tokenizer = resource_fingerprint(e.llm.tokenizer, e.llm.revision)
+        model = model_fingerprint(e.llm.model, e.llm.revision)  # a packaged LLM: its converted folder
+        tokenizer = model_fingerprint(e.llm.tokenizer, e.llm.revision)
         return f"{model}+tokenizer:{tokenizer}" if tokenizer else model
     if e.scorer != "mc":
         return None

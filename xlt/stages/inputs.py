@@ -10,7 +10,7 @@ from typing import Any
 from xlt.config.keys import translator_values
 from xlt.errors import DataError, XltError
 from xlt.fingerprint import path_fingerprint, resource_fingerprint
-from xlt.modeling import packaged
+from xlt.modeling import packaged, packaged_llm
 from xlt.translation import engines
 
 
@@ -29,9 +29,11 @@ def local_fingerprint(path: Any) -> str | None:
 
 def model_fingerprint(name_or_path: str | None, revision: str | None = None) -> str | None:
     """:func:`xlt.fingerprint.resource_fingerprint`, and for a model converted from an installed package
-    (:mod:`xlt.modeling.packaged`) the converted folder's content."""
+    (:mod:`xlt.modeling.packaged`, :mod:`xlt.modeling.packaged_llm`) the converted folder's content."""
     if packaged.is_packaged(name_or_path):
         return f"{name_or_path}:{path_fingerprint(packaged.checkpoint_dir())}"
+    if packaged_llm.is_packaged_llm(name_or_path):
+        return f"{name_or_path}:{path_fingerprint(packaged_llm.checkpoint_dir())}"
     return resource_fingerprint(name_or_path, revision)
 
 

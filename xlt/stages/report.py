@@ -30,6 +30,7 @@ from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.contract import StageContext, StageSpec, context, json_problems
 from xlt.files import atomic_write_json, atomic_write_text
 from xlt.markdown import markdown_table as md_table
+from xlt.modeling import packaged_llm
 from xlt.modeling.packaged import source_text
 from xlt.reporting.html import write_run_page
 from xlt.reporting.items import item_report, items_by_id, read_system, suspects_markdown
@@ -52,6 +53,9 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[
            f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
     if cfg.model.name_or_path in PACKAGED_MODEL_IDS and cfg.eval.model == "run":
         out.append(f"\nBase model `{cfg.model.name}`: {source_text()}.\n")
+    source = llm_source(cfg)
+    if source:
+        out.append(f"\n{source}\n")
     if any(BEFORE in r.per_language for r in results.values()):
         out.append(f"\n`{BEFORE}`: the accuracy of the same model before fine-tuning (the base checkpoint with the "
                    f"same head, initialised from seed {cfg.seed}; `eval.before_training`, results in `eval_before/`). "
@@ -70,6 +74,14 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[
         if items and name in items:
             out.append(suspects_markdown(items[name], res.heading))
     return "".join(out)
+
+
+def llm_source(cfg: Any) -> str:
+    """For a causal LLM converted from an installed package: where its weights come from and their licence
+    notice (:func:`xlt.modeling.packaged_llm.source_text`); empty otherwise."""
+    if cfg.eval.scorer != "llm" or not packaged_llm.is_packaged_llm(cfg.eval.llm.model):
+        return ""
+    return f"LLM `{cfg.eval.llm.model}`: {packaged_llm.source_text()}"
 
 
 def comparability_line(df: pd.DataFrame) -> str:
@@ -148,6 +160,7 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
         "model": cfg.eval.model,
         "scorer": cfg.eval.scorer,
         "provenance": provenance,
+        **({"model_source": packaged_llm.provenance()} if llm_source(cfg) else {}),
         "benchmarks": {
             name: {"kind": r.kind, "summary": r.summary,
                    "per_language": r.per_language.to_dict(orient="records"),
@@ -162,6 +175,7 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
     notes = [f"{name}: {line}" for name, r in results.items()
              for line in (tokenizer_line(r.per_language), data_checks_line(r.per_language), protocol_line(r.per_language),
                           comparability_line(r.per_language)) if line.strip()]
+    notes += [llm_source(cfg)] if llm_source(cfg) else []
     files.append(write_run_page(run.report("html"), cfg.eval, cfg.model, results, provenance, [n.replace("**", "") for n in notes],
                                 recipe_name=cfg.recipe_name, seed=cfg.seed, items=items))
     from xlt.reporting import plots  # lazy: start-up time (matplotlib)

@@ -11,6 +11,7 @@ from omegaconf import DictConfig, OmegaConf
 from xlt.config.llm import LLMConfig
 from xlt.errors import ConfigError
 from xlt.hub import hub_resource, is_local
+from xlt.modeling import packaged_llm
 from xlt.weights import from_pretrained_kwargs, log_weights
 
 MODES = ("loglikelihood", "generate")
@@ -61,18 +62,20 @@ def load_causal_lm(llm: DictConfig) -> tuple[Any, Any, torch.device]:
 
     device = resolve_device(llm.device)
     dtype = resolve_dtype(llm.dtype, device)
-    revision = None if is_local(llm.model) else llm.revision
-    tok_name = llm.tokenizer or llm.model
+    # A model converted from an installed package (xlt.modeling.packaged_llm): its folder in xlt's cache.
+    model_name = packaged_llm.resolve(llm.model)
+    revision = None if is_local(model_name) else llm.revision
+    tok_name = packaged_llm.resolve(llm.tokenizer) if llm.tokenizer else model_name
     tok_key = "eval.llm.tokenizer" if llm.tokenizer else "eval.llm.model"
     with hub_resource("tokenizer", tok_name, revision, tok_key):
         tokenizer = AutoTokenizer.from_pretrained(
             tok_name, revision=None if is_local(tok_name) else llm.revision, trust_remote_code=False
         )
-    with hub_resource("model", llm.model, revision, "eval.llm.model"):
+    with hub_resource("model", model_name, revision, "eval.llm.model"):
         model = AutoModelForCausalLM.from_pretrained(
-            llm.model, revision=revision, dtype=dtype, trust_remote_code=False,
-            **from_pretrained_kwargs(llm.model, revision)
+            model_name, revision=revision, dtype=dtype, trust_remote_code=False,
+            **from_pretrained_kwargs(model_name, revision)
         )
-    log_weights("eval.llm.model", llm.model, revision)
+    log_weights("eval.llm.model", model_name, revision)
     model.to(device).eval()
     return model, tokenizer, device

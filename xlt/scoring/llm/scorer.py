@@ -34,6 +34,7 @@ from omegaconf import DictConfig, OmegaConf
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError
 from xlt.files import atomic_write_json
+from xlt.modeling import packaged_llm
 from xlt.scoring.llm import paper, prompts
 from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
 from xlt.scoring.llm.load import llm_config, load_causal_lm
@@ -95,6 +96,8 @@ class LLMScorer:
             scores, meta = self._score_loglikelihood(items, benchmark, bench, language)
         self.last_meta = {"benchmark": benchmark, "language": language, "kind": kind, "model": self.llm.model,
                           "mode": self.llm.mode, "questions": len(items), "dtype": self.dtype, **meta}
+        if packaged_llm.is_packaged_llm(self.llm.model):  # package, version, SHA-256, 4-bit weights, licence notice
+            self.last_meta["model_source"] = packaged_llm.provenance()
         self._metas[(benchmark, language)] = self.last_meta
         self._write_meta(benchmark, language)
         return scores
