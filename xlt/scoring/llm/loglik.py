@@ -264,11 +264,13 @@ class LoglikelihoodEngine:
     def _run(self, items: list[tuple[ForwardInput, tuple[int, ...]]], out: np.ndarray, bar,
              past: PrefixKV | None) -> None:
         """Score ``items`` (each a sequence and the shared context it continues after ``past``, or ``()``)."""
+        # Longest own part first (OOM early, little padding: a batch runs as long as its longest row
+        # past the caches); the sequences of one shared context next to each other.
         longest: dict[tuple[int, ...], int] = {}
         for seq, ctx in items:
-            longest[ctx] = max(longest.get(ctx, 0), len(seq.tokens))
-        # longest first (OOM early); the sequences of one shared context next to each other
-        items = sorted(items, key=lambda it: (-longest[it[1]] if it[1] else -len(it[0].tokens), it[1],
+            if ctx:
+                longest[ctx] = max(longest.get(ctx, 0), len(seq.tokens) - len(ctx))
+        items = sorted(items, key=lambda it: (-(longest[it[1]] if it[1] else len(it[0].tokens)), it[1],
                                               -len(it[0].tokens)))
         store: dict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]]] = {}
 
@@ -283,7 +285,10 @@ class LoglikelihoodEngine:
             bar.update(len(chunk))
 
         self.batcher.batch_size = self.batch_size
-        self.batcher.map(forward, items, on_batch=done)
+        # rows with a shared context run much shorter own parts: batched apart from those without
+        for part in ([it for it in items if not it[1]], [it for it in items if it[1]]):
+            if part:
+                self.batcher.map(forward, part, on_batch=done)
         self.stats.oom_halvings += self.batcher.reductions - self._reductions_seen
         self._reductions_seen = self.batcher.reductions
         self.batch_size = self.batcher.batch_size
