@@ -22,8 +22,14 @@ ATOL = 5e-5
 def tiny_model(family: str, vocab: int, seed: int = 0):
     """A random tiny causal LM: Gemma 3 (one full-attention layer of four, kv heads 1), Gemma 2
     (alternating, soft-capped attention logits) or Llama (full attention everywhere)."""
-    from transformers import (Gemma2Config, Gemma2ForCausalLM, Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig,
-                              LlamaForCausalLM)
+    from transformers import (
+        Gemma2Config,
+        Gemma2ForCausalLM,
+        Gemma3ForCausalLM,
+        Gemma3TextConfig,
+        LlamaConfig,
+        LlamaForCausalLM,
+    )
 
     torch.manual_seed(seed)
     common = {"vocab_size": vocab, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,

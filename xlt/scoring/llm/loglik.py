@@ -30,8 +30,8 @@ import numpy as np
 import torch
 
 from xlt.batching import AdaptiveBatcher
-from xlt.scoring.llm.cascade import ContextKV, PrefixKV, attending
 from xlt.progress import progress_bar
+from xlt.scoring.llm.cascade import ContextKV, PrefixKV, attending
 
 log = logging.getLogger(__name__)
 
