@@ -28,6 +28,20 @@ harness on every question. Wall times include data loading and tokenization on b
     python benchmarks/llm_eval_bench.py --shapes realistic --questions 200 --device cuda
     OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/llm_eval_bench.py --shapes realistic --text real --benches belebele \
         --questions 100                                                     # the README's table
+
+``--model PATH`` runs a **real** causal LM instead (a transformers folder, e.g. Gemma 3 270M converted
+from its GGUF package; float32) on Belebele 5-shot of real lengths (``--text real``'s files, English and
+German, two questions per passage), each variant in **its own subprocess**, so that its peak memory
+(max RSS, from ``wait4``) is its own: ``xlt`` (prefix cache and shared passages, ``--batch-size``),
+optionally ``xlt prefix-only`` / ``xlt full-pass``, and the harness (its own ``belebele`` task files,
+``HFLM`` loading the folder itself) at each of ``--harness-batch`` (default ``1,4``: ``HFLM``'s default
+and the largest that fitted a 24 GB machine for Gemma 3 270M, where 8 was killed for memory). Wall and
+CPU time are taken around the scoring (model loading and the harness's task-registry scan excluded, on
+both sides); predictions and per-request log-likelihoods are compared with the harness's. A harness run
+whose estimated memory (``--harness-gb-per-row``) exceeds what the machine has available is skipped and
+said so. ::
+
+    OMP_NUM_THREADS=1 python benchmarks/llm_eval_bench.py --model /path/to/gemma3-270m-hf --questions 100
 """
 
 from __future__ import annotations
@@ -35,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -249,6 +264,147 @@ def print_report(name: str, rep: dict, args) -> None:
             print(f"  prefix-cache paths: {pc['questions_per_path']}")
 
 
+# -- a real model, each variant in its own process ------------------------------------------------------
+
+MODEL_VARIANTS = ("xlt", "xlt prefix-only", "xlt full-pass", "harness")
+
+
+def _available_gb() -> float:
+    """MemAvailable of /proc/meminfo in GB (inf where there is none)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) / 1e6
+    except OSError:
+        pass
+    return float("inf")
+
+
+def worker(spec: dict) -> None:
+    """One variant in this process: load, score every language, write predictions and timings."""
+    import torch
+
+    from tests.fixtures.llm import harness_predictions, llm_root_config, write_harness_tasks
+
+    codes = spec["codes"]
+    t_load = time.perf_counter()
+    if spec["variant"] == "harness":
+        import lm_eval
+        from lm_eval.models.huggingface import HFLM
+        from lm_eval.tasks import TaskManager
+
+        tasks = write_harness_tasks(Path(spec["root"]) / f"tasks_{os.getpid()}", Path(spec["bele"]), codes=codes)
+        task_manager = TaskManager(include_path=str(Path(spec["root"]) / f"tasks_{os.getpid()}"))  # untimed
+        hflm = HFLM(pretrained=spec["model"], batch_size=spec["batch"], device="cpu", dtype="float32")
+        load_s = time.perf_counter() - t_load
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = lm_eval.simple_evaluate(model=hflm, tasks=list(tasks), num_fewshot=spec["shots"], log_samples=True,
+                                      task_manager=task_manager, bootstrap_iters=0, verbosity="ERROR")
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        preds = {f"{lang}|{qid}": v for (_, lang, qid), v in harness_predictions(res, tasks).items()}
+        meta = {}
+    else:
+        from xlt.data.benchmarks import get_benchmark
+        from xlt.scoring.llm.scorer import LLMScorer
+
+        cfg = llm_root_config({"belebele": {"kind": "belebele", "path": spec["bele"]}},
+                              {"model": spec["model"], "num_fewshot": spec["shots"], "batch_size": spec["batch"],
+                               "device": "cpu", "dtype": "float32"})
+        kw = {"xlt": {}, "xlt prefix-only": {"share_contexts": False},
+              "xlt full-pass": {"prefix_cache": False}}[spec["variant"]]
+        scorer = LLMScorer(cfg, progress=False, **kw)  # xlt's own loading path (safetensors, float32 on CPU)
+        load_s = time.perf_counter() - t_load
+        t0, c0 = time.perf_counter(), time.process_time()
+        preds, meta = {}, {}
+        for lang in codes:
+            items = get_benchmark("belebele").load(cfg.eval.benchmarks.belebele, lang)
+            scores = scorer.score(items, benchmark="belebele", language=lang)
+            preds.update({f"{lang}|{q}": [float(x) for x in row] for q, row in zip(items["id"], scores, strict=True)})
+            m = scorer.last_meta
+            meta[lang] = {"forward": m["forward"], "prefix_cache": m["prefix_cache"]}
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    Path(spec["out"]).write_text(json.dumps({"preds": preds, "wall_s": wall, "cpu_s": cpu, "load_s": load_s,
+                                             "meta": meta, "threads": torch.get_num_threads()}), encoding="utf-8")
+
+
+def run_model(args, root: Path) -> dict:
+    """Every variant of ``--model`` in its own subprocess; see the module docstring."""
+    bele = real_length_belebele(root / "belebele", n=args.questions)
+    jobs = [(v, args.batch_size) for v in args.variants if v != "harness"]
+    if "harness" in args.variants:
+        jobs += [("harness", b) for b in args.harness_batch]
+    rows = []
+    for variant, batch in jobs:
+        name = f"{variant} (batch {batch})"
+        need = args.harness_gb_per_row * batch + 2.0 if variant == "harness" else 0.0
+        avail = _available_gb()
+        if need > avail:
+            print(f"{name}: skipped, needs ~{need:.1f} GB, {avail:.1f} GB available", flush=True)
+            rows.append({"variant": variant, "batch": batch, "skipped": f"needs ~{need:.1f} GB, {avail:.1f} available"})
+            continue
+        out = root / f"result_{len(rows)}.json"
+        spec = {"variant": variant, "batch": batch, "model": str(args.model), "bele": str(bele), "root": str(root),
+                "codes": list(REAL_CODES), "shots": args.shots, "out": str(out)}
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(spec)])
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        row = {"variant": variant, "batch": batch, "process_s": round(time.perf_counter() - t0, 1),
+               "max_rss_gb": round(usage.ru_maxrss / 1e6, 2), "load_avg": round(os.getloadavg()[0], 1)}
+        if proc.returncode != 0:
+            row["failed"] = f"exit status {proc.returncode}"
+        else:
+            res = json.loads(out.read_text(encoding="utf-8"))
+            row.update({k: round(res[k], 1) for k in ("wall_s", "cpu_s", "load_s")}, preds=res["preds"],
+                       meta=res["meta"], threads=res["threads"])
+        print(f"{name}: " + json.dumps({k: v for k, v in row.items() if k not in ("preds", "meta")}), flush=True)
+        rows.append(row)
+    return compare_model_rows(rows)
+
+
+def compare_model_rows(rows: list[dict]) -> dict:
+    """Predictions and log-likelihoods of every run against the first harness run; ratios of wall time,
+    CPU time and peak memory of each harness run to the first xlt run."""
+    done = [r for r in rows if "preds" in r]
+    ref = next((r for r in done if r["variant"] == "harness"), None)
+    xlt = next((r for r in done if r["variant"] != "harness"), None)
+    for r in done:
+        if ref is not None:
+            keys = sorted(ref["preds"])
+            r["same_predictions"] = (f"{sum(int(np.argmax(r['preds'][k])) == int(np.argmax(ref['preds'][k])) for k in keys)}"
+                                     f"/{len(keys)}")
+            r["max_abs_dll_vs_harness"] = float(max(np.abs(np.subtract(r["preds"][k], ref["preds"][k])).max()
+                                                    for k in keys))
+    ratios = []
+    if xlt is not None:
+        for r in done:
+            if r["variant"] == "harness":
+                ratios.append({"harness_batch": r["batch"], "xlt": xlt["variant"], "xlt_batch": xlt["batch"],
+                               "wall_speedup": round(r["wall_s"] / xlt["wall_s"], 2),
+                               "cpu_speedup": round(r["cpu_s"] / xlt["cpu_s"], 2),
+                               "memory_fraction": round(xlt["max_rss_gb"] / r["max_rss_gb"], 3)})
+    for r in done:
+        r.pop("preds")
+    return {"runs": rows, "ratios": ratios}
+
+
+def print_model_report(rep: dict, args) -> None:
+    print(f"\n== {args.model} float32 on CPU; Belebele 5-shot of real lengths, {args.questions} questions x "
+          f"{len(REAL_CODES)} languages ({', '.join(REAL_CODES)}); OMP_NUM_THREADS="
+          f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; load average now {os.getloadavg()[0]:.1f}")
+    print(f"{'':28}{'wall s':>9}{'cpu s':>9}{'max RSS GB':>12}{'same':>10}{'max|dLL|':>11}")
+    for r in rep["runs"]:
+        name = f"{r['variant']} (batch {r['batch']})"
+        if "wall_s" not in r:
+            print(f"{name:28}{r.get('skipped') or r.get('failed')}")
+            continue
+        print(f"{name:28}{r['wall_s']:>9.1f}{r['cpu_s']:>9.1f}{r['max_rss_gb']:>12.2f}{r.get('same_predictions', '-'):>10}"
+              f"{r.get('max_abs_dll_vs_harness', float('nan')):>11.1e}")
+    for x in rep["ratios"]:
+        print(f"harness batch {x['harness_batch']} / {x['xlt']} batch {x['xlt_batch']}: wall {x['wall_speedup']}x, "
+              f"CPU {x['cpu_speedup']}x; xlt's peak memory {x['memory_fraction']} of the harness's")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default="toy,realistic", help=f"comma-separated, of {sorted(SHAPES)}")
@@ -263,7 +419,32 @@ def main() -> None:
     ap.add_argument("--variants", default=",".join(VARIANTS),
                     help=f"comma-separated, of {list(VARIANTS)} (without the harness: compared with xlt full-pass)")
     ap.add_argument("--json", type=Path, default=None, help="also write the numbers to this JSON file")
+    ap.add_argument("--model", type=Path, default=None,
+                    help="a real causal LM folder: Belebele of real lengths, each variant in its own process")
+    ap.add_argument("--harness-batch", default="1,4", help="--model: the harness's batch sizes (comma-separated)")
+    ap.add_argument("--harness-gb-per-row", type=float, default=3.7,
+                    help="--model: the harness's memory per batch row, to skip runs that cannot fit (Gemma 3 270M: "
+                         "16.8 GB at batch 4)")
+    ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.worker:
+        worker(json.loads(args.worker))
+        return
+    if args.model is not None:
+        if ap.get_default("variants") == args.variants:
+            args.variants = "xlt,harness"
+        args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+        if not args.variants or any(v not in MODEL_VARIANTS for v in args.variants):
+            sys.exit(f"xlt: error: --variants: with --model choose from {list(MODEL_VARIANTS)}")
+        if ap.get_default("batch_size") == args.batch_size:
+            args.batch_size = 32  # eval.llm.batch_size's default
+        args.harness_batch = [int(b) for b in args.harness_batch.split(",") if b.strip()]
+        root = Path(tempfile.mkdtemp(prefix="xlt_llm_bench_"))
+        rep = run_model(args, root)
+        print_model_report(rep, args)
+        if args.json:
+            args.json.write_text(json.dumps(rep, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        return
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     unknown = [s for s in shapes if s not in SHAPES]
     if unknown:

@@ -20,7 +20,7 @@ import time
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-import xlt.scoring.llm.loglik as loglik
+import xlt.scoring.llm.cascade as cascade_attention
 from xlt.scoring.llm.loglik import LoglikelihoodEngine
 
 PREFIX, BATCH, SUFFIX, PASSES = 800, 8, 50, 5
@@ -37,15 +37,15 @@ def main() -> None:
     suf = torch.randint(5, 30000, (BATCH, SUFFIX))
     full = torch.cat([pre[None].expand(BATCH, -1), suf], 1)
     pos_s, pos_f = torch.full((BATCH, 1), SUFFIX - 1), torch.full((BATCH, 1), PREFIX + SUFFIX - 1)
-    fused_op = loglik._FLASH_CPU
+    fused_op = cascade_attention._FLASH_CPU
 
     def cascade(op):
-        loglik._FLASH_CPU = op
+        cascade_attention._FLASH_CPU = op
         try:
             with torch.inference_mode():
                 return engine._logits_at(suf, pos_s, past)
         finally:
-            loglik._FLASH_CPU = fused_op
+            cascade_attention._FLASH_CPU = fused_op
 
     def full_pass():
         with torch.inference_mode():

@@ -100,17 +100,18 @@ def test_cascade_attention_on_cuda_equals_attention_over_prefix_and_suffix(dtype
     (2^-7 / 2^-10 relative) plus the rounding of the inputs' products."""
     from types import SimpleNamespace
 
-    from xlt.scoring.llm.loglik import _PREFIX_KV, prefix_cascade_attention
+    import xlt.scoring.llm.cascade as cascade
+    from xlt.scoring.llm.cascade import PrefixKV, _State, prefix_cascade_attention
 
     g = torch.Generator().manual_seed(0)
     heads, kv, d, n_pre, t = 8, 2, 64, 300, 24
     pk, pv = (torch.randn(1, kv, n_pre, d, generator=g).cuda().to(dtype) for _ in range(2))
     q, k, v = (torch.randn(4, h, t, d, generator=g).cuda().to(dtype) for h in (heads, kv, kv))
-    token = _PREFIX_KV.set([(pk, pv)])
+    token = cascade._STATE.set(_State(PrefixKV(n_pre, [(pk, pv)], [None]), None, None))
     try:
         got, _ = prefix_cascade_attention(SimpleNamespace(layer_idx=0), q, k, v, scaling=d**-0.5)
     finally:
-        _PREFIX_KV.reset(token)
+        cascade._STATE.reset(token)
     tol = {torch.float32: (1e-5, 1e-6), torch.bfloat16: (2**-6, 2**-8), torch.float16: (2**-9, 2**-11)}[dtype]
     worst = 0.0
     for r in range(4):

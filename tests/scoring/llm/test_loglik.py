@@ -187,37 +187,96 @@ def test_harness_score_dtype_takes_the_log_softmax_in_the_model_dtype(loaded_lm)
         LoglikelihoodEngine(model, device="cpu", score_dtype="float16")
 
 
+def reference_cascade(q, k, v, prefix, ctx, ctx_len, length, window, scale, softcap=None):
+    """Row by row: eager attention (soft-capped, masked by absolute positions as transformers' causal /
+    sliding-window masks) over prefix + the row's context + its own tokens, concatenated."""
+    pk, pv = prefix
+    n_pre, heads, kv, t = pk.shape[-2], q.shape[1], k.shape[1], q.shape[2]
+    out = []
+    for r in range(q.shape[0]):
+        n_ctx = int(ctx_len[r])
+        parts_k, parts_v = [pk[0]], [pv[0]]
+        key_pos = list(range(length - n_pre, length))
+        if n_ctx:
+            parts_k.append(ctx[0][r, :, :n_ctx])
+            parts_v.append(ctx[1][r, :, :n_ctx])
+            key_pos += list(range(length, length + n_ctx))
+        start = length + n_ctx
+        keys = torch.cat(parts_k + [k[r]], 1).repeat_interleave(heads // kv, 0)
+        values = torch.cat(parts_v + [v[r]], 1).repeat_interleave(heads // kv, 0)
+        key_pos = torch.tensor(key_pos + list(range(start, start + t)))
+        query_pos = torch.arange(start, start + t)[:, None]
+        visible = key_pos[None, :] <= query_pos
+        if window is not None:
+            visible &= key_pos[None, :] > query_pos - window
+        s = (q[r].double() @ keys.double().transpose(-1, -2)) * scale
+        if softcap is not None:
+            s = torch.tanh(s / softcap) * softcap
+        w = torch.softmax(s.masked_fill(~visible, float("-inf")), -1)
+        out.append((w @ values.double()).transpose(0, 1))
+    return torch.stack(out)
+
+
+CASCADE_CASES = {  # (window, with a shared context, softcap)
+    "full": (None, False, None), "full+context": (None, True, None),
+    "window": (6, False, None), "window+context": (6, True, None), "window<suffix": (4, True, None),
+    "softcap": (6, True, 5.0),
+}
+
+
 @pytest.mark.parametrize("fused", [True, False], ids=["fused-lse-merge", "einsum-fallback"])
-def test_cascade_attention_equals_attention_over_prefix_and_suffix(fused, monkeypatch):
-    """The shared-prefix attention (grouped kv heads, right-padded suffixes) against sdpa over the
-    concatenated prefix + suffix with a causal mask, row by row: the CPU path (two fused-kernel calls
-    merged by log-sum-exp) and the one-softmax fallback other devices take."""
+@pytest.mark.parametrize("case", list(CASCADE_CASES))
+def test_cascade_attention_equals_attention_over_prefix_context_and_suffix(case, fused, monkeypatch):
+    """Cascade attention (grouped kv heads, right-padded suffixes, a shared context of each row's own
+    length) against eager attention over the concatenated prefix + context + suffix, row by row, masked
+    as transformers masks causal and sliding-window layers: the CPU path (fused-kernel calls merged by
+    log-sum-exp) and the one-softmax path other devices and soft-capped logits take. On a sliding-window
+    layer the prefix cache holds its last ``window - 1`` tokens, as ``DynamicSlidingWindowLayer`` keeps
+    them; the window cuts the prefix, the context and (window<suffix) the suffix itself."""
     from types import SimpleNamespace
 
-    import xlt.scoring.llm.loglik as loglik
-    from xlt.scoring.llm.loglik import _PREFIX_KV, prefix_cascade_attention
+    import xlt.scoring.llm.cascade as cascade
+    from xlt.scoring.llm.cascade import ContextKV, PrefixKV, _State, prefix_cascade_attention
 
+    window, with_ctx, softcap = CASCADE_CASES[case]
     if fused:
-        assert loglik._FLASH_CPU is not None  # torch 2.13 has the CPU flash kernel with log-sum-exp
+        assert cascade._FLASH_CPU is not None  # torch 2.13 has the CPU flash kernel with log-sum-exp
     else:
-        monkeypatch.setattr(loglik, "_FLASH_CPU", None)
-
+        monkeypatch.setattr(cascade, "_FLASH_CPU", None)
     g = torch.Generator().manual_seed(0)
-    heads, kv, d, n_pre, t = 4, 2, 8, 11, 5
+    heads, kv, d, length, t, b = 4, 2, 8, 11, 5, 3
+    n_pre = length if window is None else window - 1
     pk, pv = torch.randn(1, kv, n_pre, d, generator=g), torch.randn(1, kv, n_pre, d, generator=g)
-    q, k, v = (torch.randn(3, h, t, d, generator=g) for h in (heads, kv, kv))
-    token = _PREFIX_KV.set([(pk, pv)])
+    q, k, v = (torch.randn(b, h, t, d, generator=g) for h in (heads, kv, kv))
+    ctx_len = torch.tensor([3, 0, 2] if with_ctx else [0, 0, 0])
+    ctx = (torch.randn(2, kv, 3, d, generator=g), torch.randn(2, kv, 3, d, generator=g))
+    rows = torch.tensor([0, 0, 1])  # rows 0 and 1 read entry 0 (row 1 with length 0: none)
+    context = ContextKV([ctx], ctx_len, rows) if with_ctx else None
+    token = cascade._STATE.set(_State(PrefixKV(length, [(pk, pv)], [window]), context, None))
     try:
-        got, _ = prefix_cascade_attention(SimpleNamespace(layer_idx=0), q, k, v, scaling=d**-0.5)
+        got, _ = prefix_cascade_attention(SimpleNamespace(layer_idx=0), q, k, v, scaling=d**-0.5,
+                                          sliding_window=window, softcap=softcap)
     finally:
-        _PREFIX_KV.reset(token)
-    assert got.shape == (3, t, heads, d) and got.is_contiguous()
-    for r in range(3):
-        keys = torch.cat([pk[0], k[r]], 1).repeat_interleave(heads // kv, 0)
-        values = torch.cat([pv[0], v[r]], 1).repeat_interleave(heads // kv, 0)
-        mask = torch.ones(t, n_pre + t, dtype=torch.bool).tril(n_pre)
-        ref = torch.nn.functional.scaled_dot_product_attention(q[r], keys, values, attn_mask=mask)
-        torch.testing.assert_close(got[r].transpose(0, 1), ref, rtol=1e-5, atol=1e-6)
+        cascade._STATE.reset(token)
+    assert got.shape == (b, t, heads, d) and got.is_contiguous()
+    per_row = (ctx[0][rows], ctx[1][rows])
+    ref = reference_cascade(q, k, v, (pk, pv), per_row, ctx_len, length, window, d**-0.5, softcap)
+    torch.testing.assert_close(got.double(), ref, rtol=1e-5, atol=1e-6)
+
+
+def test_cascade_attention_refuses_a_window_its_cache_was_not_kept_for():
+    from types import SimpleNamespace
+
+    import xlt.scoring.llm.cascade as cascade
+    from xlt.scoring.llm.cascade import PrefixKV, _State, prefix_cascade_attention
+
+    pk = torch.zeros(1, 1, 5, 4)
+    token = cascade._STATE.set(_State(PrefixKV(9, [(pk, pk)], [6]), None, None))
+    try:
+        with pytest.raises(RuntimeError, match="window of 8 tokens but its prefix cache was kept for a window of 6"):
+            prefix_cascade_attention(SimpleNamespace(layer_idx=0), *(torch.zeros(1, 1, 2, 4),) * 3, sliding_window=8)
+    finally:
+        cascade._STATE.reset(token)
 
 
 def test_prefix_path_leaves_the_model_attention_as_it_was(loaded_lm):

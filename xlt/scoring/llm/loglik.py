@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from contextlib import contextmanager, nullcontext
-from contextvars import ContextVar
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +31,7 @@ import torch
 
 from xlt.batching import AdaptiveBatcher
 from xlt.progress import progress_bar
+from xlt.scoring.llm.cascade import ContextKV, PrefixKV, attending
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +158,8 @@ class ForwardStats:
     batches: int = 0
     prefix_passes: int = 0
     prefix_tokens: int = 0
+    context_passes: int = 0
+    context_tokens: int = 0
     batch_size: int = 0
     oom_halvings: int = 0
 
@@ -165,98 +167,9 @@ class ForwardStats:
         return dict(self.__dict__)
 
 
-
-
 def _output_cache(out):
     cache = getattr(out, "cache", None)
     return cache if cache is not None else getattr(out, "past_key_values", None)
-
-
-# One prefix's key/value states per layer, each [1, kv_heads, prefix_len, head_dim].
-PrefixKV = list[tuple[torch.Tensor, torch.Tensor]]
-
-CASCADE = "xlt_prefix_cascade"
-_PREFIX_KV: ContextVar[PrefixKV | None] = ContextVar("xlt_prefix_kv", default=None)
-
-
-def prefix_cascade_attention(module, query, key, value, attention_mask=None, scaling=None, dropout=0.0, **_kw):
-    """Attention of a batch of suffixes to one shared prefix and to themselves (cascade attention).
-
-    ``query``/``key``/``value`` ([batch, heads, suffix_len, head_dim]) are the suffixes' own states; the
-    prefix's states (``[1, kv_heads, prefix_len, head_dim]``, set by :class:`LoglikelihoodEngine`) are
-    used as they are, never expanded over the batch nor copied. The result is the attention over
-    ``prefix + suffix`` with a causal mask (to float rounding). Suffixes are right-padded: a pad comes
-    after every real token of its row, so causality keeps it out of their results. The model's
-    ``attention_mask`` is not used (registered without a mask function, transformers builds none).
-    On CPU both parts run through PyTorch's fused attention kernel and are merged by their
-    log-sum-exp (:func:`_cascade_fused`); elsewhere one softmax over both score blocks
-    (:func:`_cascade_einsum`).
-    """
-    prefix = _PREFIX_KV.get()
-    if prefix is None or getattr(module, "layer_idx", None) is None:
-        raise RuntimeError("internal error: prefix cascade attention called without a prefix cache")
-    pk, pv = prefix[module.layer_idx]
-    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    if query.device.type == "cpu" and _FLASH_CPU is not None:
-        return _cascade_fused(query, key, value, pk, pv, scale), None
-    return _cascade_einsum(query, key, value, pk, pv, scale), None
-
-
-_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-
-
-def _cascade_fused(query, key, value, pk, pv, scale: float) -> torch.Tensor:
-    """Cascade attention as two fused-kernel calls merged by log-sum-exp; returns [batch, len, heads, dim].
-
-    Prefix part: every suffix query of the batch attends to the same prefix keys without a mask, so
-    the batch (and the query heads of one kv head) fold into the query length, ``[1, kv_heads,
-    groups * batch * len, dim]`` against the prefix's ``[1, kv_heads, prefix_len, dim]``: one call, the
-    cache neither expanded nor copied. Suffix part: each row against its own keys, causal. With each
-    part's output ``o`` and log-sum-exp ``l`` of its scaled scores, the attention over both is
-    ``(o1 e^l1 + o2 e^l2) / (e^l1 + e^l2) = o2 + sigmoid(l1 - l2) (o1 - o2)``, taken in float32.
-    """
-    b, h, t, d = query.shape
-    kvh = key.shape[1]
-    g = h // kvh  # head i reads kv head i // g (transformers' repeat_kv)
-    qp = query.unflatten(1, (kvh, g)).permute(1, 2, 0, 3, 4).reshape(1, kvh, g * b * t, d)
-    o1, l1 = _FLASH_CPU(qp, pk, pv, 0.0, False, scale=scale)
-    if g > 1:
-        key, value = key.repeat_interleave(g, dim=1), value.repeat_interleave(g, dim=1)
-    o2, l2 = _FLASH_CPU(query, key, value, 0.0, True, scale=scale)
-    # everything viewed as [batch, len, kv_heads, groups, (dim)]: the layout the model reads back
-    o1 = o1.reshape(kvh, g, b, t, d).permute(2, 3, 0, 1, 4)
-    l1 = l1.reshape(kvh, g, b, t).permute(2, 3, 0, 1)
-    o2 = o2.unflatten(1, (kvh, g)).permute(0, 3, 1, 2, 4)
-    l2 = l2.unflatten(1, (kvh, g)).permute(0, 3, 1, 2)
-    w = torch.sigmoid(l1.float() - l2.float()).unsqueeze(-1)
-    if query.dtype == torch.float32:
-        out = torch.empty((b, t, kvh, g, d), dtype=query.dtype, device=query.device)
-        torch.lerp(o2, o1, w, out=out)
-    else:
-        out = torch.lerp(o2.float(), o1.float(), w).to(query.dtype)
-    return out.reshape(b, t, h, d)
-
-
-def _cascade_einsum(query, key, value, pk, pv, scale: float) -> torch.Tensor:
-    """Cascade attention as one softmax over the prefix and the suffix score blocks (any device);
-    one matrix product scores every suffix token of the batch against the shared prefix."""
-    b, h, t, d = query.shape
-    kvh = key.shape[1]
-    q = query.reshape(b, kvh, h // kvh, t, d)  # head i reads kv head i // groups (transformers' repeat_kv)
-    s_pre = torch.einsum("bkgtd,kpd->bkgtp", q, pk[0])
-    s_own = torch.einsum("bkgtd,bksd->bkgts", q, key)
-    future = torch.ones(t, t, dtype=torch.bool, device=query.device).triu(1)
-    s_own = s_own.masked_fill(future, float("-inf"))
-    w = torch.softmax(torch.cat([s_pre, s_own], dim=-1) * scale, dim=-1, dtype=torch.float32).to(query.dtype)
-    n = pk.shape[-2]
-    out = torch.einsum("bkgtp,kpd->bkgtd", w[..., :n], pv[0]) + torch.einsum("bkgts,bksd->bkgtd", w[..., n:], value)
-    return out.reshape(b, h, t, d).transpose(1, 2).contiguous()
-
-
-def _register_cascade() -> None:
-    from transformers import AttentionInterface
-
-    AttentionInterface.register(CASCADE, prefix_cascade_attention)
 
 
 class LoglikelihoodEngine:
@@ -282,29 +195,36 @@ class LoglikelihoodEngine:
         self._cache_ok: bool | None = None
 
     def scores(self, seqs: list[ForwardInput], n_questions: int, n_options: int,
-               prefixes: Sequence[tuple[int, ...] | None] | None = None) -> np.ndarray:
+               prefixes: Sequence[tuple[int, ...] | None] | None = None,
+               contexts: Sequence[int] | None = None) -> np.ndarray:
         """Summed continuation log-probabilities, shape ``(n_questions, n_options)`` (float64); ``-inf``
         where a question has fewer options (no member of ``seqs`` scores that slot).
 
         ``prefixes[i]`` (optional): tokens that ``seqs[i]`` starts with and whose KV cache it may reuse;
         every logit position of the sequence must lie after them (see
         :func:`xlt.scoring.llm.prefix_cache.plan_prefixes`). Each distinct prefix is encoded once.
+        ``contexts[i]`` (optional, with a prefix): how many tokens after its prefix ``seqs[i]`` shares
+        with other sequences (a passage several questions ask about; 0: none): each distinct shared
+        context is run once, against the prefix's cache, and the sequences that continue it read its
+        states. Exact, like the prefix (:mod:`xlt.scoring.llm.cascade`).
         """
         out = np.full((n_questions, n_options), np.nan)
         wanted = np.zeros((n_questions, n_options), dtype=bool)
         for seq in seqs:
             for q, j, _ in seq.members:
                 wanted[q, j] = True
-        groups: dict[tuple[int, ...], list[ForwardInput]] = {}
-        plain: list[ForwardInput] = []
+        groups: dict[tuple[int, ...], list[tuple[ForwardInput, tuple[int, ...]]]] = {}
+        plain: list[tuple[ForwardInput, tuple[int, ...]]] = []
         for i, seq in enumerate(seqs):
             pre = prefixes[i] if prefixes is not None else None
+            extra = int(contexts[i]) if pre and contexts is not None else 0
             if pre:
-                if len(seq.tokens) - len(seq.members[0][2]) < len(pre) or tuple(seq.tokens[: len(pre)]) != pre:
+                n = len(pre) + extra
+                if len(seq.tokens) - len(seq.members[0][2]) < n or tuple(seq.tokens[: len(pre)]) != pre:
                     raise ValueError("internal error: a sequence does not extend its prefix past the scored positions")
-                groups.setdefault(pre, []).append(seq)
+                groups.setdefault(pre, []).append((seq, tuple(seq.tokens[len(pre) : n])))
             else:
-                plain.append(seq)
+                plain.append((seq, ()))
         bar = progress_bar(total=len(seqs), desc="LLM log-likelihood", unit="seq", disable=not self.progress)
         self._run(plain, out, bar, None)
         for pre, group in groups.items():
@@ -317,11 +237,12 @@ class LoglikelihoodEngine:
         return out
 
     def supports_prefix_cache(self) -> bool:
-        """True if the model returns a plain :class:`~transformers.DynamicCache` (full attention on
-        every layer); sliding-window or other cache layouts are not reused."""
+        """True if the model returns a :class:`~transformers.DynamicCache` whose layers are full
+        (``DynamicLayer``) or sliding-window (``DynamicSlidingWindowLayer``) ones, attends causally, and
+        can switch attention functions; other cache layouts (chunked attention, ...) are not reused."""
         if self._cache_ok is None:
             from transformers import DynamicCache
-            from transformers.cache_utils import DynamicLayer
+            from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
             try:
                 with torch.inference_mode():
@@ -333,36 +254,41 @@ class LoglikelihoodEngine:
             cache = _output_cache(out)
             layers = getattr(cache, "layers", None)
             can_set = getattr(self.model, "_can_set_attn_implementation", lambda: False)
-            self._cache_ok = (isinstance(cache, DynamicCache) and bool(layers)
-                              and all(type(layer) is DynamicLayer for layer in layers) and bool(can_set()))
+            text_cfg = getattr(self.model.config, "text_config", None) or self.model.config
+            causal = not getattr(text_cfg, "use_bidirectional_attention", False)
+            self._cache_ok = (isinstance(cache, DynamicCache) and bool(layers) and causal
+                              and all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in layers)
+                              and bool(can_set()))
         return self._cache_ok
 
-    @contextmanager
-    def _cascade(self, past: PrefixKV):
-        """The model attends through :func:`prefix_cascade_attention` to ``past`` inside the block."""
-        _register_cascade()
-        before = self.model.config._attn_implementation
-        self.model.set_attn_implementation(CASCADE)
-        if self.model.config._attn_implementation != CASCADE:
-            raise RuntimeError(f"internal error: {type(self.model).__name__} did not switch to cascade attention")
-        token = _PREFIX_KV.set(past)
-        try:
-            yield
-        finally:
-            _PREFIX_KV.reset(token)
-            self.model.set_attn_implementation(before)
+    def _run(self, items: list[tuple[ForwardInput, tuple[int, ...]]], out: np.ndarray, bar,
+             past: PrefixKV | None) -> None:
+        """Score ``items`` (each a sequence and the shared context it continues after ``past``, or ``()``)."""
+        # Longest own part first (OOM early, little padding: a batch runs as long as its longest row
+        # past the caches); the sequences of one shared context next to each other.
+        longest: dict[tuple[int, ...], int] = {}
+        for seq, ctx in items:
+            if ctx:
+                longest[ctx] = max(longest.get(ctx, 0), len(seq.tokens) - len(ctx))
+        items = sorted(items, key=lambda it: (-(longest[it[1]] if it[1] else len(it[0].tokens)), it[1],
+                                              -len(it[0].tokens)))
+        store: dict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]]] = {}
 
-    def _run(self, seqs: list[ForwardInput], out: np.ndarray, bar, past: PrefixKV | None) -> None:
-        order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i].tokens))  # longest first: OOM early
+        def forward(chunk: list[tuple[ForwardInput, tuple[int, ...]]]) -> list[list[float]]:
+            context = self._contexts([ctx for _, ctx in chunk], past, store) if past is not None else None
+            return self._forward([seq for seq, _ in chunk], past, context)
 
-        def done(chunk: list[ForwardInput], lls) -> None:
-            for seq, row in zip(chunk, lls, strict=True):
+        def done(chunk: list[tuple[ForwardInput, tuple[int, ...]]], lls) -> None:
+            for (seq, _), row in zip(chunk, lls, strict=True):
                 for m, (q, j, _) in enumerate(seq.members):
                     out[q, j] = row[m]
             bar.update(len(chunk))
 
         self.batcher.batch_size = self.batch_size
-        self.batcher.map(lambda chunk: self._forward(chunk, past), [seqs[j] for j in order], on_batch=done)
+        # rows with a shared context run much shorter own parts: batched apart from those without
+        for part in ([it for it in items if not it[1]], [it for it in items if it[1]]):
+            if part:
+                self.batcher.map(forward, part, on_batch=done)
         self.stats.oom_halvings += self.batcher.reductions - self._reductions_seen
         self._reductions_seen = self.batcher.reductions
         self.batch_size = self.batcher.batch_size
@@ -375,20 +301,74 @@ class LoglikelihoodEngine:
         self.stats.prefix_tokens += len(prefix)
         self.stats.tokens += len(prefix)
         self.stats.padded_tokens += len(prefix)
-        return [(layer.keys, layer.values) for layer in _output_cache(out).layers]
+        return PrefixKV.from_cache(_output_cache(out), len(prefix))
 
     @torch.inference_mode()
-    def _forward(self, chunk: list[ForwardInput], past: PrefixKV | None) -> list[list[float]]:
-        skip = past[0][0].shape[-2] if past is not None else 0  # tokens already in the cache
+    def _contexts(self, ctxs: list[tuple[int, ...]], past: PrefixKV,
+                  store: dict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]]]) -> ContextKV | None:
+        """The shared contexts of a batch's rows as a :class:`ContextKV` (``None`` if no row has one).
+
+        Contexts not in ``store`` (those of the previous batch) run in one padded pass against ``past``
+        through cascade attention, which records each layer's key/value states; ``store`` then holds
+        this batch's contexts only.
+        """
+        distinct = list(dict.fromkeys(c for c in ctxs if c))
+        if not distinct:
+            store.clear()
+            return None
+        missing = [c for c in distinct if c not in store]
+        kept = {c: store[c] for c in distinct if c in store}
+        if missing:
+            e = max(map(len, missing))
+            ids = torch.full((len(missing), e), self.pad_id, dtype=torch.long)
+            for i, c in enumerate(missing):
+                ids[i, : len(c)] = torch.tensor(c)
+            captured: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+            positions = torch.arange(past.length, past.length + e, device=self.device).expand(len(missing), -1)
+            with attending(self.model, past, capture=captured):
+                self.model(input_ids=ids.to(self.device), position_ids=positions, use_cache=False, logits_to_keep=1)
+            if sorted(captured) != list(range(len(past.layers))):
+                raise RuntimeError("internal error: not every layer attended through the prefix cascade")
+            for i, c in enumerate(missing):
+                kept[c] = [(captured[layer][0][i : i + 1, :, : len(c)], captured[layer][1][i : i + 1, :, : len(c)])
+                           for layer in range(len(past.layers))]
+            self.stats.context_passes += 1
+            self.stats.context_tokens += sum(map(len, missing))
+            self.stats.tokens += sum(map(len, missing))
+            self.stats.padded_tokens += ids.numel()
+        store.clear()
+        store.update(kept)
+        slot = {c: i for i, c in enumerate(distinct)}
+        e = max(map(len, distinct))
+        layers = []
+        for layer in range(len(past.layers)):
+            ks, vs = [], []
+            for c in distinct:
+                k, v = kept[c][layer]
+                pad = (0, 0, 0, e - k.shape[-2])
+                ks.append(torch.nn.functional.pad(k, pad))
+                vs.append(torch.nn.functional.pad(v, pad))
+            layers.append((torch.cat(ks), torch.cat(vs)))
+        rows = torch.tensor([slot.get(c, 0) for c in ctxs], dtype=torch.long, device=self.device)
+        lengths = torch.tensor([len(c) for c in ctxs], dtype=torch.long, device=self.device)
+        return ContextKV(layers, lengths, rows)
+
+    @torch.inference_mode()
+    def _forward(self, chunk: list[ForwardInput], past: PrefixKV | None,
+                 context: ContextKV | None = None) -> list[list[float]]:
+        # tokens already in the caches, per row: the prefix, then the row's shared context
+        skips = [past.length if past is not None else 0] * len(chunk)
+        if context is not None:
+            skips = [s + int(n) for s, n in zip(skips, context.lengths.tolist(), strict=True)]
         b = len(chunk)
-        t = max(len(s.tokens) for s in chunk) - skip
+        t = max(len(s.tokens) - skip for s, skip in zip(chunk, skips, strict=True))
         p = max(len(s.members[0][2]) for s in chunk)
         k = max(len(s.members) for s in chunk)
         ids = torch.full((b, t), self.pad_id, dtype=torch.long)
         pos = torch.zeros((b, p), dtype=torch.long)
         targets = torch.zeros((b, p, k), dtype=torch.long)
         mask = torch.zeros((b, p, k), dtype=torch.bool)
-        for r, s in enumerate(chunk):
+        for r, (s, skip) in enumerate(zip(chunk, skips, strict=True)):
             n = len(s.tokens) - skip
             ids[r, :n] = torch.tensor(s.tokens[skip:])
             c = len(s.members[0][2])
@@ -396,23 +376,25 @@ class LoglikelihoodEngine:
             for m, (_, _, cont) in enumerate(s.members):
                 targets[r, :c, m] = torch.tensor(cont)
                 mask[r, :c, m] = True
-        logits = self._logits_at(ids.to(self.device), pos.to(self.device), past)  # [b, p, vocab]
+        logits = self._logits_at(ids.to(self.device), pos.to(self.device), past, context)  # [b, p, vocab]
         if self.score_dtype == "float32":
             logits = logits.float()
         logp = torch.log_softmax(logits, dim=-1)
         picked = logp.gather(2, targets.to(self.device)).masked_fill(~mask.to(self.device), 0.0).sum(1)  # [b, k]
         self.stats.sequences += b
-        self.stats.tokens += sum(len(s.tokens) - skip for s in chunk)
+        self.stats.tokens += sum(len(s.tokens) - skip for s, skip in zip(chunk, skips, strict=True))
         self.stats.padded_tokens += b * t
         self.stats.batches += 1
         picked = picked.double().cpu().numpy()
         return [picked[r, : len(s.members)].tolist() for r, s in enumerate(chunk)]
 
-    def _logits_at(self, ids: torch.Tensor, pos: torch.Tensor, past: PrefixKV | None = None) -> torch.Tensor:
+    def _logits_at(self, ids: torch.Tensor, pos: torch.Tensor, past: PrefixKV | None = None,
+                   context: ContextKV | None = None) -> torch.Tensor:
         """Logits at ``pos`` ([b, p]) only: the LM head sees just the gathered hidden states.
 
-        With ``past``, ``ids`` continue that prefix: every layer attends to its key/value states through
-        :func:`prefix_cascade_attention` (the cache is shared by the batch, not expanded or copied).
+        With ``past``, ``ids`` continue that prefix (and row ``r`` the first ``context.lengths[r]`` tokens
+        of its shared context): every layer attends to their key/value states through cascade attention
+        (:mod:`xlt.scoring.llm.cascade`; the prefix cache is shared by the batch, not expanded or copied).
         """
         head = self.model.get_output_embeddings()
         rows = torch.arange(ids.shape[0], device=ids.device)[:, None]
@@ -423,12 +405,14 @@ class LoglikelihoodEngine:
             return (args[0][rows, pos],) + tuple(args[1:])
 
         kwargs: dict = {"use_cache": False}
-        if past is not None:  # positions continue the prefix; attention reads its cache (one copy, shared)
-            skip = past[0][0].shape[-2]
-            kwargs["position_ids"] = torch.arange(skip, skip + ids.shape[1], device=ids.device).expand(ids.shape[0], -1)
+        if past is not None:  # positions continue the prefix (and the row's context)
+            start = torch.full((ids.shape[0],), past.length, dtype=torch.long, device=ids.device)
+            if context is not None:
+                start = start + context.lengths.to(ids.device)
+            kwargs["position_ids"] = start[:, None] + torch.arange(ids.shape[1], device=ids.device)[None, :]
         handle = head.register_forward_pre_hook(gather) if head is not None else None
         try:
-            with self._cascade(past) if past is not None else nullcontext():
+            with attending(self.model, past, context) if past is not None else nullcontext():
                 logits = self.model(input_ids=ids, **kwargs).logits
         finally:
             if handle is not None:

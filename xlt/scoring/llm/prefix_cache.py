@@ -16,6 +16,13 @@ Paths:
 * ``full_unshared`` — no other question has the same prefix (nothing to share);
 * ``full_boundary`` — the prefix's own tokens are not the start of the question's tokens;
 * ``full_truncated`` — the context was left-truncated to ``max_length``.
+
+Shared contexts: after the prefix, questions may share more tokens — Belebele asks several questions
+about one passage, and the prompt's ``P: <passage>`` comes first. :func:`shared_contexts` finds, among
+the forward inputs of one prefix, groups whose tokens agree past the prefix (on the forward inputs' own
+tokens, so there is no boundary to check: a token's key/value states depend only on the tokens up to
+it), and the engine runs each group's common tokens once. A question counts in ``shared_context`` if
+its inputs read such a context; its path stays ``prefix_cache``.
 """
 
 from __future__ import annotations
@@ -36,6 +43,10 @@ class PrefixPlan:
     seq_prefix: list[tuple[int, ...] | None]
     paths: dict[str, int] = field(default_factory=dict)
     distinct_prefixes: int = 0
+    # per forward input, how many tokens after its prefix it shares with others (0: none)
+    seq_context: list[int] = field(default_factory=list)
+    shared_context_questions: int = 0
+    distinct_contexts: int = 0
 
 
 def prefix_texts(contexts: Sequence[str], questions: Sequence[str]) -> list[str]:
@@ -57,12 +68,14 @@ def plan_prefixes(
     max_length: int,
     add_bos_token: bool | None,
     enabled: bool = True,
+    share_contexts: bool = True,
 ) -> PrefixPlan:
     """Decide, per question, whether its forward inputs may start from the cache of ``prefixes[q]``.
 
     ``encoded`` is :func:`~xlt.scoring.llm.loglik.encode_pairs`'s output for the same questions and
     ``seqs`` the forward inputs built from it; ``prefixes[q]`` the text the context of question ``q``
-    starts with (see :func:`prefix_texts`).
+    starts with (see :func:`prefix_texts`). With ``share_contexts``, the forward inputs of one prefix
+    that agree on more tokens after it share those too (:func:`shared_contexts`).
     """
     n = len(encoded)
     path = ["full_no_prefix"] * n
@@ -86,8 +99,65 @@ def plan_prefixes(
             if key[q] is not None and shared[key[q]] < 2:
                 key[q], path[q] = None, "full_unshared"
     counts = Counter(path)
+    seq_prefix = [key[s.members[0][0]] for s in seqs]
+    seq_context = shared_contexts(seqs, seq_prefix) if share_contexts else [0] * len(seqs)
+    extended = {s.members[0][0] for s, n in zip(seqs, seq_context, strict=True) if n}
     return PrefixPlan(
-        seq_prefix=[key[s.members[0][0]] for s in seqs],
+        seq_prefix=seq_prefix,
         paths={p: int(counts.get(p, 0)) for p in PATHS},
         distinct_prefixes=len({k for k in key if k is not None}),
+        seq_context=seq_context,
+        shared_context_questions=len(extended),
+        distinct_contexts=len({(pre, tuple(s.tokens[len(pre) : len(pre) + n]))
+                               for s, pre, n in zip(seqs, seq_prefix, seq_context, strict=True) if n}),
     )
+
+
+# A shared context shorter than this is not worth a pass of its own.
+MIN_CONTEXT_TOKENS = 8
+
+
+def _common(a: Sequence[int], b: Sequence[int], start: int, stop: int) -> int:
+    """Length of the common run of ``a`` and ``b`` from ``start`` (at most up to ``stop``)."""
+    i = start
+    while i < stop and a[i] == b[i]:
+        i += 1
+    return i - start
+
+
+def shared_contexts(seqs: Sequence[ForwardInput], seq_prefix: Sequence[tuple[int, ...] | None],
+                    min_tokens: int = MIN_CONTEXT_TOKENS) -> list[int]:
+    """Per forward input, how many tokens right after its prefix it shares with the other inputs of its
+    group (0: none): inputs of one prefix sorted by their tokens, consecutive ones that agree on at
+    least ``min_tokens`` (and at least half of the group's common run so far) form a group, which
+    shares its common run. A shared run ends before the input's first scored position, so every
+    scored logit is still computed by the input's own pass."""
+    out = [0] * len(seqs)
+    by_prefix: dict[tuple[int, ...], list[int]] = {}
+    for i, pre in enumerate(seq_prefix):
+        if pre:
+            by_prefix.setdefault(pre, []).append(i)
+    for pre, members in by_prefix.items():
+        start = len(pre)
+        members.sort(key=lambda i: seqs[i].tokens[start:])
+
+        def close(group: list[int], run: int) -> None:
+            if len(group) > 1 and run >= min_tokens:
+                for i in group:
+                    out[i] = run
+
+        group: list[int] = []
+        run = 0
+        for i in members:
+            limit = len(seqs[i].tokens) - len(seqs[i].members[0][2])  # first scored position
+            if group:
+                first = seqs[group[0]].tokens
+                common = _common(first, seqs[i].tokens, start, min(start + run, limit))
+                if common >= min_tokens and 2 * common >= run:
+                    group.append(i)
+                    run = common
+                    continue
+                close(group, run)
+            group, run = [i], limit - start
+        close(group, run)
+    return out

@@ -53,7 +53,7 @@ class LLMScorer:
 
     def __init__(self, cfg: DictConfig, run: Any = None, *, model: Any = None, tokenizer: Any = None,
                  device: Any = None, pool_source: PoolSource | None = None, progress: bool = True,
-                 share_passes: bool = True, prefix_cache: bool | None = None) -> None:
+                 share_passes: bool = True, prefix_cache: bool | None = None, share_contexts: bool = True) -> None:
         self.cfg = cfg
         # The scorer protocol hands over the whole config (xlt.scoring.scorers); an LLM section itself is taken too.
         evaluation = cfg.get("eval") if isinstance(cfg, (dict, DictConfig)) and "eval" in cfg else None
@@ -62,6 +62,9 @@ class LLMScorer:
         self.share_passes = share_passes
         # None: eval.llm.prefix_cache decides (benchmarks/llm_eval_bench.py compares both).
         self.prefix_cache = bool(self.llm.prefix_cache) if prefix_cache is None else prefix_cache
+        # With the prefix cache: questions that share more than the prefix (one passage) share that too
+        # (not in the per-choice baseline, whose point is one whole pass per option).
+        self.share_contexts = share_contexts and share_passes
         self.run = run
         self._pool: tuple[Dataset, Any] | None = None  # protocol=paper: the training set's train split
         if self.llm.protocol == "paper" and self.llm.mode == "loglikelihood":
@@ -185,16 +188,20 @@ class LLMScorer:
         seqs = build_sequences(encoded, self.max_length, share=self.share_passes)
         use_cache = self.prefix_cache and self.engine.supports_prefix_cache()
         plan = plan_prefixes(self.tokenizer, seqs, encoded, prefix_texts(ctx, [q for _, q in turns]),
-                             max_length=self.max_length, add_bos_token=self.llm.add_bos_token, enabled=use_cache)
+                             max_length=self.max_length, add_bos_token=self.llm.add_bos_token, enabled=use_cache,
+                             share_contexts=self.share_contexts)
         before = self.engine.stats.as_dict()
-        scores = self.engine.scores(seqs, len(items), max(map(len, conts)), plan.seq_prefix)
+        scores = self.engine.scores(seqs, len(items), max(map(len, conts)), plan.seq_prefix, plan.seq_context)
         after = self.engine.stats.as_dict()
         cost = {k: after[k] - before[k] for k in ("sequences", "tokens", "padded_tokens", "batches",
-                                                  "prefix_passes", "prefix_tokens")}
+                                                  "prefix_passes", "prefix_tokens", "context_passes",
+                                                  "context_tokens")}
         cost["batch_size"] = after["batch_size"]
         truncated = sum(len(c) + max(map(len, conts)) > self.max_length + 1 for c, conts in encoded)
         cache_meta = {"enabled": self.prefix_cache, "supported": use_cache or not self.prefix_cache,
-                      "distinct_prefixes": plan.distinct_prefixes, "questions_per_path": plan.paths}
+                      "distinct_prefixes": plan.distinct_prefixes, "questions_per_path": plan.paths,
+                      "shared_context_questions": plan.shared_context_questions,
+                      "distinct_contexts": plan.distinct_contexts}
         return scores, {"forward": cost, "max_length": self.max_length,
                         "single_pass_questions": _single_pass(seqs, len(items)), "truncated_contexts": int(truncated),
                         "prefix_cache": cache_meta}
