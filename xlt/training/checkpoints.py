@@ -36,7 +36,6 @@ returns the newest complete one, which the train step resumes from without hashi
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import re
@@ -46,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from xlt.files import atomic_write_json
+from xlt.fingerprint import file_sha256
 from xlt.run import CHECKPOINT_COMPLETE_FILE
 from xlt.state import Damaged, read_state
 
@@ -55,13 +55,6 @@ COMPLETE_FILE = CHECKPOINT_COMPLETE_FILE  # the run directory layout's name (xlt
 _NAME = re.compile(r"checkpoint-(\d+)")
 WEIGHTS = ("model.safetensors", "adapter_model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _names(folder: Path) -> list[str]:
@@ -76,7 +69,7 @@ def _names(folder: Path) -> list[str]:
 
 
 def _entry(path: Path) -> dict[str, Any]:
-    return {"size": path.stat().st_size, "sha256": _sha256(path)}
+    return {"size": path.stat().st_size, "sha256": file_sha256(path)}
 
 
 def _listing(folder: Path) -> dict[str, dict[str, Any]]:
@@ -173,7 +166,7 @@ def checkpoint_problem(folder: str | os.PathLike[str], hashes: bool = True) -> s
             return f"{rel} is missing"
         if not isinstance(meta, dict) or p.stat().st_size != meta.get("size"):
             return f"{rel} is truncated or rewritten (size {p.stat().st_size}, recorded {meta.get('size') if isinstance(meta, dict) else '?'})"
-        if hashes and _sha256(p) != meta.get("sha256"):
+        if hashes and file_sha256(p) != meta.get("sha256"):
             return f"{rel} is damaged (its content no longer matches the record)"
     try:
         read_state(folder / "trainer_state.json", {"global_step": int, "log_history": list})
