@@ -62,7 +62,7 @@ S = stages.STAGES
 S["build_data"] = dataclasses.replace(S["build_data"], run=build, guard=guard, check=None, outputs=(),
                                       files=lambda cfg, run: {})
 S["train"] = dataclasses.replace(S["train"], run=train, check=None, outputs=(), files=lambda cfg, run: {},
-                                 upstream=lambda cfg: ("build_data",))
+                                 upstream=lambda cfg: ("build_data",), code=None)
 contract.stage_values = lambda cfg, stage: {"seed": 1}
 cfg = OmegaConf.create({"force": force == "true"})
 run = RunDir(root / "run")
