@@ -173,7 +173,7 @@ def test_a_requeue_without_slurm_restart_count_takes_over_its_earlier_incarnatio
         )
     )
     assert socket.gethostname() != "node-17"
-    env = {"PATH": f"{_scontrol(tmp_path, 1)}:{ENV['PATH']}", "SLURM_JOB_ID": "4242"}
+    env = {"PATH": f"{_scontrol(tmp_path, 1)}:{ENV['PATH']}", "SLURM_JOB_ID": "4242", "TMPDIR": str(tmp_path)}
     proc = xlt(
         "xlt.train",
         "+recipe=demo_tiny",

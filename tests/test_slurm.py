@@ -58,9 +58,15 @@ def sbatch_calls(tmp_path: Path) -> list[list[str]]:
     return [shlex.split(line)[1:] for line in log.read_text().splitlines() if line.startswith("sbatch")]
 
 
+def _own_records(tmp_path: Path) -> dict[str, str]:
+    """The test's own folder for what slurm/common.sh keeps between requeues (its count per job id): by default
+    $TMPDIR, where the fixed job ids of these tests would count every earlier test run towards the cap."""
+    return {"TMPDIR": str(tmp_path)}
+
+
 def run_script(script: str, args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     full_env = {**os.environ, "PATH": f"{stub_bin(tmp_path)}:{os.environ['PATH']}", "XLT_HOME": str(REPO),
-                "XLT_PYTHON": sys.executable, "XLT_DRY_RUN": "1", **env}
+                "XLT_PYTHON": sys.executable, "XLT_DRY_RUN": "1", **_own_records(tmp_path), **env}
     return subprocess.run(["bash", str(SLURM / script), *args], cwd=tmp_path, env=full_env,
                           capture_output=True, text=True, timeout=120)
 
@@ -210,7 +216,7 @@ def _start(tmp_path: Path, child: str, **env: str) -> subprocess.Popen:
     (tmp_path / "child.py").write_text(child)
     driver = f'source {SLURM}/common.sh; xlt_exec {shlex.quote(sys.executable)} {tmp_path}/child.py {tmp_path}; echo "rc=$?"'
     return subprocess.Popen(["bash", "-c", driver], env={**os.environ, "PATH": f"{stub_bin(tmp_path)}:{os.environ['PATH']}",
-                                                         "SLURM_JOB_ID": "4242", **env},
+                                                         "SLURM_JOB_ID": "4242", **_own_records(tmp_path), **env},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -278,7 +284,8 @@ def test_under_submitit_the_job_that_wrote_a_preemption_record_requeues_itself(t
     child = ("import sys\nfrom xlt.cluster import record_preemption, requeue_under_submitit\n"
              f"sys.exit(0 if requeue_under_submitit(record_preemption({str(tmp_path)!r}, 'SIGUSR1 received')) else 1)\n")
     env = {**os.environ, "PATH": f"{stub_bin(tmp_path)}:{os.environ['PATH']}", "PYTHONPATH": str(REPO),
-           "SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "4243", "SLURM_ARRAY_JOB_ID": "4240", "SLURM_ARRAY_TASK_ID": "3"}
+           "SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "4243", "SLURM_ARRAY_JOB_ID": "4240", "SLURM_ARRAY_TASK_ID": "3",
+           **_own_records(tmp_path)}
     proc = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "scontrol requeue 4240_3" in (tmp_path / "calls.log").read_text()
@@ -365,7 +372,7 @@ def _submit(script: str, args: list[str], tmp_path: Path, restart: int, **env: s
         f.chmod(0o755)
     full_env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "XLT_HOME": str(REPO), "STUB_DIR": str(tmp_path),
                 "XLT_PYTHON": str(bin_dir / "python-stub"), "SLURM_JOB_ID": "777", "SLURM_RESTART_COUNT": str(restart),
-                "XLT_GRACE": "30", **env}
+                "XLT_GRACE": "30", **_own_records(tmp_path), **env}
     return subprocess.Popen(["bash", str(SLURM / script), *args], cwd=REPO, env=full_env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
