@@ -10,21 +10,16 @@ that need it are skipped, saying how to install them, unless ``XLT_REQUIRE_PRETR
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
-import pytest
-
+from tests.pretrained import missing_model
 from xlt.modeling.packaged_llm import INSTALL, MODULE, checkpoint_dir
 
 
 def require_gemma() -> None:
     missing = [name for name in (MODULE, "gguf") if importlib.util.find_spec(name) is None]
     if missing:
-        why = f"{', '.join(missing)} not installed: {INSTALL}"
-        if os.environ.get("XLT_REQUIRE_PRETRAINED") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        missing_model(f"{', '.join(missing)} not installed: {INSTALL}")
 
 
 def gemma_dir() -> Path:

