@@ -130,6 +130,19 @@ def test_counts_are_cached_by_the_tokenizers_fingerprint(tok, tmp_path, monkeypa
     assert tm.language_counts(tok, [item("1", "hello", [])], "eng_Latn")["tokens"] == 99
 
 
+@pytest.mark.parametrize("damage", ["", "{trunc", "[1, 2]", '{"key": "other"}', "{}"])
+def test_a_damaged_cache_file_is_recounted_not_used(tok, tmp_path, monkeypatch, damage):
+    monkeypatch.setenv("XLT_CACHE", str(tmp_path))
+    tm._MEMO.clear()
+    first = tm.language_counts(tok, [item("1", "hello", [])], "eng_Latn")
+    (path,) = (tmp_path / "tokenizer_measures" / tm.tokenizer_fingerprint(tok)).glob("eng_Latn-*.json")
+    stored = json.loads(path.read_text())
+    path.write_text(damage if damage != "{}" else json.dumps({"key": stored["key"]}))  # "{}": fields missing
+    tm._MEMO.clear()
+    assert tm.language_counts(tok, [item("1", "hello", [])], "eng_Latn")["tokens"] == first["tokens"] == 1
+    assert json.loads(path.read_text())["tokens"] == 1  # rewritten whole
+
+
 def test_the_fingerprint_follows_the_vocabulary(tok):
     other = models.WordPiece({w: i for i, w in enumerate([*VOCAB, "dog"])}, unk_token="[UNK]")
     assert tm.tokenizer_fingerprint(tok) == tm.tokenizer_fingerprint(tok)

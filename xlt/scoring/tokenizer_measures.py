@@ -171,6 +171,10 @@ def count_texts(tokenizer: Any, texts: Sequence[str], with_words: bool = True) -
     return out
 
 
+# What a cached file of counts must hold to be used (language_counts).
+_COUNTS = {"tokens", "unknown", "words", "continued", "per_item"}
+
+
 def language_counts(
     tokenizer: Any, items: Iterable[dict[str, Any]], language: str, fingerprint: str | None = None
 ) -> dict[str, Any]:
@@ -185,7 +189,8 @@ def language_counts(
     path = _cache_root() / fp / f"{language}-{key}.json"
     try:
         cached = json.loads(path.read_text())
-        if cached.get("key") == key:
+        # a damaged or foreign file (another shape, fields missing) is recomputed, never used
+        if isinstance(cached, dict) and cached.get("key") == key and _COUNTS <= set(cached):
             _MEMO[key] = cached
             return cached
     except (OSError, ValueError):
