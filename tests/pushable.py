@@ -14,11 +14,11 @@ from safetensors.numpy import save_file
 
 from tests.reporting.fake_runs import MODELS, write_run
 from xlt import config as xcfg
-from xlt.files import atomic_write_json
-from xlt.fingerprint import path_fingerprint
 from xlt.reporting.model_card import write_hub_card
 from xlt.reporting.tables import load_run_results
-from xlt.run import RunDir
+from xlt.run.files import atomic_write_json
+from xlt.run.fingerprint import path_fingerprint
+from xlt.run.layout import RunDir
 from xlt.stages.report import card_model_name, card_summary
 from xlt.training.card import render_card
 

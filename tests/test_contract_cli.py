@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import ENV, REPO, xlt
-from xlt.lock import _proc_start
+from xlt.run.lock import _proc_start
 from xlt.training.checkpoints import COMPLETE_FILE
 
 SMALL = ["+recipe=demo_tiny", "training.max_steps=40", "training.eval_steps=20",

@@ -11,9 +11,9 @@ import pytest
 from datasets import Dataset, DatasetDict
 
 from xlt.errors import DataError, XltError
-from xlt.lock import RunLock, RunLockedError, _alive
-from xlt.run import RunDir
-from xlt.state import Damaged, read_jsonl_state, read_state
+from xlt.run.layout import RunDir
+from xlt.run.lock import RunLock, RunLockedError, _alive
+from xlt.run.state import Damaged, read_jsonl_state, read_state
 
 DEEP = "[" * 100_000 + "]" * 100_000
 

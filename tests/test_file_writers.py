@@ -1,4 +1,4 @@
-"""xlt.files: the one strict-JSON writer (NaN -> null, numpy -> Python) every result file goes through."""
+"""xlt.run.files: the one strict-JSON writer (NaN -> null, numpy -> Python) every result file goes through."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from xlt.files import atomic_write_json, json_text, strict_json
+from xlt.run.files import atomic_write_json, json_text, strict_json
 
 
 def test_strict_json_turns_what_json_cannot_hold_into_plain_values():
@@ -33,8 +33,8 @@ def test_json_text_is_strict_and_keeps_non_ascii(tmp_path):
 
 
 def test_xlt_has_one_strict_json_writer():
-    """Every JSON result goes through xlt.files: no other module sets json's NaN policy or cleans NaN itself."""
+    """Every JSON result goes through xlt.run.files: no other module sets json's NaN policy or cleans NaN itself."""
     root = Path(__file__).resolve().parent.parent / "xlt"
     writers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                      if any(k in p.read_text(encoding="utf-8") for k in ("allow_nan", "_json_safe", "def _clean(")))
-    assert writers == ["files.py"]
+    assert writers == ["run/files.py"]

@@ -43,7 +43,7 @@ def test_bf16_training_steps_track_fp32(tmp_path, record_property):
     normalised updates amplify the difference (allowed 5% mean over 10 steps). A wrong autocast
     (fp16 overflow, a loss in bf16) or a precision flag that did not reach the Trainer fails this."""
     from tests.training.conftest import make_cfg, write_train_set
-    from xlt.run import RunDir
+    from xlt.run.layout import RunDir
     from xlt.stages import call_stage
 
     history = {}
@@ -73,7 +73,7 @@ def test_deepspeed_on_one_gpu_trains_evaluates_and_checkpoints(tmp_path, deepspe
     from safetensors.torch import load_file
 
     from tests.training.test_distributed import PIPELINE, STEPS, _accelerate
-    from xlt.run import RunDir, run_name
+    from xlt.run.layout import RunDir, run_name
 
     args = ["+recipe=demo_tiny", f"run_root={tmp_path}", *PIPELINE, "training.per_device_train_batch_size=8",
             f"training.deepspeed={deepspeed}"]

@@ -21,7 +21,7 @@ from tests.fixtures.benchmarks import write_belebele
 from xlt import config as xcfg
 from xlt.config.fields import choices_of, dataclass_of
 from xlt.config.keys import declared_exceptions, key_info, leaves, schema_keys
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.scoring.results import Job, job_provenance
 from xlt.stages import STAGES, call_stage, context
 

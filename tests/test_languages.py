@@ -120,7 +120,7 @@ def test_the_report_stage_depends_on_the_language_table(tmp_path, monkeypatch):
     """Another language table (e.g. other resource levels) is another report: the report stage's inputs change,
     so a done report is rewritten instead of showing the old levels."""
     from xlt import config as xcfg
-    from xlt.run import RunDir
+    from xlt.run.layout import RunDir
     from xlt.stages import context
 
     cfg = xcfg.validate({"eval": {"benchmarks": {"b": {"kind": "belebele", "path": str(tmp_path)}}}})

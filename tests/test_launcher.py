@@ -18,7 +18,7 @@ import yaml
 from tests.cli import ENV, REPO, xlt
 from tests.training.conftest import make_cfg, write_train_set
 from xlt import cluster
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 
 
 def test_slurm_launcher_config_resolves():

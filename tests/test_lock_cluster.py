@@ -1,4 +1,4 @@
-"""The run-directory lock on a cluster (xlt.lock): the holder's SLURM identity and a lease.
+"""The run-directory lock on a cluster (xlt.run.lock): the holder's SLURM identity and a lease.
 
 A requeued SLURM job usually lands on another node: its lock, left by the incarnation that was killed,
 names another host, whose processes cannot be checked from here. The lock records the holder's SLURM job
@@ -17,8 +17,8 @@ import time
 
 import pytest
 
-from xlt import lock as xlock
-from xlt.lock import RunLock, RunLockedError
+from xlt.run import lock as xlock
+from xlt.run.lock import RunLock, RunLockedError
 
 OTHER_HOST = "node-17"
 SLURM_KEYS = ("SLURM_JOB_ID", "SLURM_ARRAY_JOB_ID", "SLURM_ARRAY_TASK_ID", "SLURM_RESTART_COUNT")

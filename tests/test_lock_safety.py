@@ -1,11 +1,11 @@
-"""The run lock is never held twice (xlt.lock): takeover races, a holder paused past its lease, I/O errors
+"""The run lock is never held twice (xlt.run.lock): takeover races, a holder paused past its lease, I/O errors
 in the heartbeat, clocks that disagree, empty or cut-short lock files, release in containers.
 
 Holders run as real processes (``python -c`` with the xlt under test): one on "another host" has its
 ``socket.gethostname`` replaced (its PID cannot be checked from here, only its heartbeat watched), one
 with a skewed clock has ``time.time`` shifted, a failing file system is an OSError(EIO) raised by the
 lock's reader in the holder. A holder that loses its lock must stop before its next write (exit 3 here,
-with the lock's error); its writer loop goes through xlt's atomic writers (:mod:`xlt.files`)."""
+with the lock's error); its writer loop goes through xlt's atomic writers (:mod:`xlt.run.files`)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 import xlt
-from xlt import lock as xlock
-from xlt.files import atomic_write_json
-from xlt.lock import RunLock, RunLockedError
+from xlt.run import lock as xlock
+from xlt.run.files import atomic_write_json
+from xlt.run.lock import RunLock, RunLockedError
 
 ROOT = Path(xlt.__file__).resolve().parent.parent  # the xlt under test, also in the processes started here
 ENV = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
@@ -38,8 +38,8 @@ if cfg.get("host"):
 if cfg.get("skew"):
     _real_time = time.time
     time.time = lambda: _real_time() + cfg["skew"]
-import xlt.lock as xlock
-from xlt.files import atomic_write_json
+import xlt.run.lock as xlock
+from xlt.run.files import atomic_write_json
 xlock.LEASE_S = cfg["lease"]
 armed = threading.Event()
 if cfg.get("eio"):  # the lock's reader fails with EIO: once in the heartbeat, or every read once armed
@@ -252,7 +252,7 @@ def test_one_io_error_in_the_heartbeat_keeps_the_lease_and_lasting_ones_stop_the
 
 CONTENDERS = r"""
 import json, multiprocessing as mp, os, socket, sys, time
-import xlt.lock as xlock
+import xlt.run.lock as xlock
 xlock.LEASE_S = 60.0
 folder, n, trials = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 locks = os.path.join(folder, "locks")

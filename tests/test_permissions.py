@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.reporting.fake_runs import MODELS, write_run
-from xlt.files import atomic_dir, atomic_write_json, atomic_write_text
+from xlt.run.files import atomic_dir, atomic_write_json, atomic_write_text
 
 COLLEAGUE_UID, GROUP_GID = 65534, 4242
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +73,7 @@ def test_every_file_of_an_evaluated_run_follows_the_umask(tmp_path, umask):
     """The evaluate stage's writers (plans, results, predictions, translate-test records): none is owner-only."""
     from tests.fixtures.benchmarks import write_belebele
     from xlt import config as xcfg
-    from xlt.run import RunDir
+    from xlt.run.layout import RunDir
     from xlt.stages import call_stage
 
     data = write_belebele(tmp_path / "bele", ["fra_Latn", "eng_Latn"], n=4)

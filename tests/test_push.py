@@ -40,7 +40,7 @@ def run(template, tmp_path):
     if training had saved it there: only the file filter keeps it out)."""
     dest = tmp_path / "xlmr_zeroshot" / "default"
     shutil.copytree(template.path, dest)
-    from xlt.run import RunDir
+    from xlt.run.layout import RunDir
 
     r = RunDir(dest)
     for rel in JUNK:
@@ -54,7 +54,7 @@ def run(template, tmp_path):
 def refingerprint(r) -> None:
     """Record the model folder's files as they are now in its provenance and card (as the train and report
     stages would)."""
-    from xlt.fingerprint import path_fingerprint
+    from xlt.run.fingerprint import path_fingerprint
 
     prov = json.loads(r.model_provenance.read_text())
     r.model_provenance.write_text(json.dumps({**prov, "fingerprint": path_fingerprint(r.model)}))

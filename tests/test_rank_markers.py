@@ -29,8 +29,8 @@ from omegaconf import OmegaConf
 import pytest
 
 from xlt import contract, stages
-from xlt.lock import RunLock
-from xlt.run import RunDir
+from xlt.run.lock import RunLock
+from xlt.run.layout import RunDir
 
 root, force = Path(sys.argv[1]), sys.argv[2]
 rank = int(os.environ["RANK"])
@@ -80,7 +80,7 @@ def _launch(tmp_path: Path, force: bool = False, fail: bool = False) -> list[sub
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT), "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
-           # MASTER_PORT is only read as the launch's name (xlt.lock.launch_id): nothing listens on it.
+           # MASTER_PORT is only read as the launch's name (xlt.run.lock.launch_id): nothing listens on it.
            "MASTER_PORT": "29555", "TORCHELASTIC_RUN_ID": "none", "FAIL": "1" if fail else "0",
            "HF_HUB_OFFLINE": "1"}
     procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path), str(force).lower()], cwd=ROOT,

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from xlt.files import atomic_dir, atomic_write_json
-from xlt.run import RunDir, run_name
-from xlt.state import Damaged
+from xlt.run.files import atomic_dir, atomic_write_json
+from xlt.run.layout import RunDir, run_name
+from xlt.run.state import Damaged
 
 
 def test_run_name_from_recipe_and_sorted_overrides() -> None:

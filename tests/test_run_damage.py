@@ -29,9 +29,9 @@ import torch
 
 from tests.cli import xlt
 from xlt.errors import XltError
-from xlt.lock import RunLock
 from xlt.resources import compose
-from xlt.run import RunDir, run_name
+from xlt.run.layout import RunDir, run_name
+from xlt.run.lock import RunLock
 from xlt.scoring.results import Job, verified_result
 from xlt.stages import run_stages
 
@@ -346,7 +346,7 @@ def test_a_model_that_is_not_what_training_saved_stops_with_the_fix(base, tmp_pa
 
 
 def test_an_in_place_rewrite_with_its_mtime_restored_is_noticed(tmp_path, monkeypatch):
-    from xlt import fingerprint
+    from xlt.run import fingerprint
 
     monkeypatch.setenv("XLT_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(fingerprint, "_MEMO", {})
@@ -365,9 +365,9 @@ def test_an_in_place_rewrite_with_its_mtime_restored_is_noticed(tmp_path, monkey
 # lease (tests/test_lock_safety.py). Any other damage is not what xlt leaves: the user decides.
 @pytest.mark.parametrize("kind", ["garbage", "other_shape", "folder"])
 def test_a_damaged_lock_is_named_with_how_to_remove_it(tmp_path, monkeypatch, kind):
-    import xlt.lock
+    import xlt.run.lock
 
-    monkeypatch.setattr(xlt.lock, "DAMAGED_RECHECK_S", 0.01)
+    monkeypatch.setattr(xlt.run.lock, "DAMAGED_RECHECK_S", 0.01)
     lock = tmp_path / "locks" / "run.json"
     lock.parent.mkdir(parents=True)
     lock.write_text("{}")

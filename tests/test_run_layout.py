@@ -1,5 +1,5 @@
-"""One run-directory layout: every name a run directory holds is a constant of :mod:`xlt.run` (joined by
-:class:`xlt.run.RunDir`), and no other module of ``xlt/`` spells one. Read from the source with an AST walk
+"""One run-directory layout: every name a run directory holds is a constant of :mod:`xlt.run.layout` (joined by
+:class:`xlt.run.layout.RunDir`), and no other module of ``xlt/`` spells one. Read from the source with an AST walk
 over string constants (docstrings left out): a file name (``train_metrics.json``, ``data/train_set``) may
 appear nowhere else; a folder name that is also an ordinary word or config key (``model``, ``eval``,
 ``data``) only where it is joined into a path (``x / "model"``, ``Path("model")``)."""
@@ -9,20 +9,21 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import xlt.run as layout
-from xlt.run import RunDir
+import xlt.run.layout as layout
+from xlt.run.layout import RunDir
 
 ROOT = Path(__file__).resolve().parent.parent / "xlt"
-LAYOUT = ROOT / "run.py"
+LAYOUT = ROOT / "run" / "layout.py"
 
 # The data layer never sees a run directory (tests/test_layers.py): a "data" folder there is a dataset's own.
 NOT_RUN_DIRECTORIES = ("data/", "assets/")
 
 # (module, literal): why it may stay where it is.
 EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("fingerprint.py", "README.md"): "xlt.fingerprint sits below xlt.run (tests/test_layers.py) and leaves a folder's "
+    ("run/fingerprint.py", "README.md"): "xlt.run.fingerprint sits below the layout (the layout reads through "
+                                         "xlt.run.state, which fingerprints) and leaves a folder's "
                                      "card out of any folder's fingerprint, a run's model or a packaged one",
-    ("fingerprint.py", "xlt_provenance.json"): "as README.md: a folder's own provenance record is not its content",
+    ("run/fingerprint.py", "xlt_provenance.json"): "as README.md: a folder's own provenance record is not its content",
 }
 
 

@@ -12,15 +12,15 @@ import pytest
 from xlt import config as xcfg
 from xlt import contract, stages
 from xlt.errors import XltError
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 
 
 def _write_outputs(run: RunDir, name: str) -> None:
     """Outputs of the shape the real stage writes (the contract checks them when it decides to skip)."""
     from datasets import Dataset, DatasetDict
 
-    from xlt.files import atomic_write_json
-    from xlt.fingerprint import path_fingerprint
+    from xlt.run.files import atomic_write_json
+    from xlt.run.fingerprint import path_fingerprint
 
     for out in stages.STAGES[name].outputs:
         path = run.path / out

@@ -128,7 +128,7 @@ def test_llm_loader_reads_a_bin_only_checkpoint(tmp_path, caplog):
 OFFLINE_SCRIPT = r"""
 import json, logging, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stdout)
-from xlt.fingerprint import resource_fingerprint
+from xlt.run.fingerprint import resource_fingerprint
 from xlt.prefetch import Planned, fetch_all, fetch_model
 from xlt.resources import Resource
 from xlt.translation.engines.base import EngineSettings
@@ -180,7 +180,7 @@ def test_a_bin_only_encoder_trains_and_its_model_evaluates(tmp_path, tiny_encode
     (the log names the file and the loader), saves safetensors, and the evaluate stage scores the result."""
     from tests.fixtures.benchmarks import write_global_mmlu
     from tests.training.conftest import make_cfg, write_train_set
-    from xlt.run import RunDir
+    from xlt.run.layout import RunDir
     from xlt.stages import call_stage
 
     src, _, _ = tiny_encoder

@@ -35,9 +35,9 @@ from xlt.cluster import (
 from xlt.config import CONF_DIR
 from xlt.config.overrides import check_overrides, check_parsable, entry_overrides, new_entries, override_form
 from xlt.errors import XltError
-from xlt.files import atomic_write_text
-from xlt.lock import RunLock, check_held, lock_name, lost_error
-from xlt.run import PREEMPTION_FILE, RunDir, is_main_process, world_size
+from xlt.run.files import atomic_write_text
+from xlt.run.layout import PREEMPTION_FILE, RunDir, is_main_process, world_size
+from xlt.run.lock import RunLock, check_held, lock_name, lost_error
 from xlt.secrets import redact_config, redact_overrides
 from xlt.stages import run_stages
 

@@ -64,10 +64,10 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import ConfigError
-from xlt.files import atomic_write_json
-from xlt.lock import slurm_identity
 from xlt.resources import compose
-from xlt.run import RunDir, run_name
+from xlt.run.files import atomic_write_json
+from xlt.run.layout import RunDir, run_name
+from xlt.run.lock import slurm_identity
 
 log = logging.getLogger("xlt.cluster")
 

@@ -6,7 +6,7 @@ Each stage declares itself beside its code (``STAGE`` in :mod:`xlt.stages.build_
 * its **config inputs**: the keys the schema marks as affecting it (:func:`xlt.config.keys.stage_values`);
 * its **file inputs** (``files``): content fingerprints of what it reads from outside the run directory (local source
   copies, benchmark copies used for decontamination, imported translations, local models, benchmark copies,
-  the model it scores) — :mod:`xlt.fingerprint`;
+  the model it scores) — :mod:`xlt.run.fingerprint`;
 * its **upstream stages**: their markers' ``output_id`` (a new id every time a stage really runs);
 * the **versions of its code** that changed what it computes (``code``), only for the settings they apply to;
 * its **outputs** in the run directory, and the ``check`` and ``guard`` that read them back.
@@ -14,8 +14,8 @@ Each stage declares itself beside its code (``STAGE`` in :mod:`xlt.stages.build_
 Their hash is the stage's *input hash*. :func:`run_stages` skips a stage only when its done-marker was
 written under the same input hash and its outputs exist and pass its check; otherwise it runs it and logs why (never
 run, ``force=true``, which inputs changed, outputs missing or damaged). Every file read back goes
-through :mod:`xlt.state`: a damaged marker or output of a derivable kind reruns the stage, while a model
-that is not what training saved stops with an :class:`~xlt.state.StateError` (a stage's ``guard``). Because a stage that runs gets a new
+through :mod:`xlt.run.state`: a damaged marker or output of a derivable kind reruns the stage, while a model
+that is not what training saved stops with an :class:`~xlt.run.state.StateError` (a stage's ``guard``). Because a stage that runs gets a new
 ``output_id``, everything downstream of it is stale by construction: ``force=true`` on train makes every
 evaluation recompute, and a rebuilt training set retrains. Every result file records the provenance of
 what produced it (:meth:`StageContext.record`); the stages reuse partial work (training checkpoints,
@@ -38,11 +38,11 @@ from typing import Any
 from xlt import __version__
 from xlt.config.keys import stage_values
 from xlt.errors import ConfigError, XltError
-from xlt.files import atomic_write_json, atomic_write_text, remove_path
-from xlt.fingerprint import digest, path_fingerprint
-from xlt.lock import check_held, launch_id
-from xlt.run import INPUTS_FILE, RunDir, is_main_process, world_size
-from xlt.state import INPUTS, Damaged, StateError, read_or_redo, read_state
+from xlt.run.files import atomic_write_json, atomic_write_text, remove_path
+from xlt.run.fingerprint import digest, path_fingerprint
+from xlt.run.layout import INPUTS_FILE, RunDir, is_main_process, world_size
+from xlt.run.lock import check_held, launch_id
+from xlt.run.state import INPUTS, Damaged, StateError, read_or_redo, read_state
 
 log = logging.getLogger("xlt")
 
@@ -59,12 +59,12 @@ class StageSpec:
     run: Callable[..., dict[str, Any] | None]
     upstream: Callable[[Any], tuple[str, ...]]
     files: Callable[[Any, RunDir], dict[str, Any]]
-    outputs: tuple[str, ...]  # paths relative to the run directory (xlt.run.RunDir's names)
+    outputs: tuple[str, ...]  # paths relative to the run directory (xlt.run.layout.RunDir's names)
     shard_section: str | None = None  # config section whose shard_index/num_shards split this stage
     # Outputs whose fingerprints go into the done-marker and are compared on every check (folders whose
     # damage their structure does not show, e.g. Arrow files).
     sealed: tuple[str, ...] = ()
-    # Checks the outputs of a done stage beyond their existence (:mod:`xlt.state`): the list of missing or
+    # Checks the outputs of a done stage beyond their existence (:mod:`xlt.run.state`): the list of missing or
     # damaged ones (derivable: the stage reruns); raises StateError for what the user must decide.
     check: Callable[[Any, RunDir, Any], list[str]] | None = None
     # Runs before the stage is skipped or run (and before its marker is cleared): raises StateError for
@@ -76,10 +76,10 @@ class StageSpec:
     code: Callable[[Any], dict[str, str]] | None = None
 
 
-# --- output checks of a done stage (xlt.state): damaged derivable outputs rerun the stage ----------------
+# --- output checks of a done stage (xlt.run.state): damaged derivable outputs rerun the stage ----------------
 
 def json_problems(run: RunDir, files: dict[Path, Any]) -> list[str]:
-    """``files`` (paths in the run directory -> their :mod:`xlt.state` schema) that are missing or damaged."""
+    """``files`` (paths in the run directory -> their :mod:`xlt.run.state` schema) that are missing or damaged."""
     out = []
     for path, schema in files.items():
         rel = path.relative_to(run.path).as_posix()
@@ -136,7 +136,7 @@ class StageContext:
 
 
 # Partial work a stage resumes (training checkpoints, translation parts) records the inputs it was made
-# under in a file inside its folder (xlt.run.INPUTS_FILE); it is resumed only when they are the stage's
+# under in a file inside its folder (xlt.run.layout.INPUTS_FILE); it is resumed only when they are the stage's
 # current inputs.
 
 def recorded_inputs(folder: Path) -> str | None:
@@ -214,7 +214,7 @@ def call_stage(spec: StageSpec, cfg: Any, run: RunDir, force: bool | None = None
     return spec.run(cfg, run, context(cfg, run, spec, force=force), **extra)
 
 
-# Rank 0's decision on each stage, per launch (``stages/<stage>.attempt``, :meth:`xlt.run.RunDir.attempt`):
+# Rank 0's decision on each stage, per launch (``stages/<stage>.attempt``, :meth:`xlt.run.layout.RunDir.attempt`):
 # ranks > 0 read markers only after rank 0 has settled them (cleared a ``.failed`` or, with force=true or
 # damaged outputs, the previous marker), so every rank follows the decision one process would take.
 ATTEMPT_STATES = ("skipped", "running", "done", "failed")
@@ -255,7 +255,7 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[StageSpec], on_first_run:
     Under a multi-process launcher only ``train`` runs on every rank; the other stages run on rank 0,
     while the other ranks wait for stages before ``train`` and skip those after. Ranks > 0 follow rank 0's
     decision on each stage up to ``train`` (its ``stages/<stage>.attempt`` token of this ``launch``: the
-    identity of rank 0's lock, :attr:`xlt.lock.RunLock.owner`; default :func:`xlt.lock.launch_id`), read
+    identity of rank 0's lock, :attr:`xlt.run.lock.RunLock.owner`; default :func:`xlt.run.lock.launch_id`), read
     only after rank 0 has cleared old markers. A sharded job (a ``num_shards`` > 1 job of translate or
     evaluate) runs only its own stage and what follows it; the stages before must be done.
     """

@@ -20,7 +20,7 @@ from omegaconf import DictConfig
 
 from xlt.config.logger import LoggerConfig
 from xlt.errors import ConfigError
-from xlt.run import RunDir, is_main_process
+from xlt.run.layout import RunDir, is_main_process
 from xlt.secrets import redact_config
 
 log = logging.getLogger("xlt.tracking")

@@ -14,7 +14,7 @@ from xlt.data.export import TSV_COLUMNS
 from xlt.data.schema import TRAIN_FEATURES, RecordError
 from xlt.data.sources import SourceStats
 from xlt.errors import ConfigError
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 
 T, F = True, False

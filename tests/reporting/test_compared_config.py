@@ -14,7 +14,7 @@ from xlt.config.keys import stage_values
 from xlt.errors import DataError
 from xlt.reporting.compare_runs import compare_runs
 from xlt.reporting.run_tables import read_config
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 
 LANGS = {"deu_Latn": 60.0, "fra_Latn": 55.0}
 

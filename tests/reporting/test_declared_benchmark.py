@@ -28,7 +28,7 @@ from xlt.reporting.findings import check_findings
 from xlt.reporting.html import compare_page, run_page
 from xlt.reporting.run_tables import RunInfo
 from xlt.reporting.tables import load_run_results, per_language_frame
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages.report import write_report
 
 KIND = "toy_pairs"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xlt.reporting.multirun import expand_sweep
-from xlt.run import run_name
+from xlt.run.layout import run_name
 
 
 def test_sweep_expands_like_hydras_basic_sweeper():

@@ -14,7 +14,7 @@ from tests.fixtures.benchmarks import write_belebele, write_global_mmlu
 from xlt import config as xcfg
 from xlt.errors import DataError
 from xlt.reporting.compare_runs import compare_runs
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 
 BELEBELE_LANGS = ["arb_Arab", "deu_Latn", "hin_Latn", "zho_Hans"]

@@ -17,7 +17,7 @@ from tests.fixtures.benchmarks import write_belebele, write_global_mmlu
 from xlt import config as xcfg
 from xlt.errors import DataError
 from xlt.reporting.tables import collect
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.scoring import before
 from xlt.scoring.scorers import GoldScorer
 from xlt.stages import call_stage, context, run_stages

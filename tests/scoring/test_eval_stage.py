@@ -16,7 +16,7 @@ from tests.fixtures.benchmarks import (
 )
 from xlt import config as xcfg
 from xlt.errors import ConfigError, DataError
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.scoring.results import Job, plan_jobs, shard_jobs
 from xlt.stages import call_stage
 from xlt.stages import evaluate as eval_stage

@@ -19,7 +19,7 @@ from tests.fixtures.plugin.xcsqa import write_data
 from xlt.errors import ConfigError
 from xlt.registry import BENCHMARKS, SCORERS, SOURCES, _entry_point_dists, _entry_points, include
 from xlt.resources import compose
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 
 FOLDER = REPO / "tests" / "fixtures" / "plugin"  # one definition file: xcsqa.py

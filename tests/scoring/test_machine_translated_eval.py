@@ -14,7 +14,7 @@ from tests.cli import xlt
 from tests.fixtures.benchmarks import write_global_mmlu
 from xlt import config as xcfg
 from xlt.errors import ConfigError
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.scoring.results import Job, job_provenance, plan_jobs
 from xlt.stages import call_stage, context
 from xlt.stages import evaluate as eval_stage

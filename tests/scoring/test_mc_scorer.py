@@ -11,7 +11,7 @@ import torch
 from tests.fixtures.benchmarks import write_belebele, write_global_mmlu
 from xlt import config as xcfg
 from xlt.data.benchmarks import BENCHMARKS
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 
 

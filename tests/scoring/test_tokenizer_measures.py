@@ -157,7 +157,7 @@ def test_the_evaluate_stage_records_the_measures_in_each_result(tok, tmp_path, m
     from tests.fixtures.benchmarks import write_belebele
     from xlt import config as xcfg
     from xlt.reporting.tables import load_run_results
-    from xlt.run import RunDir
+    from xlt.run.layout import RunDir
     from xlt.scoring.scorers import GoldScorer
     from xlt.stages import call_stage
 

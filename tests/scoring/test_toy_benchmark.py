@@ -17,7 +17,7 @@ from xlt.data.benchmarks import BENCHMARKS
 from xlt.data.benchmarks.base import Benchmark, convert_split, load_local_file
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.scoring.results import Job, read_result, result_problem
 from xlt.stages import call_stage
 

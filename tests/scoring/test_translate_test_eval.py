@@ -8,7 +8,7 @@ from omegaconf import OmegaConf
 
 from tests.fixtures.benchmarks import write_belebele
 from xlt import config as xcfg
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 from xlt.stages import evaluate as eval_stage
 

@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from xlt import config as xcfg
 from xlt.data.schema import TRAIN_FEATURES
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 
 RACE = Path(__file__).resolve().parents[2] / "xlt" / "assets" / "demo" / "race"
 

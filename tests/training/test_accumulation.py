@@ -27,7 +27,7 @@ import torch
 from transformers import TrainerCallback
 
 from tests.training.conftest import make_cfg, write_train_set
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 
 # Relative differences between the two runs, measured on 2 shared cores (OMP_NUM_THREADS=1 and 2): parameter
@@ -161,7 +161,7 @@ def test_a_model_trained_with_summed_accumulation_is_retrained(tmp_path):
     retrained, and everything downstream recomputed (a new train output id). Without accumulation the hash is
     what it was: the digest of the config, file and upstream inputs alone."""
     from xlt.contract import stale_reason
-    from xlt.fingerprint import digest
+    from xlt.run.fingerprint import digest
     from xlt.stages import STAGES, context
     from xlt.stages.train import GRADIENT_ACCUMULATION
 

@@ -31,7 +31,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.training.conftest import write_train_set
-from xlt.run import RunDir, run_name
+from xlt.run.layout import RunDir, run_name
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6

@@ -29,7 +29,7 @@ import pytest
 
 from tests.training.conftest import write_train_set
 from tests.training.test_distributed import ENV, ROOT, _accelerate, _torchrun
-from xlt.run import RunDir, run_name
+from xlt.run.layout import RunDir, run_name
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("fault_matrix")]
 

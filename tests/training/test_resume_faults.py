@@ -14,7 +14,7 @@ from transformers import TrainerCallback
 
 from tests.training.conftest import make_cfg, write_train_set
 from xlt import cluster
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 from xlt.training import checkpoints as ck
 
@@ -117,7 +117,7 @@ def test_a_truncated_tokenization_cache_beside_the_training_set_is_recomputed(tm
     """What a node crash on a shared file system leaves: the ``datasets`` map cache of the tokenized split,
     beside the training set's Arrow files (build_data's own files are sealed; this cache is derived)."""
     from xlt.modeling.load import load_tokenizer
-    from xlt.state import load_dataset_dir
+    from xlt.run.state import load_dataset_dir
     from xlt.training.data import tokenized_splits
 
     run = RunDir(tmp_path / "run")

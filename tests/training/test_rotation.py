@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from tests.training.conftest import make_cfg, write_train_set
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
+from xlt.run.state import StateError
 from xlt.stages import call_stage
-from xlt.state import StateError
 from xlt.training import checkpoints as ck
 
 # Checkpoints at 2, 4, 6; one kept beside the best (the Trainer's rotation would delete before the record).

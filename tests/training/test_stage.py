@@ -62,7 +62,7 @@ def test_training_lowers_loss_and_beats_chance(run_dir):
 
 
 def test_kill_and_resume_gives_the_same_result(tmp_path):
-    from xlt.run import RunDir
+    from xlt.run.layout import RunDir
 
     settings = {"training.max_steps": 30, "training.eval_steps": 10}
     one = RunDir(tmp_path / "one")

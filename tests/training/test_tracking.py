@@ -8,7 +8,7 @@ import pytest
 from tests.training.conftest import make_cfg
 from xlt import tracking
 from xlt.errors import ConfigError
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 
 
 def test_none_logger_is_a_no_op(run_dir, tmp_path):

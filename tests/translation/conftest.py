@@ -17,7 +17,7 @@ from omegaconf import OmegaConf  # noqa: E402
 
 from xlt.config import XltConfig  # noqa: E402
 from xlt.data.schema import TRAIN_FEATURES  # noqa: E402
-from xlt.run import RunDir  # noqa: E402
+from xlt.run.layout import RunDir  # noqa: E402
 
 PASSAGES = [
     "Tom went to the market. He bought three apples!\n\nThen he walked home. It was late.",

@@ -170,7 +170,7 @@ def test_bad_languages_are_config_errors(run, languages, match):
 
 
 def test_missing_train_set_is_a_data_error(tmp_path):
-    from xlt.run import RunDir
+    from xlt.run.layout import RunDir
 
     with pytest.raises(DataError, match="build_data"):
         call_stage("translate", make_cfg(), RunDir(tmp_path / "empty"))

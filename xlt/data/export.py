@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from xlt.files import atomic_write_text
+from xlt.run.files import atomic_write_text
 
 TSV_COLUMNS = [
     "dataset",

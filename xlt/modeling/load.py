@@ -22,10 +22,10 @@ from typing import Any
 
 from xlt.config.model import TINY_MODEL_ID, ModelConfig
 from xlt.errors import ConfigError
-from xlt.files import atomic_dir
 from xlt.hub import hub_resource, is_local, looks_like_path
 from xlt.modeling import packaged
 from xlt.modeling.tiny import cache_dir, tiny_config, tiny_tokenizer
+from xlt.run.files import atomic_dir
 from xlt.weights import from_pretrained_kwargs, log_weights
 
 log = logging.getLogger("xlt.modeling")

@@ -41,10 +41,10 @@ import numpy as np
 
 from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.errors import XltError
-from xlt.files import atomic_dir
-from xlt.fingerprint import file_sha256
 from xlt.modeling.tiny import cache_dir
-from xlt.run import MODEL_PROVENANCE_FILE
+from xlt.run.files import atomic_dir
+from xlt.run.fingerprint import file_sha256
+from xlt.run.layout import MODEL_PROVENANCE_FILE
 
 log = logging.getLogger("xlt.modeling")
 

@@ -34,10 +34,10 @@ from typing import Any
 
 from xlt.config.model import PACKAGED_LLM_IDS
 from xlt.errors import XltError
-from xlt.files import atomic_dir
-from xlt.fingerprint import file_sha256
 from xlt.modeling.tiny import cache_dir
-from xlt.run import MODEL_PROVENANCE_FILE
+from xlt.run.files import atomic_dir
+from xlt.run.fingerprint import file_sha256
+from xlt.run.layout import MODEL_PROVENANCE_FILE
 
 log = logging.getLogger("xlt.modeling")
 

@@ -17,7 +17,7 @@ import pandas as pd
 import tokenizers
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from xlt.files import atomic_dir
+from xlt.run.files import atomic_dir
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "demo"
 # Bump when the tokenizer recipe changes, so cached tokenizers are rebuilt.

@@ -16,7 +16,6 @@ import pandas as pd
 from xlt.config import validate
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
-from xlt.files import atomic_write_json, atomic_write_text, strict_json
 from xlt.reporting.findings import add_findings
 from xlt.reporting.html import write_compare_page
 from xlt.reporting.items import DEFAULT_SHARE, item_report, items_by_id, read_system, suspects_markdown
@@ -34,6 +33,7 @@ from xlt.reporting.run_tables import (
     tokenizer_side_by_side,
 )
 from xlt.reporting.tables import chance_level, heading
+from xlt.run.files import atomic_write_json, atomic_write_text, strict_json
 
 TOKENIZER_NOTE = ("Each system's tokenizer on the items, no special tokens: `fertility` subword tokens per word, "
                   "`continued_words` share of words in two or more pieces (both undefined for scripts written without "

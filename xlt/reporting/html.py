@@ -30,12 +30,12 @@ from xlt import __version__
 from xlt import languages as langtab
 from xlt.config.eval import EvalConfig
 from xlt.config.model import ModelConfig
-from xlt.files import atomic_write_text, json_text, strict_json
-from xlt.run import RunDir
+from xlt.run.files import atomic_write_text, json_text, strict_json
+from xlt.run.layout import RunDir
+from xlt.run.state import REPORT, Damaged, read_state
 from xlt.scoring.before import COLUMN as BEFORE
 from xlt.scoring.results import first_result
 from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
-from xlt.state import REPORT, Damaged, read_state
 
 WEB = Path(__file__).resolve().parent / "web"
 

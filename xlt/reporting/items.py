@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from xlt import languages as langtab
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.scoring.results import Job, read_predictions
 
 DEFAULT_SHARE = 0.8  # an item right in at least this share of the other languages, for every system

@@ -33,10 +33,10 @@ from xlt.config.data import DataConfig
 from xlt.config.eval import EvalConfig, is_machine_translated, machine_translate_source
 from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID, ModelConfig
 from xlt.data.benchmarks import get_benchmark
-from xlt.files import atomic_write_text
 from xlt.hub import is_local
 from xlt.markdown import markdown_table
-from xlt.state import MODEL_PROVENANCE, REPORT, Damaged, read_state
+from xlt.run.files import atomic_write_text
+from xlt.run.state import MODEL_PROVENANCE, REPORT, Damaged, read_state
 from xlt.training.card import EVAL_BEGIN, EVAL_END
 
 # The licence of a base checkpoint, by ``model.name_or_path`` (the Hub's licence identifiers, as each
@@ -271,7 +271,7 @@ def evaluated_languages(report: dict[str, Any]) -> list[str]:
 
 def card_record(report_path: Path, model_provenance: Path) -> dict[str, Any]:
     """What a card is written from: the digest of ``report.json``'s bytes, the report's input hash and the
-    model's fingerprint (``model/xlt_provenance.json``); read through :mod:`xlt.state`."""
+    model's fingerprint (``model/xlt_provenance.json``); read through :mod:`xlt.run.state`."""
     report = read_state(report_path, REPORT)
     if report is None:
         raise Damaged(report_path, "missing: the card is written after the report")

@@ -2,7 +2,7 @@
 
 After every job of ``python -m xlt.train -m +recipe=NAME seed=1,2,3`` has finished (locally or through
 the SLURM launcher, which waits for its job array), the sweep is expanded the way Hydra's basic sweeper
-does, each job's run directory is derived from its overrides (:func:`xlt.run.run_name`), and the runs
+does, each job's run directory is derived from its overrides (:func:`xlt.run.layout.run_name`), and the runs
 that have a report are compared with :func:`xlt.reporting.compare_runs.compare_runs`: mean ± std over seeds,
 side-by-side tables and paired tests, in ``<run_root>/multirun/<recipe>/<sweep>/``.
 """
@@ -17,7 +17,7 @@ from typing import Any
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 
-from xlt.run import RunDir, run_name
+from xlt.run.layout import RunDir, run_name
 
 log = logging.getLogger("xlt.multirun")
 

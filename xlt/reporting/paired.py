@@ -16,7 +16,7 @@ import numpy as np
 from xlt.metrics import bootstrap_mean_diff
 from xlt.reporting.systems import System
 from xlt.reporting.verdicts import ALPHA
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.scoring.results import Job, item_correct, read_predictions
 
 _ROWS: dict[tuple[str, str, str], list[dict[str, Any]]] = {}

@@ -36,11 +36,11 @@ from xlt.errors import DataError
 from xlt.metrics import paired_bootstrap
 from xlt.registry import BENCHMARKS, include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
-from xlt.run import PLAN_FILE, RunDir
+from xlt.run.layout import PLAN_FILE, RunDir
+from xlt.run.state import Damaged, read_text
 from xlt.scoring.results import Job, item_correct, read_predictions
 from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.secrets import REDACTED
-from xlt.state import Damaged, read_text
 
 
 def run_label(path: Path) -> str:

@@ -23,7 +23,8 @@ from xlt.config.model import ModelConfig
 from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.errors import DataError
 from xlt.metrics import summarize
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
+from xlt.run.state import PLAN, Damaged, read_state
 from xlt.scoring import before
 from xlt.scoring.results import (
     Job,
@@ -36,7 +37,6 @@ from xlt.scoring.results import (
     result_path,
 )
 from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
-from xlt.state import PLAN, Damaged, read_state
 
 # The chance level of a result written before results recorded theirs (every benchmark then had 4 options).
 DEFAULT_CHANCE = 100 / 4

@@ -23,8 +23,8 @@ from omegaconf import OmegaConf
 from xlt.config.eval import EvalConfig
 from xlt.config.model import ModelConfig
 from xlt.errors import DataError
-from xlt.fingerprint import digest
-from xlt.run import EVAL_BEFORE_DIR, RunDir
+from xlt.run.fingerprint import digest
+from xlt.run.layout import EVAL_BEFORE_DIR, RunDir
 from xlt.scoring.results import (
     Job,
     current_jobs,

@@ -28,13 +28,13 @@ from xlt.config.keys import eval_job_values
 from xlt.config.llm import PAPER_KEYS
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError, DataError
-from xlt.files import atomic_write_json
-from xlt.fingerprint import digest, language_fingerprint
 from xlt.metrics import chance_level
 from xlt.registry import BENCHMARKS, SCORERS
-from xlt.run import PLAN_FILE, RunDir, shard
+from xlt.run.files import atomic_write_json
+from xlt.run.fingerprint import digest, language_fingerprint
+from xlt.run.layout import PLAN_FILE, RunDir, shard
+from xlt.run.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
 from xlt.scoring.scorers import SCORER_VERSIONS
-from xlt.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
 
 log = logging.getLogger("xlt.evaluate")
 
@@ -130,7 +130,7 @@ def planned_jobs(eval_cfg: EvalConfig, run: RunDir) -> list[Job]:
 
 
 def shard_jobs(jobs: list[Job], index: int, num: int) -> list[Job]:
-    """Jobs of shard ``index`` (0-based) of ``num`` (:func:`xlt.run.shard` over the sorted jobs)."""
+    """Jobs of shard ``index`` (0-based) of ``num`` (:func:`xlt.run.layout.shard` over the sorted jobs)."""
     return shard(sorted(jobs), index, num)
 
 
@@ -245,9 +245,9 @@ def current_jobs(eval_cfg: EvalConfig, run: RunDir, jobs: list[Job], ctx: Any) -
 
 
 def verified_result(run: RunDir, job: Job) -> dict[str, Any] | None:
-    """The job's result file, checked (:mod:`xlt.state`): None when there is none.
+    """The job's result file, checked (:mod:`xlt.run.state`): None when there is none.
 
-    Raises :class:`xlt.state.Damaged` when the result or its predictions file is damaged: not JSON of
+    Raises :class:`xlt.run.state.Damaged` when the result or its predictions file is damaged: not JSON of
     the result's shape, predictions missing, truncated or unreadable, or the result no longer agrees
     with its own predictions (count, correct, accuracy, chance level from each prediction's number of
     scores, the job hash each prediction carries). ``chance`` is optional (results of older xlt lack it).

@@ -38,8 +38,8 @@ from omegaconf import OmegaConf
 
 from xlt import languages as langtab
 from xlt.errors import XltError
-from xlt.files import atomic_write_json
-from xlt.fingerprint import digest, path_fingerprint
+from xlt.run.files import atomic_write_json
+from xlt.run.fingerprint import digest, path_fingerprint
 
 # Bump when the counting changes: cached counts of an older version are recomputed.
 VERSION = 1

@@ -5,7 +5,7 @@ Each module holds a stage's code, ``run_stage(cfg, run, ctx)``, and beside it it
 is the :class:`~xlt.contract.StageContext` the contract builds (inputs, provenance). The entry points run
 stages through :func:`run_stages`, which hands this table to the contract's engine
 (:func:`xlt.contract.run_stages`); tests and tools drive one stage with :func:`call_stage`. A stage reads
-and writes the run directory (:class:`xlt.run.RunDir`); the layers it calls (``xlt.data``,
+and writes the run directory (:class:`xlt.run.layout.RunDir`); the layers it calls (``xlt.data``,
 ``xlt.translation``, ``xlt.training``, ``xlt.scoring``, ``xlt.reporting``) hold the library code and
 never import a stage.
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xlt import contract
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.stages import build_data, evaluate, report, train, translate
 
 # In the order a full run takes them (xlt.config.rules.STAGES names the same five).

@@ -15,10 +15,10 @@ from omegaconf import DictConfig
 from xlt.contract import StageContext, StageSpec, json_problems, sealed_problems
 from xlt.data.export import write_tsv
 from xlt.errors import DataError
-from xlt.files import atomic_dir, atomic_write_json, atomic_write_text
-from xlt.run import BUILD_REPORT_FILE, TRAIN_SET_DIR, RunDir
+from xlt.run.files import atomic_dir, atomic_write_json, atomic_write_text
+from xlt.run.layout import BUILD_REPORT_FILE, TRAIN_SET_DIR, RunDir
+from xlt.run.state import BUILD_REPORT, Damaged, load_dataset_dir
 from xlt.stages.inputs import local_fingerprint
-from xlt.state import BUILD_REPORT, Damaged, load_dataset_dir
 
 
 def run_stage(cfg: DictConfig, run: RunDir, ctx: StageContext) -> dict[str, Any]:

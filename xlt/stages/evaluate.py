@@ -25,11 +25,11 @@ from xlt.config.eval import uses_translator
 from xlt.contract import StageContext, StageSpec
 from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
-from xlt.files import atomic_write_json, atomic_write_text, json_text
-from xlt.fingerprint import path_fingerprint
 from xlt.metrics import accuracy_with_ci, chance_level, draws_accuracy_with_ci, spread
 from xlt.progress import progress_bar
-from xlt.run import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
+from xlt.run.files import atomic_write_json, atomic_write_text, json_text
+from xlt.run.fingerprint import path_fingerprint
+from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
 from xlt.scoring import before
 from xlt.scoring.llm import paper
 from xlt.scoring.results import (

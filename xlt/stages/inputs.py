@@ -9,8 +9,8 @@ from typing import Any
 
 from xlt.config.keys import translator_values
 from xlt.errors import DataError, XltError
-from xlt.fingerprint import path_fingerprint, resource_fingerprint
 from xlt.modeling import packaged, packaged_llm
+from xlt.run.fingerprint import path_fingerprint, resource_fingerprint
 from xlt.translation import engines
 
 
@@ -28,7 +28,7 @@ def local_fingerprint(path: Any) -> str | None:
 
 
 def model_fingerprint(name_or_path: str | None, revision: str | None = None) -> str | None:
-    """:func:`xlt.fingerprint.resource_fingerprint`, and for a model converted from an installed package
+    """:func:`xlt.run.fingerprint.resource_fingerprint`, and for a model converted from an installed package
     (:mod:`xlt.modeling.packaged`, :mod:`xlt.modeling.packaged_llm`) the converted folder's content."""
     if packaged.is_packaged(name_or_path):
         return f"{name_or_path}:{path_fingerprint(packaged.checkpoint_dir())}"

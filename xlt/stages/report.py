@@ -28,7 +28,6 @@ from xlt import languages as langtab
 from xlt.config.eval import uses_translator
 from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.contract import StageContext, StageSpec, context, json_problems
-from xlt.files import atomic_write_json, atomic_write_text
 from xlt.markdown import markdown_table as md_table
 from xlt.modeling import packaged_llm
 from xlt.modeling.packaged import source_text
@@ -37,12 +36,13 @@ from xlt.reporting.items import item_report, items_by_id, read_system, suspects_
 from xlt.reporting.model_card import card_problem, write_hub_card
 from xlt.reporting.render import latex_table, markdown_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, protocol_line, summary_frames
-from xlt.run import REPORT_FILE, RunDir
+from xlt.run.files import atomic_write_json, atomic_write_text
+from xlt.run.layout import REPORT_FILE, RunDir
+from xlt.run.state import REPORT
 from xlt.scoring.before import COLUMN as BEFORE
 from xlt.stages.evaluate import STAGE as EVALUATE
 from xlt.stages.inputs import local_fingerprint
 from xlt.stages.train import STAGE as TRAIN
-from xlt.state import REPORT
 from xlt.tracking import log_report
 
 log = logging.getLogger("xlt.report")

@@ -35,13 +35,13 @@ from xlt.cluster import checkpoint_callback
 from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
 from xlt.contract import StageContext, StageSpec, json_problems, record_inputs, recorded_inputs
-from xlt.files import atomic_dir, atomic_write_json, atomic_write_text, remove_path
-from xlt.fingerprint import path_fingerprint
 from xlt.modeling.load import load_model, load_tokenizer, load_trained
-from xlt.run import MODEL_CARD, MODEL_DIR, MODEL_PROVENANCE_FILE, TRAIN_METRICS_FILE, RunDir
+from xlt.run.files import atomic_dir, atomic_write_json, atomic_write_text, remove_path
+from xlt.run.fingerprint import path_fingerprint
+from xlt.run.layout import MODEL_CARD, MODEL_DIR, MODEL_PROVENANCE_FILE, TRAIN_METRICS_FILE, RunDir
+from xlt.run.state import MODEL_PROVENANCE, TRAIN_METRICS, Damaged, StateError, read_state
 from xlt.stages.build_data import checked_train_set
 from xlt.stages.inputs import model_fingerprint
-from xlt.state import MODEL_PROVENANCE, TRAIN_METRICS, Damaged, StateError, read_state
 from xlt.training.card import render_card
 from xlt.training.checkpoints import best_problem, completeness_callback, settle
 from xlt.training.launch import quiet_deepspeed_deprecations, report_launch

@@ -29,11 +29,11 @@ from filelock import FileLock
 from xlt.contract import StageContext, StageSpec, json_problems, record_inputs, recorded_inputs
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError, XltError
-from xlt.files import atomic_dir, remove_path
-from xlt.run import PART_STATS_FILE, TRANSLATION_REPORT_FILE, RunDir, shard
+from xlt.run.files import atomic_dir, remove_path
+from xlt.run.layout import PART_STATS_FILE, TRANSLATION_REPORT_FILE, RunDir, shard
+from xlt.run.state import Damaged, StateError, read_sealed, redo, seal
 from xlt.stages.build_data import checked_train_set
 from xlt.stages.inputs import local_fingerprint, translator_inputs
-from xlt.state import Damaged, StateError, read_sealed, redo, seal
 from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
 from xlt.translation.engines import build_translator
@@ -91,7 +91,7 @@ def shard_units(units: list[Unit], shard_index: int, num_shards: int) -> list[Un
 
 
 def read_part(run: RunDir, unit: Unit) -> tuple[Any, Any] | None:
-    """``(quality counts, rows)`` of a finished part, checked against its seal (:func:`xlt.state.read_sealed`);
+    """``(quality counts, rows)`` of a finished part, checked against its seal (:func:`xlt.run.state.read_sealed`);
     None if it is not finished, or damaged (logged and removed: the unit is translated again, from the
     segment cache)."""
     try:
@@ -134,7 +134,7 @@ def translate_unit(
 
 def merged_info(run: RunDir, language: str) -> dict[str, Any] | None:
     """The record of a finished merge of ``language`` (units, quality counts), checked with its Arrow data
-    (:mod:`xlt.state`); None if not merged, or damaged (logged: the language is translated again, from
+    (:mod:`xlt.run.state`); None if not merged, or damaged (logged: the language is translated again, from
     the segment cache)."""
     folder = language_dir(run, language)
     try:
@@ -195,7 +195,7 @@ def merge_language(run: RunDir, language: str, units: list[Unit]) -> tuple[Datas
 
 
 def read_merged(run: RunDir, language: str) -> DatasetDict:
-    """The merged translation of ``language``, checked against its seal (a :class:`~xlt.state.StateError`
+    """The merged translation of ``language``, checked against its seal (a :class:`~xlt.run.state.StateError`
     naming the fix if it was damaged since: it is read right after its check, so only a concurrent writer
     gets here)."""
     try:

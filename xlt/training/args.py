@@ -10,7 +10,7 @@ import torch
 from xlt.config.logger import LoggerConfig
 from xlt.config.training import DEEPSPEED_DIR, TrainingConfig, resolve_deepspeed  # noqa: F401  (re-exported)
 from xlt.errors import ConfigError
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 
 PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 

@@ -7,7 +7,7 @@ import logging
 from transformers import TrainerCallback
 
 from xlt.errors import XltError
-from xlt.lock import check_held
+from xlt.run.lock import check_held
 
 log = logging.getLogger("xlt.training")
 
@@ -28,8 +28,8 @@ def collapse_message(step: int, accuracy: float, evals: int) -> str:
 
 
 class LockGuard(TrainerCallback):
-    """Stops training at a step's end when this run's lock is lost (:func:`xlt.lock.check_held` raises
-    :class:`xlt.lock.LockLost`), before the step's checkpoint is saved; the lock file is read back only on
+    """Stops training at a step's end when this run's lock is lost (:func:`xlt.run.lock.check_held` raises
+    :class:`xlt.run.lock.LockLost`), before the step's checkpoint is saved; the lock file is read back only on
     steps that save."""
 
     def on_step_end(self, args, state, control, **kwargs):

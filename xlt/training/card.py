@@ -13,10 +13,10 @@ from xlt.config.data import DataConfig
 from xlt.config.eval import EvalConfig
 from xlt.config.model import PACKAGED_MODEL_IDS, ModelConfig
 from xlt.config.training import TrainingConfig
-from xlt.files import atomic_write_text
 from xlt.hub import is_local
 from xlt.markdown import markdown_table
 from xlt.modeling.packaged import source_text
+from xlt.run.files import atomic_write_text
 
 EVAL_BEGIN = "<!-- xlt:evaluation:begin -->"
 EVAL_END = "<!-- xlt:evaluation:end -->"

@@ -44,10 +44,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xlt.files import atomic_write_json
-from xlt.fingerprint import file_sha256
-from xlt.run import CHECKPOINT_COMPLETE_FILE
-from xlt.state import Damaged, read_state
+from xlt.run.files import atomic_write_json
+from xlt.run.fingerprint import file_sha256
+from xlt.run.layout import CHECKPOINT_COMPLETE_FILE
+from xlt.run.state import Damaged, read_state
 
 log = logging.getLogger("xlt.training")
 

@@ -15,7 +15,7 @@ from xlt.config.training import TrainingConfig
 from xlt.config.translate import translate_train_all  # noqa: F401  (re-exported: whether the union is used)
 from xlt.errors import DataError
 from xlt.modeling.features import tokenize_mc
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 
 log = logging.getLogger("xlt.training")
 

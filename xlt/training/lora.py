@@ -15,7 +15,7 @@ from pathlib import Path
 
 from xlt.config.model import LoraConfig
 from xlt.errors import ConfigError
-from xlt.run import MODEL_BASE_DIR
+from xlt.run.layout import MODEL_BASE_DIR
 
 # Folder (inside the saved adapter folder) holding the base weights when the base has no Hub id or
 # path of its own (the offline tiny model is random-initialised from a config).

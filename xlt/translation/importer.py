@@ -26,9 +26,9 @@ from xlt import languages as langtab
 from xlt.config.translate import TranslateConfig
 from xlt.data.schema import TRAIN_FEATURES, TRANSLATED_FEATURES, check_record
 from xlt.errors import ConfigError, DataError
-from xlt.files import atomic_dir
-from xlt.run import RunDir
-from xlt.state import seal
+from xlt.run.files import atomic_dir
+from xlt.run.layout import RunDir
+from xlt.run.state import seal
 from xlt.translation.layout import MERGED_FILE, language_dir
 from xlt.translation.quality import QualityStats
 from xlt.translation.report import write_report

@@ -1,15 +1,15 @@
 """Where translations live in a run directory (shared by the translate stage, the importer, the
-translate-train-all union and translate-test): the names are :mod:`xlt.run`'s."""
+translate-train-all union and translate-test): the names are :mod:`xlt.run.layout`'s."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from xlt.config.translate import TranslateConfig
-from xlt.run import MERGED_FILE, TRANSLATION_CACHE, RunDir
+from xlt.run.layout import MERGED_FILE, TRANSLATION_CACHE, RunDir
 
 # MERGED_FILE (re-exported): the record that seals a merged (or imported) language folder: its units,
-# quality counts and the fingerprint of its Arrow data (xlt.state.seal / read_sealed).
+# quality counts and the fingerprint of its Arrow data (xlt.run.state.seal / read_sealed).
 __all__ = ["MERGED_FILE", "cache_path", "language_dir", "translated_dir"]
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from xlt.files import atomic_write_json, atomic_write_text
 from xlt.markdown import markdown_table
-from xlt.run import RunDir
+from xlt.run.files import atomic_write_json, atomic_write_text
+from xlt.run.layout import RunDir
 from xlt.translation.keep import check_kept, keep_rate, keep_warnings
 from xlt.translation.quality import QualityStats
 

@@ -19,8 +19,8 @@ from datasets import Dataset, concatenate_datasets
 from xlt import languages
 from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
-from xlt.files import atomic_write_json
-from xlt.run import MACHINE_TRANSLATED_DIR, TRANSLATE_TEST_DIR, RunDir
+from xlt.run.files import atomic_write_json
+from xlt.run.layout import MACHINE_TRANSLATED_DIR, TRANSLATE_TEST_DIR, RunDir
 from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
 from xlt.translation.engines import build_translator

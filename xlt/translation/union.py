@@ -31,8 +31,8 @@ from datasets import Dataset, DatasetDict, concatenate_datasets
 from xlt.config.translate import TranslateConfig
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
-from xlt.run import RunDir
-from xlt.state import Damaged, read_sealed
+from xlt.run.layout import RunDir
+from xlt.run.state import Damaged, read_sealed
 from xlt.translation.importer import find_languages
 from xlt.translation.layout import MERGED_FILE, language_dir
 

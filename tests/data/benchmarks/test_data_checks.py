@@ -10,7 +10,7 @@ import pytest
 from tests.fixtures.benchmarks import belebele_gold, belebele_rows, write_jsonl
 from xlt import config as xcfg
 from xlt.data.export import read_tsv, to_reference_frame, write_tsv
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.scoring.results import Job
 from xlt.stages import evaluate as eval_stage
 

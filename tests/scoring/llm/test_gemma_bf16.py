@@ -63,7 +63,7 @@ def test_the_demo_recipe_records_the_model_and_its_licence(setup, tmp_path):
     from xlt import cli
     from xlt import config as xcfg
     from xlt.modeling.packaged_llm import NOTICE, SHA256
-    from xlt.run import RunDir
+    from xlt.run.layout import RunDir
 
     overrides = [
         "+recipe=llm_demo",

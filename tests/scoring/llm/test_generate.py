@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 from xlt.scoring.llm.generate import GreedyGenerator, extract_letter
 from xlt.scoring.llm.scorer import LLMScorer
 

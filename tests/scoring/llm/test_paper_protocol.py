@@ -16,12 +16,12 @@ from xlt.config.llm import PAPER_KEYS
 from xlt.data.schema import TRAIN_FEATURES
 from xlt.errors import ConfigError
 from xlt.metrics import draws_accuracy_with_ci, spread
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
+from xlt.run.state import Damaged
 from xlt.scoring.llm import paper
 from xlt.scoring.llm.scorer import LLMScorer
 from xlt.scoring.results import Job, item_correct, job_provenance, job_settings, verified_result
 from xlt.stages import context
-from xlt.state import Damaged
 
 
 def train_rows(split: str, n: int) -> list[dict]:

@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 
 from xlt import cli
 from xlt import config as xcfg
-from xlt.run import RunDir
+from xlt.run.layout import RunDir
 
 
 def compose_recipe(name: str, *overrides: str):

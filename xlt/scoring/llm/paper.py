@@ -29,8 +29,8 @@ from typing import Any
 
 from xlt.data.schema import LETTERS
 from xlt.errors import ConfigError, DataError
-from xlt.run import RunDir
-from xlt.state import Damaged, data_fingerprint, load_dataset_dir
+from xlt.run.layout import RunDir
+from xlt.run.state import Damaged, data_fingerprint, load_dataset_dir
 
 # The split of the training set the examples come from.
 POOL_SPLIT = "train"

@@ -33,8 +33,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError
-from xlt.files import atomic_write_json
 from xlt.modeling import packaged_llm
+from xlt.run.files import atomic_write_json
 from xlt.scoring.llm import paper, prompts
 from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
 from xlt.scoring.llm.load import llm_config, load_causal_lm

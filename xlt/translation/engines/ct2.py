@@ -33,8 +33,8 @@ from typing import Any
 
 from xlt.config.translate import TranslateConfig, device_error
 from xlt.errors import ConfigError
-from xlt.fingerprint import resource_fingerprint
 from xlt.hub import hub_resource
+from xlt.run.fingerprint import resource_fingerprint
 from xlt.translation.engines.base import EngineSettings, LanguageTokens
 from xlt.weights import log_weights, snapshot
 

@@ -1,7 +1,7 @@
 """The run directory's layout (:class:`RunDir`): every path a run holds is named here and nowhere else,
 plus the rank helpers every stage uses (:func:`shard`, :func:`is_main_process`, :func:`world_size`). Its
-name comes from :func:`xlt.config.keys.run_name`; its files are written through :mod:`xlt.files` and read
-back through :mod:`xlt.state`; what each stage reads and writes is declared beside the stage's code
+name comes from :func:`xlt.config.keys.run_name`; its files are written through :mod:`xlt.run.files` and read
+back through :mod:`xlt.run.state`; what each stage reads and writes is declared beside the stage's code
 (:mod:`xlt.stages`).
 
 A run directory is derived from the recipe and the command-line overrides (never the clock), so the
@@ -15,7 +15,7 @@ Layout (the constants below; :class:`RunDir` joins them)::
         calls.jsonl             one line per call (overrides, stages run and skipped)
         stages/<stage>.json     done-markers with a short summary per finished stage
         stages/<stage>.attempt  rank 0's decision per launch; <stage>.failed: rank 0 failed it
-        locks/<name>.json       who holds the run (xlt.lock)
+        locks/<name>.json       who holds the run (xlt.run.lock)
         preempted.json          the record of a preempted run (xlt.cluster)
         data/train_set          the English training set (build_data); train_set.tsv, build_report.{json,md}
         data/translated/        merged translations per language (<lang>/xlt_translation.json seals each),
@@ -44,14 +44,14 @@ from pathlib import Path
 from typing import Any
 
 from xlt.config.keys import run_name  # noqa: F401  (re-exported: the run directory's name)
-from xlt.files import atomic_write_json, remove_path
-from xlt.state import MARKER, read_state
+from xlt.run.files import atomic_write_json, remove_path
+from xlt.run.state import MARKER, read_state
 
 # --- names in a run directory (relative to it, or to the folder a comment names) ------------------------
 CONFIG_FILE = "config.yaml"
 CALLS_FILE = "calls.jsonl"
 MARKERS_DIR = "stages"
-LOCKS_DIR = "locks"  # <name>.json: who holds the run (xlt.lock)
+LOCKS_DIR = "locks"  # <name>.json: who holds the run (xlt.run.lock)
 PREEMPTION_FILE = "preempted.json"
 DATA_DIR = "data"
 TRAIN_SET_DIR = "data/train_set"
@@ -62,7 +62,7 @@ TRANSLATION_REPORT_FILE = "data/translation_report.json"
 TRANSLATION_REPORT_MD = "data/translation_report.md"
 TRANSLATED_DIR = "data/translated"
 PARTS_DIR = ".parts"  # in TRANSLATED_DIR
-MERGED_FILE = "xlt_translation.json"  # in a merged (or imported) language folder: its seal (xlt.state.seal)
+MERGED_FILE = "xlt_translation.json"  # in a merged (or imported) language folder: its seal (xlt.run.state.seal)
 PART_STATS_FILE = "quality.json"  # in a translated part: its seal and quality counts
 TRANSLATED_LOCK = ".translated.lock"  # in DATA_DIR
 MERGE_LOCK = ".merge.lock"  # in TRANSLATED_DIR
@@ -284,8 +284,8 @@ class RunDir:
         return self.marker(stage).exists()
 
     def done_info(self, stage: str) -> dict[str, Any]:
-        """The stage's done-marker, checked (:func:`xlt.state.read_state`): {} when absent;
-        :class:`xlt.state.Damaged` when it is not a marker xlt wrote."""
+        """The stage's done-marker, checked (:func:`xlt.run.state.read_state`): {} when absent;
+        :class:`xlt.run.state.Damaged` when it is not a marker xlt wrote."""
         return read_state(self.marker(stage), MARKER) or {}
 
     def mark_done(self, stage: str, info: dict[str, Any] | None = None) -> None:

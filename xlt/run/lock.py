@@ -1,6 +1,6 @@
 """The run-directory lock: one run of a directory at a time, shards of one stage side by side.
 
-A holder owns ``<run>/locks/<name>.json`` (:attr:`xlt.run.RunDir.locks`): the file's ``token``, new for
+A holder owns ``<run>/locks/<name>.json`` (:attr:`xlt.run.layout.RunDir.locks`): the file's ``token``, new for
 every acquisition, is its. The record also names the holder (host, boot id, PID namespace, PID, process
 start time, launch id, SLURM job, command, start time) and its lease. An ordinary run takes the ``run``
 lock and needs every other lock to be free; a sharded job (``translate.num_shards`` / ``eval.num_shards``
@@ -32,7 +32,7 @@ it only when it finds its own token there. Of any number of contenders, one wins
 **A holder that loses its lock stops.** The holder writes into the run directory only within
 :data:`HOLD_FRACTION` of a lease since it last confirmed the lock was its own (a contender waits a whole
 lease of silence, so a paused holder's right to write runs out before anyone may take over). Every write
-through :mod:`xlt.files` and every training step calls :func:`check_held`, which reads the lock back and
+through :mod:`xlt.run.files` and every training step calls :func:`check_held`, which reads the lock back and
 raises :class:`LockLost` when the lock is gone or another's (naming the new holder and why it took over)
 or renewal has failed for that long; the heartbeat thread interrupts the main thread when it finds the
 same (``interrupt=True``, the entry points). One failed renewal (EIO, ESTALE, EACCES, ...) is logged and
@@ -62,9 +62,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from xlt.errors import XltError
-from xlt.files import BEFORE_WRITE, json_text
-from xlt.run import RunDir
-from xlt.state import LOCK, check_schema
+from xlt.run.files import BEFORE_WRITE, json_text
+from xlt.run.layout import RunDir
+from xlt.run.state import LOCK, check_schema
 
 log = logging.getLogger("xlt.lock")
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import XltError
-from xlt.files import atomic_write_json
-from xlt.fingerprint import path_fingerprint
+from xlt.run.files import atomic_write_json
+from xlt.run.fingerprint import path_fingerprint
 
 log = logging.getLogger("xlt.state")
 
