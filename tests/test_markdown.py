@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from xlt.markdown import markdown_table
-from xlt.reporting.render import markdown_table as frame_table
+from xlt.reporting.render import frame_markdown as frame_table
 
 
 def test_cells_are_formatted_and_escaped_so_no_row_breaks():

@@ -20,7 +20,7 @@ from xlt.reporting.findings import add_findings
 from xlt.reporting.html import write_compare_page
 from xlt.reporting.items import DEFAULT_SHARE, item_report, items_by_id, read_system, suspects_markdown
 from xlt.reporting.plots import comparison_plot
-from xlt.reporting.render import markdown_table
+from xlt.reporting.render import frame_markdown
 from xlt.reporting.run_tables import (
     RunInfo,
     group_label,
@@ -93,15 +93,15 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
                                  "differences": diffs.to_dict(orient="records"),
                                  "seeds": seeds.to_dict(orient="records"), "kind": definition.kind, "chance": chance,
                                  "heading": heading(definition, bench)}
-        md += [f"\n## {heading(definition, bench)}\n", "\n### accuracy per language\n\n", markdown_table(sbs.reset_index()),
-               "\n### differences vs baseline (paired bootstrap)\n\n", markdown_table(diffs, digits=3) if len(diffs) else "none\n",
-               "\n### mean ± std over seeds\n\n", markdown_table(seeds, digits=2)]
+        md += [f"\n## {heading(definition, bench)}\n", "\n### accuracy per language\n\n", frame_markdown(sbs.reset_index()),
+               "\n### differences vs baseline (paired bootstrap)\n\n", frame_markdown(diffs, digits=3) if len(diffs) else "none\n",
+               "\n### mean ± std over seeds\n\n", frame_markdown(seeds, digits=2)]
         tok = tokenizer_side_by_side(groups, bench)
         if len(tok):
             atomic_write_text(out / f"{bench}_tokenizer.csv", tok.to_csv(index=False))
             entry["tokenizer"] = tok.to_dict(orient="records")
             md += ["\n### tokenizer measures per language and system\n\n", TOKENIZER_NOTE, "\n\n",
-                   markdown_table(tok, digits=3)]
+                   frame_markdown(tok, digits=3)]
         items = compare_items(runs, groups, bench, definition, item_share)
         if items["items"]:
             atomic_write_text(out / f"{bench}_items.csv", pd.DataFrame(items["items"]).to_csv(index=False))
@@ -117,8 +117,8 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
             entry["rankings"] = scores.merge(ranks, on="system").astype(object).to_dict(orient="records")
             entry["rank_changes"] = changes.to_dict(orient="records")
             entry["rank_subsets"] = list(subsets)
-            md += [f"\n### rankings on {', '.join(subsets)}\n\n", markdown_table(scores.merge(ranks, on="system")),
-                   "\n### rank changes between subsets\n\n", markdown_table(changes, digits=2)]
+            md += [f"\n### rankings on {', '.join(subsets)}\n\n", frame_markdown(scores.merge(ranks, on="system")),
+                   "\n### rank changes between subsets\n\n", frame_markdown(changes, digits=2)]
         payload["benchmarks"][bench] = entry
     md.append(add_findings(runs, payload, samples, seed))  # the definitions' findings (xlt/reporting/findings.py)
     atomic_write_text(out / "compare.md", "".join(md))

@@ -25,10 +25,10 @@ from typing import Any
 
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError
-from xlt.markdown import markdown_table as md_table
+from xlt.markdown import markdown_table
 from xlt.reporting import paired
 from xlt.reporting.checks import CHECKS, Check
-from xlt.reporting.render import markdown_table
+from xlt.reporting.render import frame_markdown
 from xlt.reporting.run_tables import seed_groups
 from xlt.reporting.systems import make_systems, systems_table
 
@@ -71,8 +71,8 @@ def findings_markdown(findings: list[dict[str, Any]], systems: list[dict[str, An
 
     out = ["\n## Findings of the papers\n",
            "\nSystems as the checks read them from each run's config (model, setting; seeds grouped):\n\n",
-           markdown_table(pd.DataFrame(systems)), "\n",
-           md_table(["finding", "paper", "the paper says", "verdict", "why", "test"],
+           frame_markdown(pd.DataFrame(systems)), "\n",
+           markdown_table(["finding", "paper", "the paper says", "verdict", "why", "test"],
                     [[f["claim"], f["paper"], f.get("paper_says", ""), f"**{f['verdict']}**", f["why"], f["test"]]
                      for f in findings])]
     for f in findings:
@@ -82,5 +82,5 @@ def findings_markdown(findings: list[dict[str, Any]], systems: list[dict[str, An
                 out.append(f"The paper: {f['paper_says']}\n\n")
             if f.get("needs"):
                 out.append(f"Needs: {f['needs']}.\n\n")
-            out += [f"Test: {f['test']}.\n\n", markdown_table(pd.DataFrame(f["numbers"]), digits=3)]
+            out += [f"Test: {f['test']}.\n\n", frame_markdown(pd.DataFrame(f["numbers"]), digits=3)]
     return "".join(out)

@@ -243,7 +243,7 @@ def items_by_id(ds: Any) -> dict[str, dict[str, Any]]:
 
 def suspects_markdown(report: dict[str, Any], heading: str) -> str:
     """The Markdown section of one benchmark's item report."""
-    from xlt.reporting.render import markdown_table  # lazy: start-up time
+    from xlt.reporting.render import frame_markdown  # lazy: start-up time
 
     found = report["suspects"]
     who = (
@@ -277,4 +277,4 @@ def suspects_markdown(report: dict[str, Any], heading: str) -> str:
         "other languages",
     ]
     df = pd.DataFrame([{c: r.get(c) for c in cols} for r in found])
-    return head + markdown_table(df, digits=2)
+    return head + frame_markdown(df, digits=2)

@@ -107,8 +107,3 @@ def permutation(questions: Sequence[tuple[np.ndarray, dict[str, np.ndarray]]], b
         for key, v in zip(keys, (ca, sa, cb, sb), strict=True):
             total[key] += v
     return {key: v / max(len(questions), 1) for key, v in total.items()}
-
-
-def permutation_p(draws: np.ndarray, observed: float) -> float:
-    """Two-sided permutation p-value of ``observed`` (the observed split counts once)."""
-    return float((np.sum(np.abs(draws) >= abs(observed) - 1e-12) + 1) / (draws.size + 1))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlt.markdown import markdown_table as md_table
+from xlt.markdown import markdown_table
 
 
-def markdown_table(df: pd.DataFrame, digits: int = 1) -> str:
+def frame_markdown(df: pd.DataFrame, digits: int = 1) -> str:
     """A GitHub-flavoured Markdown table of ``df`` (:func:`xlt.markdown.markdown_table`: floats with
     ``digits`` decimals, NaN empty, ``|`` in cells escaped)."""
-    return md_table([str(c) for c in df.columns], df.itertuples(index=False), digits=digits)
+    return markdown_table([str(c) for c in df.columns], df.itertuples(index=False), digits=digits)
 
 
 def latex_table(df: pd.DataFrame, caption: str, label: str, digits: int = 1) -> str:

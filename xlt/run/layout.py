@@ -10,7 +10,7 @@ same command finds the same directory: finished stages are skipped, interrupted 
 Layout (the constants below; :class:`RunDir` joins them)::
 
     <run_root>/<recipe>/<overrides or "default">/
-        .hydra/                 resolved config (written by Hydra)
+        xlt.log                 the log of every call, appended (Hydra's job log; no .hydra/ folder)
         config.yaml             the validated config of this run (secrets removed)
         calls.jsonl             one line per call (overrides, stages run and skipped)
         stages/<stage>.json     done-markers with a short summary per finished stage

@@ -28,13 +28,13 @@ from xlt import languages as langtab
 from xlt.config.eval import uses_translator
 from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.contract import StageContext, StageSpec, context, json_problems
-from xlt.markdown import markdown_table as md_table
+from xlt.markdown import markdown_table
 from xlt.modeling import packaged_llm
 from xlt.modeling.packaged import source_text
 from xlt.reporting.html import write_run_page
 from xlt.reporting.items import item_report, items_by_id, read_system, suspects_markdown
 from xlt.reporting.model_card import card_problem, write_hub_card
-from xlt.reporting.render import latex_table, markdown_table
+from xlt.reporting.render import frame_markdown, latex_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, protocol_line, summary_frames
 from xlt.run.files import atomic_write_json, atomic_write_text
 from xlt.run.layout import REPORT_FILE, RunDir
@@ -65,8 +65,8 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[
         if res.summary.get("resource_taxonomy"):
             out.append(f"Resource levels: {res.summary['resource_taxonomy']}.\n")
         for title, frame in summary_frames(res).items():
-            out.append(f"\n### {title}\n\n{markdown_table(frame)}")
-        out.append(f"\n### per language\n\n{markdown_table(display_frame(res))}")
+            out.append(f"\n### {title}\n\n{frame_markdown(frame)}")
+        out.append(f"\n### per language\n\n{frame_markdown(display_frame(res))}")
         out.append(tokenizer_line(res.per_language))
         out.append(data_checks_line(res.per_language))
         out.append(protocol_line(res.per_language))
@@ -186,7 +186,7 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
 
 def card_summary(results: dict[str, BenchmarkResults]) -> str:
     """The model card's evaluation section: mean accuracy per benchmark, and where the details are."""
-    table = md_table(["benchmark", "languages", "mean accuracy (%)"],
+    table = markdown_table(["benchmark", "languages", "mean accuracy (%)"],
                      [[name, len(r.per_language), f"{r.summary['mean']:.1f}"] for name, r in results.items()])
     return table + "\nPer-language results, intervals and subsets: `report.md` in the run directory."
 

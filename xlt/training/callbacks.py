@@ -1,4 +1,5 @@
-"""Trainer callbacks: the collapse detector, the run lock's guard and a crash simulator for resume tests."""
+"""Trainer callbacks: the collapse detector and the run lock's guard (the crash simulator of the resume tests is
+in tests/training/helpers.py)."""
 
 from __future__ import annotations
 

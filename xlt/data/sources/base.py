@@ -93,9 +93,6 @@ class BuildContext:
             n = self._sentence_cache[text] = count_sentences(text)
         return n
 
-    def too_long(self, text: str) -> bool:
-        return self.passage_problem(text) is not None
-
     def passage_problem(self, text: str) -> str | None:
         """``field_too_long`` (absurd, not split), ``passage_too_long`` (> max sentences) or None."""
         if len(text) > MAX_PASSAGE_CHARS:
