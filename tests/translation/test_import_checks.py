@@ -11,7 +11,6 @@ from datasets import load_from_disk
 from tests.translation.conftest import english_rows, make_cfg
 from xlt.errors import DataError
 from xlt.stages import call_stage
-from xlt.stages import translate as stage
 
 
 def _write_jsonl(path, rows):

@@ -9,7 +9,6 @@ from datasets import load_from_disk
 from tests.translation.conftest import make_cfg
 from xlt.stages import call_stage
 from xlt.stages import translate as stage
-from xlt.run.artifacts import checked_train_set
 
 
 @pytest.mark.parametrize("what", ["record_garbage", "record_other_shape", "record_deleted", "arrow_deleted",

@@ -12,8 +12,6 @@ from tests.translation.conftest import english_rows, make_cfg
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.stages import call_stage
-from xlt.stages import translate as stage
-from xlt.run.artifacts import checked_train_set
 from xlt.translation.union import build_train_all, language_sizes, sample_indices
 
 
