@@ -74,8 +74,7 @@ def test_a_folder_where_the_call_log_belongs_is_logged_not_raised(tmp_path, capl
 
 
 def test_a_truncated_training_set_is_named_with_the_fix(tmp_path):
-    from xlt.contract import sealed_fingerprint
-    from xlt.stages.build_data import checked_train_set
+    from xlt.run.artifacts import checked_train_set, sealed_fingerprint
 
     run = RunDir(tmp_path)
     rows = {"id": [str(i) for i in range(200)], "text": ["some words " * 20] * 200}

@@ -255,11 +255,11 @@ def test_damaged_arrow_file_of_the_training_set_is_rebuilt(base, tmp_path, caplo
     _same_as_base(base, run, "train_set")
     # Training alone on a damaged set: a clear error naming the folder and the stage that rebuilds it.
     damage(next((run.train_set / "train").glob("data-*.arrow")), "truncated")
-    from xlt.stages.build_data import checked_train_set
+    from xlt.run.artifacts import checked_train_set
     from xlt.training.data import load_training_set
 
     with pytest.raises(XltError, match="train_set.*build_data"):
-        load_training_set(base.cfg.training, run, lambda: checked_train_set(run))
+        load_training_set(base.cfg.training, run, checked_train_set(run))
 
 
 # --- checkpoints: recovered -----------------------------------------------------------------------

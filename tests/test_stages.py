@@ -136,3 +136,18 @@ def test_rank0_marks_a_failed_stage_for_the_others(tmp_path, monkeypatch):
         stages.run_stages(xcfg.validate({}), run, ["build_data"], launch="L")
     assert (tmp_path / "stages" / "build_data.failed").is_file()
     assert json.loads((tmp_path / "stages" / "build_data.attempt").read_text()) == {"launch": "L", "state": "failed"}
+
+
+def test_a_stage_reads_another_stages_inputs_through_its_context(tmp_path):
+    """The report stage checks results against the evaluate stage's inputs as they are now without importing
+    that stage: its context computes them from the table the engine was handed (StageContext.of). The table is
+    no input: it enters neither the hash nor the records. A context built without the table names the fix."""
+    run = RunDir(tmp_path)
+    cfg = xcfg.validate({})
+    ctx = stages.context(cfg, run, "report")
+    assert ctx.of(cfg, run, "evaluate") == stages.context(cfg, run, "evaluate", force=False)
+    assert ctx.of(cfg, run, "train").detail["files"] == stages.STAGES["train"].files(cfg, run)
+    alone = contract.context(cfg, run, stages.STAGES["report"])
+    assert (alone.inputs, alone.detail, alone.record()) == (ctx.inputs, ctx.detail, ctx.record())
+    with pytest.raises(XltError, match="stage report reads the inputs of stage evaluate, which is not in the stage table"):
+        alone.of(cfg, run, "evaluate")

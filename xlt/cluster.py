@@ -147,9 +147,12 @@ def sweep_line(path: str | Path, index: int) -> list[str]:
 
 
 def run_dir(args: list[str]) -> str:
-    """The run directory a run's arguments resolve to (``run_root`` from the arguments, else "runs")."""
-    root = next((a.partition("=")[2] for a in args if a.lstrip("+").startswith("run_root=")), "runs")
-    return f"{root}/{run_name(args)}"
+    """The run directory a run's arguments resolve to, by the entry points' one rule (``hydra.run.dir``):
+    ``run_root`` of the composed config (the command line's, else the recipe's, else the schema's) and the
+    run's name (:func:`xlt.run.layout.run_name`) of the run's own overrides (Hydra's ``overrides.task``: no
+    ``hydra.*`` setting)."""
+    task = [a for a in args if not a.lstrip("+~").startswith(("hydra.", "hydra/"))]
+    return f"{compose(None, args).run_root}/{run_name(task)}"
 
 
 def recipe_of(args: list[str]) -> str:

@@ -20,7 +20,10 @@ that is not what training saved stops with an :class:`~xlt.run.state.StateError`
 evaluation recompute, and a rebuilt training set retrains. Every result file records the provenance of
 what produced it (:meth:`StageContext.record`); the stages reuse partial work (training checkpoints,
 evaluation languages, translation parts) only when its recorded inputs still match
-(:func:`recorded_inputs`).
+(:func:`recorded_inputs`). A stage never imports another: what it reads of an upstream stage's outputs goes
+through the run directory's checked readers (:mod:`xlt.run.artifacts`), and where it must check them against
+that stage's inputs as they are now (the report stage: the evaluation results against the evaluate stage's),
+it asks its context (:meth:`StageContext.of`), which computes them from the stage table the engine was handed.
 """
 
 from __future__ import annotations
@@ -30,16 +33,17 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from xlt import __version__
 from xlt.config.keys import stage_values
 from xlt.errors import ConfigError, XltError
+from xlt.run.artifacts import sealed_fingerprint
 from xlt.run.files import atomic_write_json, atomic_write_text, remove_path
-from xlt.run.fingerprint import digest, path_fingerprint
+from xlt.run.fingerprint import digest
 from xlt.run.layout import INPUTS_FILE, RunDir, is_main_process, world_size
 from xlt.run.lock import check_held, launch_id
 from xlt.run.state import INPUTS, Damaged, StateError, read_or_redo, read_state
@@ -91,25 +95,6 @@ def json_problems(run: RunDir, files: dict[Path, Any]) -> list[str]:
     return out
 
 
-def sealed_fingerprint(path: Path) -> str:
-    """Fingerprint of an output folder as its stage wrote it (``datasets`` map caches left out)."""
-    if not path.is_dir():
-        return path_fingerprint(path)
-    files = [p for p in path.rglob("*") if p.is_file() and not p.name.startswith(("cache-", "tmp", "."))]
-    return path_fingerprint(path, files)
-
-
-def sealed_problems(run: RunDir, stage: str) -> list[str]:
-    """Outputs of a done stage whose content is no longer what the stage wrote (its marker records their
-    fingerprints): Arrow files cannot be checked by their structure alone (a truncated stream reads short)."""
-    try:
-        recorded = run.done_info(stage).get("provenance", {}).get("outputs") or {}
-    except Damaged:
-        return []
-    return [f"{rel} changed or damaged since {stage} wrote it" for rel, fp in recorded.items()
-            if sealed_fingerprint(run.path / rel) != fp]
-
-
 @dataclass
 class StageContext:
     """What a running stage knows about its inputs; :meth:`record` goes into every result file."""
@@ -118,10 +103,21 @@ class StageContext:
     inputs: str  # the input hash
     detail: dict[str, Any]  # config values, file fingerprints, upstream output ids
     force: bool = False
+    # The stage table the engine was handed (name -> StageSpec, :data:`xlt.stages.STAGES`): not an input (out of
+    # the hash and of every record), the way to another stage's declaration without importing its module.
+    table: Mapping[str, StageSpec] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def upstream(self) -> dict[str, str | None]:
         return self.detail["upstream"]
+
+    def of(self, cfg: Any, run: RunDir, stage: str) -> StageContext:
+        """Stage ``stage``'s inputs as they are now (never forced), from the table this context was built with:
+        for a stage that checks what it reads of ``stage``'s outputs against them."""
+        if stage not in self.table:
+            raise XltError(f"stage {self.stage} reads the inputs of stage {stage}, which is not in the stage table "
+                           f"it was run with ({', '.join(self.table) or 'none'}): run it through xlt.stages")
+        return context(cfg, run, self.table[stage], force=False, table=self.table)
 
     def record(self, **extra: Any) -> dict[str, Any]:
         """Provenance of a result: stage, input hash, upstream output ids, model/data fingerprints, version."""
@@ -161,8 +157,10 @@ def output_id(run: RunDir, stage: str) -> str | None:
         return None
 
 
-def context(cfg: Any, run: RunDir, spec: StageSpec, force: bool | None = None) -> StageContext:
-    """The inputs of stage ``spec`` as they are now (config values, file fingerprints, upstream outputs)."""
+def context(cfg: Any, run: RunDir, spec: StageSpec, force: bool | None = None,
+            table: Mapping[str, StageSpec] | None = None) -> StageContext:
+    """The inputs of stage ``spec`` as they are now (config values, file fingerprints, upstream outputs);
+    ``table``: the stage table (:meth:`StageContext.of` reads other stages' declarations from it)."""
     detail = {
         "config": stage_values(cfg, spec.name),
         "files": spec.files(cfg, run),
@@ -171,7 +169,8 @@ def context(cfg: Any, run: RunDir, spec: StageSpec, force: bool | None = None) -
     code = spec.code(cfg) if spec.code is not None else {}
     if code:
         detail["code"] = code
-    return StageContext(spec.name, digest(detail), detail, bool(cfg.force if force is None else force))
+    return StageContext(spec.name, digest(detail), detail, bool(cfg.force if force is None else force),
+                        dict(table) if table is not None else {spec.name: spec})
 
 
 def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
@@ -207,11 +206,12 @@ def stale_reason(run: RunDir, spec: StageSpec, ctx: StageContext, cfg: Any = Non
     return None
 
 
-def call_stage(spec: StageSpec, cfg: Any, run: RunDir, force: bool | None = None, **extra: Any) -> dict[str, Any] | None:
+def call_stage(spec: StageSpec, cfg: Any, run: RunDir, force: bool | None = None,
+               table: Mapping[str, StageSpec] | None = None, **extra: Any) -> dict[str, Any] | None:
     """Run stage ``spec`` once with its current context, outside :func:`run_stages` (no skip decision, no
     done-marker): for tests and tools that drive one stage directly. ``extra`` goes to the stage function
-    (e.g. the train stage's ``extra_callbacks``)."""
-    return spec.run(cfg, run, context(cfg, run, spec, force=force), **extra)
+    (e.g. the train stage's ``extra_callbacks``); ``table``: the stage table (:func:`context`)."""
+    return spec.run(cfg, run, context(cfg, run, spec, force=force, table=table), **extra)
 
 
 # Rank 0's decision on each stage, per launch (``stages/<stage>.attempt``, :meth:`xlt.run.layout.RunDir.attempt`):
@@ -246,11 +246,12 @@ def _sharded(cfg: Any, spec: StageSpec) -> bool:
 
 
 def run_stages(cfg: Any, run: RunDir, stages: Sequence[StageSpec], on_first_run: Callable[[], None] | None = None,
-               launch: str | None = None) -> list[str]:
+               launch: str | None = None, table: Mapping[str, StageSpec] | None = None) -> list[str]:
     """Run ``stages`` in order under the contract (see the module docstring); return the names of those that ran.
 
     ``on_first_run`` is called once, before the first stage that really runs (the entry point writes
-    ``config.yaml`` there, so calls that only skip leave it alone).
+    ``config.yaml`` there, so calls that only skip leave it alone). ``table``: the whole stage table (default:
+    ``stages``), whose declarations a stage's context reads (:meth:`StageContext.of`).
 
     Under a multi-process launcher only ``train`` runs on every rank; the other stages run on rank 0,
     while the other ranks wait for stages before ``train`` and skip those after. Ranks > 0 follow rank 0's
@@ -266,6 +267,7 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[StageSpec], on_first_run:
         launch = launch_id()
     follower = distributed and not is_main_process()
     names = [spec.name for spec in stages]
+    table = dict(table) if table is not None else {spec.name: spec for spec in stages}
     train_at = names.index("train") if "train" in names else len(names)
     sharded_at = next((i for i, spec in enumerate(stages) if _sharded(cfg, spec)), None)
     ran: list[str] = []
@@ -285,7 +287,8 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[StageSpec], on_first_run:
                 _settle(run, name, launch, "running")
 
         try:
-            _run_one(cfg, run, stages, i, follower, sharded_at, on_first_run if not ran else None, ran, cleared)
+            _run_one(cfg, run, stages, i, follower, sharded_at, on_first_run if not ran else None, ran, cleared,
+                     table)
         except BaseException:
             if tell:  # ranks > 0 waiting for it stop too
                 atomic_write_text(run.failed(name), "failed\n")
@@ -299,14 +302,15 @@ def run_stages(cfg: Any, run: RunDir, stages: Sequence[StageSpec], on_first_run:
 
 
 def _run_one(cfg: Any, run: RunDir, stages: Sequence[StageSpec], i: int, follower: bool, sharded_at: int | None,
-             on_first_run: Callable[[], None] | None, ran: list[str], cleared: Callable[[], None]) -> None:
+             on_first_run: Callable[[], None] | None, ran: list[str], cleared: Callable[[], None],
+             table: Mapping[str, StageSpec] | None = None) -> None:
     """Stage ``stages[i]`` of :func:`run_stages`: skip it, or run it and write its done-marker (appended
     to ``ran`` when it ran); ``cleared`` is called once its old markers are removed (rank 0)."""
     spec = stages[i]
     name = spec.name
     if spec.guard is not None:
         spec.guard(cfg, run)
-    ctx = context(cfg, run, spec)
+    ctx = context(cfg, run, spec, table=table)
     reason = "rank 0 runs it" if follower else stale_reason(run, spec, ctx, cfg)
     if reason is None:
         log.info("stage %-10s up to date (%s); skipping. Use force=true to redo it.", name, run.marker(name))

@@ -42,10 +42,10 @@ from xlt.contract import output_id
 from xlt.errors import XltError
 from xlt.hub import offline
 from xlt.reporting.model_card import card_problem
+from xlt.run.artifacts import model_problem
 from xlt.run.layout import MODEL_CARD, MODEL_PROVENANCE_FILE, RunDir
 from xlt.run.state import REPORT, Damaged, read_state
 from xlt.secrets import SECRET_ENV, secrets_in
-from xlt.stages.train import model_problem
 
 # What a model repository holds: the card, configs, safetensors weights, tokenizer files.
 ALLOWED = (MODEL_CARD, "*.json", "*.safetensors", "*.model", "vocab.txt", "vocab.json", "merges.txt")

@@ -11,7 +11,6 @@ from datasets import load_from_disk
 from tests.translation.conftest import english_rows, make_cfg
 from xlt.errors import DataError
 from xlt.stages import call_stage
-from xlt.stages import translate as stage
 
 
 def _write_jsonl(path, rows):
@@ -42,7 +41,7 @@ def test_duplicate_rows_are_dropped_and_counted(tmp_path, run):
     _write_jsonl(tmp_path / "imp" / "fra_Latn.jsonl", rows)
     summary = call_stage("translate", make_cfg(import_dir=str(tmp_path / "imp"), languages=["fra_Latn"]), run)
     assert summary["rows"] == {"fra_Latn": {"train": 4, "dev": 2}}
-    assert load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].num_rows == 4
+    assert load_from_disk(str(run.translated_language("fra_Latn")))["train"].num_rows == 4
     report = json.loads((run.data / "translation_report.json").read_text())["languages"]["fra_Latn"]
     assert report["counts"]["duplicate_rows"] == 4
     assert report["rows"] == {"train": {"in": 7, "out": 4}, "dev": {"in": 3, "out": 2}}

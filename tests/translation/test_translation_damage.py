@@ -9,14 +9,13 @@ from datasets import load_from_disk
 from tests.translation.conftest import make_cfg
 from xlt.stages import call_stage
 from xlt.stages import translate as stage
-from xlt.stages.build_data import checked_train_set
 
 
 @pytest.mark.parametrize("what", ["record_garbage", "record_other_shape", "record_deleted", "arrow_deleted",
                                   "arrow_truncated"])
 def test_a_damaged_merged_translation_is_redone_identically(run, caplog, what):
     call_stage("translate", make_cfg(), run)
-    folder = stage.language_dir(run, "fra_Latn")
+    folder = run.translated_language("fra_Latn")
     before = {s: load_from_disk(str(folder))[s].to_list() for s in ("train", "dev")}
     record = folder / stage.MERGED_FILE
     if what == "record_garbage":
@@ -45,12 +44,12 @@ def test_the_union_reads_only_sealed_translations(run):
     from xlt.translation.union import build_train_all
 
     def _union(cfg, run):
-        return build_train_all(cfg.translate, run, lambda: checked_train_set(run), seed=cfg.data.seed, stages=cfg.stages)
+        return build_train_all(cfg.translate, run, seed=cfg.data.seed, stages=cfg.stages)
 
     cfg = make_cfg()
     call_stage("translate", cfg, run)
     assert _union(cfg, run)["train"].num_rows > 0
-    arrow = next(stage.language_dir(run, "fra_Latn").glob("train/data-*.arrow"))
+    arrow = next(run.translated_language("fra_Latn").glob("train/data-*.arrow"))
     arrow.write_bytes(arrow.read_bytes()[: arrow.stat().st_size // 2])
     with pytest.raises(DataError, match=r"fra_Latn: its data changed since it was written.*rerun the translate stage"):
         _union(cfg, run)
@@ -63,7 +62,7 @@ def test_a_damaged_part_is_translated_again(run, caplog):
     from xlt.translation.cache import TranslationCache
     from xlt.translation.engines import build_translator
 
-    with TranslationCache(stage.cache_path(cfg.translate, run)) as cache:
+    with TranslationCache(run.translation_cache(cfg.translate.cache_dir)) as cache:
         stage.translate_unit(cfg, run, unit, source, build_translator(cfg.translate), cache)
     assert stage.is_part_done(run, unit)
     arrow = next(stage.part_dir(run, unit).glob("data-*.arrow"))

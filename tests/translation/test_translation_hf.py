@@ -97,7 +97,7 @@ def test_generation_limit_follows_input_length(tiny_mt, monkeypatch):
 def test_stage_with_tiny_model(run, tiny_mt, engine):
     cfg = mt_cfg(tiny_mt, engine, max_new_tokens=8, languages=["fra_Latn"], quality={"drop_runaway": False})
     summary = call_stage("translate", cfg, run)
-    dd = load_from_disk(str(stage.language_dir(run, "fra_Latn")))
+    dd = load_from_disk(str(run.translated_language("fra_Latn")))
     report = json.loads((run.data / "translation_report.json").read_text())
     counts = report["languages"]["fra_Latn"]["counts"]
     assert report["translator"].startswith({"hf": "hf/", "ctranslate2": "ct2/"}[engine])
@@ -111,11 +111,11 @@ def test_stage_with_tiny_model(run, tiny_mt, engine):
     # Later units find segments of earlier ones in the cache.
     assert counts["segments_translated"] + counts["segments_cached"] == counts["segments_unique"]
     # Rerun after deleting the outputs: the cache answers everything.
-    shutil.rmtree(stage.translated_dir(run))
+    shutil.rmtree(run.translated)
     call_stage("translate", cfg, run)
     counts2 = json.loads((run.data / "translation_report.json").read_text())["languages"]["fra_Latn"]["counts"]
     assert counts2["segments_translated"] == 0
-    assert load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].to_list() == dd["train"].to_list()
+    assert load_from_disk(str(run.translated_language("fra_Latn")))["train"].to_list() == dd["train"].to_list()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -204,12 +204,12 @@ def test_shards_and_resume_after_kill_under_the_engine(tmp_path, tiny_mt, engine
     monkeypatch.setattr(stage, "build_translator", lambda tcfg: tr)
     one = make_run(tmp_path / "one")
     call_stage("translate", mt_cfg(tiny_mt, engine, **cfg), one)
-    ref = load_from_disk(str(stage.language_dir(one, "fra_Latn")))
+    ref = load_from_disk(str(one.translated_language("fra_Latn")))
     # Shards (each with its own cache), merged by the last one: the same result as one run.
     sharded = make_run(tmp_path / "sharded")
     for i in (1, 0):
         call_stage("translate", mt_cfg(tiny_mt, engine, shard_index=i, num_shards=2, **cfg), sharded)
-    got = load_from_disk(str(stage.language_dir(sharded, "fra_Latn")))
+    got = load_from_disk(str(sharded.translated_language("fra_Latn")))
     assert all(got[s].to_list() == ref[s].to_list() for s in ("train", "dev"))
     # Killed after two batches: they are in the cache, and the resumed run translates only the rest.
     killed = make_run(tmp_path / "killed")
@@ -224,13 +224,13 @@ def test_shards_and_resume_after_kill_under_the_engine(tmp_path, tiny_mt, engine
     monkeypatch.setattr(tr, "_generate", dies_after_two)
     with pytest.raises(KeyboardInterrupt):
         call_stage("translate", mt_cfg(tiny_mt, engine, **cfg), killed)
-    with TranslationCache(stage.cache_path(mt_cfg(tiny_mt, engine).translate, killed)) as cache:
+    with TranslationCache(killed.translation_cache(mt_cfg(tiny_mt, engine).translate.cache_dir)) as cache:
         assert len(cache) == sum(calls)
     monkeypatch.setattr(tr, "_generate", generate)
     call_stage("translate", mt_cfg(tiny_mt, engine, **cfg), killed)
     counts = json.loads((killed.data / "translation_report.json").read_text())["languages"]["fra_Latn"]["counts"]
     assert counts["segments_cached"] >= sum(calls)
-    got = load_from_disk(str(stage.language_dir(killed, "fra_Latn")))
+    got = load_from_disk(str(killed.translated_language("fra_Latn")))
     assert all(got[s].to_list() == ref[s].to_list() for s in ("train", "dev"))
 
 

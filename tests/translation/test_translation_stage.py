@@ -53,7 +53,7 @@ def test_stage_writes_translated_languages_and_report(run):
     summary = call_stage("translate", cfg, run)
     assert summary["languages"] == ["fra_Latn", "deu_Latn"]
     for lang in ("fra_Latn", "deu_Latn"):
-        dd = load_from_disk(str(stage.language_dir(run, lang)))
+        dd = load_from_disk(str(run.translated_language(lang)))
         assert set(dd) == {"train", "dev"}
         assert dd["train"].features == TRANSLATED_FEATURES
         assert dd["train"].num_rows == 14 and dd["dev"].num_rows == 5
@@ -84,7 +84,7 @@ def test_rerun_uses_cache_and_only_translates_missing(run, counting):
     # Remove the finished parts: the rerun must find every segment in the cache.
     import shutil
 
-    shutil.rmtree(stage.translated_dir(run))
+    shutil.rmtree(run.translated)
     second = counting()
     call_stage("translate", cfg, run)
     assert second.translated == 0
@@ -96,7 +96,7 @@ def test_rerun_uses_cache_and_only_translates_missing(run, counting):
 def test_identical_segments_across_units_translated_once(run, counting):
     tr = counting()
     call_stage("translate", make_cfg(languages=["fra_Latn"]), run)
-    with TranslationCache(stage.cache_path(make_cfg().translate, run)) as cache:
+    with TranslationCache(run.translation_cache(make_cfg().translate.cache_dir)) as cache:
         # Every unique text was translated exactly once: translated count == cache size.
         assert tr.translated == len(cache)
 
@@ -112,14 +112,14 @@ def test_resume_after_kill_loses_at_most_one_batch(run, counting):
     with pytest.raises(KeyboardInterrupt):
         call_stage("translate", cfg, run)
     assert killed.translated > 0
-    with TranslationCache(stage.cache_path(cfg.translate, run)) as cache:
+    with TranslationCache(run.translation_cache(cfg.translate.cache_dir)) as cache:
         assert len(cache) == killed.translated  # every finished batch was committed
     resumed = counting()
     summary = call_stage("translate", cfg, run)
     assert summary is not None
     assert resumed.translated == total - killed.translated
-    ref = load_from_disk(str(stage.language_dir(ref_run, "fra_Latn")))
-    got = load_from_disk(str(stage.language_dir(run, "fra_Latn")))
+    ref = load_from_disk(str(ref_run.translated_language("fra_Latn")))
+    got = load_from_disk(str(run.translated_language("fra_Latn")))
     for split in ("train", "dev"):
         assert got[split].to_list() == ref[split].to_list()
 
@@ -132,12 +132,12 @@ def test_shards_then_merge_equal_one_run(tmp_path):
     sharded = make_run(tmp_path / "sharded")
     results = [call_stage("translate", make_cfg(shard_index=i, num_shards=3), sharded) for i in (2, 0)]
     assert results == [None, None]  # not all units done yet
-    assert not stage.language_dir(sharded, "fra_Latn").exists()
+    assert not sharded.translated_language("fra_Latn").exists()
     summary = call_stage("translate", make_cfg(shard_index=1, num_shards=3), sharded)
     assert summary is not None and summary["rows"]["fra_Latn"] == {"train": 14, "dev": 5}
     for lang in ("fra_Latn", "deu_Latn"):
-        a = load_from_disk(str(stage.language_dir(one, lang)))
-        b = load_from_disk(str(stage.language_dir(sharded, lang)))
+        a = load_from_disk(str(one.translated_language(lang)))
+        b = load_from_disk(str(sharded.translated_language(lang)))
         for split in ("train", "dev"):
             assert a[split].to_list() == b[split].to_list()
     ra = json.loads((one.data / "translation_report.json").read_text())
@@ -189,14 +189,14 @@ def test_shared_cache_dir(tmp_path, counting):
 def test_merged_languages_are_kept_once_and_skipped(run, counting):
     counting()
     call_stage("translate", make_cfg(), run)
-    assert not (stage.translated_dir(run) / ".parts" / "fra_Latn").exists()  # parts removed after the merge
-    before = load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].to_list()
+    assert not (run.translated / ".parts" / "fra_Latn").exists()  # parts removed after the merge
+    before = load_from_disk(str(run.translated_language("fra_Latn")))["train"].to_list()
     again = counting()
     summary = call_stage("translate", make_cfg(languages=["fra_Latn", "deu_Latn", "ita_Latn"]), run)
     # Only the new language is translated; the merged ones are reused as they are.
     assert again.calls > 0 and all(t == "ita_Latn" for t in again.targets)
     assert summary["rows"]["ita_Latn"] == {"train": 14, "dev": 5}
-    assert load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].to_list() == before
+    assert load_from_disk(str(run.translated_language("fra_Latn")))["train"].to_list() == before
     report = json.loads((run.data / "translation_report.json").read_text())
     assert set(report["languages"]) == {"fra_Latn", "deu_Latn", "ita_Latn"}
     assert report["languages"]["fra_Latn"]["rows"]["train"] == {"in": 14, "out": 14}

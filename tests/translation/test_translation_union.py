@@ -12,14 +12,12 @@ from tests.translation.conftest import english_rows, make_cfg
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
 from xlt.stages import call_stage
-from xlt.stages import translate as stage
-from xlt.stages.build_data import checked_train_set
 from xlt.translation.union import build_train_all, language_sizes, sample_indices
 
 
 def _union(cfg, run):
     """The translate-train-all union as the train stage builds it (xlt.stages.train.read_training_set)."""
-    return build_train_all(cfg.translate, run, lambda: checked_train_set(run), seed=cfg.data.seed, stages=cfg.stages)
+    return build_train_all(cfg.translate, run, seed=cfg.data.seed, stages=cfg.stages)
 
 
 @pytest.fixture
@@ -106,7 +104,7 @@ def test_import_flat_jsonl_and_folder(tmp_path, run):
     _write_jsonl(imp / "deu_Latn" / "train.jsonl", english_rows(4, "train"))
     summary = call_stage("translate", make_cfg(import_dir=str(imp)), run)
     assert summary["rows"] == {"fra_Latn": {"train": 6, "dev": 2}, "deu_Latn": {"train": 4, "dev": 0}}
-    fra = load_from_disk(str(stage.language_dir(run, "fra_Latn")))
+    fra = load_from_disk(str(run.translated_language("fra_Latn")))
     assert fra["train"].features == TRANSLATED_FEATURES and set(fra["train"]["language"]) == {"fra_Latn"}
     report = json.loads((run.data / "translation_report.json").read_text())
     assert report["imported"] is True
@@ -120,7 +118,7 @@ def test_import_save_to_disk_folder(tmp_path, run):
     imp = tmp_path / "imp"
     make_train_set(3, 1).save_to_disk(str(imp / "fra_Latn"))
     call_stage("translate", make_cfg(import_dir=str(imp), languages=["fra_Latn"]), run)
-    assert load_from_disk(str(stage.language_dir(run, "fra_Latn")))["train"].num_rows == 3
+    assert load_from_disk(str(run.translated_language("fra_Latn")))["train"].num_rows == 3
 
 
 @pytest.mark.parametrize(

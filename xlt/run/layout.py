@@ -1,8 +1,10 @@
 """The run directory's layout (:class:`RunDir`): every path a run holds is named here and nowhere else,
 plus the rank helpers every stage uses (:func:`shard`, :func:`is_main_process`, :func:`world_size`). Its
 name comes from :func:`xlt.config.keys.run_name`; its files are written through :mod:`xlt.run.files` and read
-back through :mod:`xlt.run.state`; what each stage reads and writes is declared beside the stage's code
-(:mod:`xlt.stages`).
+back through :mod:`xlt.run.state` (what a stage leaves for later stages: :mod:`xlt.run.artifacts`); what each
+stage reads and writes is declared beside the stage's code (:mod:`xlt.stages`). The translations' places (merged
+languages, parts, the segment cache) are named here too: the translate stage, the importer, the
+translate-train-all union and translate-test share them.
 
 A run directory is derived from the recipe and the command-line overrides (never the clock), so the
 same command finds the same directory: finished stages are skipped, interrupted ones resume.
@@ -19,7 +21,7 @@ Layout (the constants below; :class:`RunDir` joins them)::
         preempted.json          the record of a preempted run (xlt.cluster)
         data/train_set          the English training set (build_data); train_set.tsv, build_report.{json,md}
         data/translated/        merged translations per language (<lang>/xlt_translation.json seals each),
-                                .parts/ while shards translate; translation_report.{json,md}
+                                .parts/<lang>/<unit> while shards translate; translation_report.{json,md}
         data/translation_cache.sqlite  the segment cache (unless translate.cache_dir)
         data/translate_test/, data/machine_translated/   quality counts of evaluation items translated
         checkpoints/            resumable Trainer checkpoints (xlt_complete.json in each complete one;
@@ -179,8 +181,17 @@ class RunDir:
         return self.translated / PARTS_DIR
 
     def translated_language(self, language: str) -> Path:
-        """The merged (or imported) translation of ``language``."""
+        """The merged (or imported) translation of ``language`` (``data/translated/<code>``)."""
         return self.translated / language
+
+    def translation_part(self, language: str, unit: str) -> Path:
+        """A finished unit of the translate stage (``unit``: its name, e.g. ``train-00000000-00000064``)."""
+        return self.translation_parts / language / unit
+
+    def translation_cache(self, cache_dir: str | None) -> Path:
+        """The SQLite segment cache: in ``cache_dir`` (``translate.cache_dir``, shared between runs), else in
+        ``data/``."""
+        return (Path(cache_dir).expanduser() if cache_dir else self.data) / TRANSLATION_CACHE
 
     @property
     def translated_lock(self) -> Path:

@@ -3,7 +3,8 @@
 Reads the sources named by ``data.sources`` (and, with decontamination on, the evaluation texts of the
 local benchmark copies) through :mod:`xlt.data.assemble`, then writes ``run.train_set`` (atomically),
 ``data/train_set.tsv`` (``data.export_tsv``) and ``data/build_report.{json,md}`` with the stage's
-provenance, and prints the report's tables.
+provenance, and prints the report's tables. Later stages read the set through
+:func:`xlt.run.artifacts.checked_train_set`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from xlt.contract import StageContext, StageSpec, json_problems, sealed_problems
+from xlt.contract import StageContext, StageSpec, json_problems
 from xlt.data.export import write_tsv
-from xlt.errors import DataError
+from xlt.run.artifacts import sealed_problems
 from xlt.run.files import atomic_dir, atomic_write_json, atomic_write_text
 from xlt.run.layout import BUILD_REPORT_FILE, TRAIN_SET_DIR, RunDir
 from xlt.run.state import BUILD_REPORT, Damaged, load_dataset_dir
@@ -74,22 +75,6 @@ def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     except Damaged as err:
         out.append(f"{TRAIN_SET_DIR} damaged ({err.why})")
     return out or sealed_problems(run, "build_data")
-
-
-def checked_train_set(run: RunDir) -> Any:
-    """``run.train_set`` as the build_data stage wrote it (its Arrow data checked against the fingerprints
-    in its marker); a missing, damaged or changed set is a :class:`~xlt.errors.DataError` naming the fix."""
-    fix = "run the build_data stage (python -m xlt.build_data with the same recipe and overrides: it rebuilds it)"
-    # dataset_dict.json: the file `datasets` writes into a saved DatasetDict (a library's own name)
-    if not (run.train_set / "dataset_dict.json").is_file():
-        raise DataError(f"no training set at {run.train_set}: {fix}")
-    try:
-        changed = sealed_problems(run, "build_data")
-        if changed:
-            raise Damaged(run.train_set, changed[0])
-        return load_dataset_dir(run.train_set)
-    except Damaged as err:
-        raise DataError(f"{err}; {fix}") from None
 
 
 STAGE = StageSpec("build_data", run_stage, upstream=lambda cfg: (), files=files,

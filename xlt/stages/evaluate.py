@@ -27,6 +27,7 @@ from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
 from xlt.metrics import accuracy_with_ci, chance_level, draws_accuracy_with_ci, spread
 from xlt.progress import progress_bar
+from xlt.run.artifacts import check_model
 from xlt.run.files import atomic_write_json, atomic_write_text, json_text
 from xlt.run.fingerprint import path_fingerprint
 from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
@@ -52,9 +53,7 @@ from xlt.scoring.results import (
 )
 from xlt.scoring.scorers import build_scorer, check_scores
 from xlt.scoring.tokenizer_measures import benchmark_measures
-from xlt.stages.inputs import local_fingerprint, model_fingerprint, translator_inputs
-from xlt.stages.train import STAGE as TRAIN
-from xlt.stages.train import check_model
+from xlt.stages.inputs import local_fingerprint, model_fingerprint, train_stage_files, translator_inputs
 from xlt.translation.translate_test import TranslateTestRunner
 
 log = logging.getLogger("xlt.evaluate")
@@ -205,7 +204,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
                 bar.update(1)
     missing_before: list[Job] = []
     if before.wanted(cfg.eval):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
-        train_files = TRAIN.files(cfg, run)
+        train_files = train_stage_files(cfg, run)
         before.evaluate(cfg.model, cfg.eval, run, ctx, mine,
                         lambda view, job, score, prov: evaluate_job(cfg, view, job, score, translate_test, prov),
                         train_files, seed=cfg.seed)
@@ -291,7 +290,7 @@ def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     damaged or stale one of either reruns the stage (which recomputes exactly those)."""
     out = check_outputs(cfg.eval, run, ctx)
     if before.wanted(cfg.eval):
-        out += before.check_outputs(cfg.model, cfg.eval, run, ctx, TRAIN.files(cfg, run), seed=cfg.seed)
+        out += before.check_outputs(cfg.model, cfg.eval, run, ctx, train_stage_files(cfg, run), seed=cfg.seed)
     return out
 
 

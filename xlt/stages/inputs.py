@@ -1,16 +1,25 @@
 """File inputs that several stages declare (:attr:`xlt.contract.StageSpec.files`): a local input's
-fingerprint, a model's (a packaged one included), and what the ``translate`` group's translator computes
-from (the translate stage, and translate-test in the evaluate stage)."""
+fingerprint, a model's (a packaged one included), what the ``translate`` group's translator computes
+from (the translate stage, and translate-test in the evaluate stage), and the train stage's file inputs,
+which the evaluate and report stages read too (they identify the model before fine-tuning).
+
+A shared helper of the stages, not a stage: every stage module may import it, and it imports none.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
 from xlt.config.keys import translator_values
+from xlt.config.model import TINY_MODEL_ID
+from xlt.config.translate import translate_train_all
 from xlt.errors import DataError, XltError
 from xlt.modeling import packaged, packaged_llm
 from xlt.run.fingerprint import path_fingerprint, resource_fingerprint
+from xlt.run.layout import RunDir
 from xlt.translation import engines
 
 
@@ -51,3 +60,14 @@ def translator_inputs(cfg: Any) -> dict[str, Any]:
     return {"settings": translator_values(cfg),
             "model": resource_fingerprint(t.model_name_or_path, t.revision) if hf else None,
             "resolved": resolved}
+
+
+def train_stage_files(cfg: Any, run: RunDir) -> dict[str, Any]:
+    """The train stage's file inputs (its :attr:`~xlt.contract.StageSpec.files`): the base checkpoint and
+    tokenizer, and the translate-train-all sampling. The evaluate and report stages read the same to identify
+    the model before fine-tuning (``eval.before_training``)."""
+    m = cfg.model
+    built = m.name_or_path == TINY_MODEL_ID  # built offline from model.tiny (config keys)
+    return {"model.name_or_path": None if built else model_fingerprint(m.name_or_path, m.revision),
+            "model.tokenizer": model_fingerprint(m.tokenizer, m.revision),
+            "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}

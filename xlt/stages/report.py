@@ -27,7 +27,7 @@ import pandas as pd
 from xlt import languages as langtab
 from xlt.config.eval import uses_translator
 from xlt.config.model import PACKAGED_MODEL_IDS
-from xlt.contract import StageContext, StageSpec, context, json_problems
+from xlt.contract import StageContext, StageSpec, json_problems
 from xlt.markdown import markdown_table
 from xlt.modeling import packaged_llm
 from xlt.modeling.packaged import source_text
@@ -40,9 +40,7 @@ from xlt.run.files import atomic_write_json, atomic_write_text
 from xlt.run.layout import REPORT_FILE, RunDir
 from xlt.run.state import REPORT
 from xlt.scoring.before import COLUMN as BEFORE
-from xlt.stages.evaluate import STAGE as EVALUATE
-from xlt.stages.inputs import local_fingerprint
-from xlt.stages.train import STAGE as TRAIN
+from xlt.stages.inputs import local_fingerprint, train_stage_files
 from xlt.tracking import log_report
 
 log = logging.getLogger("xlt.report")
@@ -203,7 +201,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     was evaluated: :func:`xlt.reporting.model_card.write_hub_card`) and logs tables and plots to W&B (when
     ``logger=wandb``).
     """
-    results = collect(cfg.eval, cfg.model, run, context(cfg, run, EVALUATE, force=False), TRAIN.files(cfg, run),
+    results = collect(cfg.eval, cfg.model, run, ctx.of(cfg, run, "evaluate"), train_stage_files(cfg, run),
                       seed=cfg.seed)
     files = write_report(cfg, run, results, ctx.record())
     if cfg.eval.model == "run" and run.model_card.is_file():

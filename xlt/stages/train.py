@@ -15,8 +15,9 @@ It reads as its steps, in order (the Trainer and the pieces it is built from are
 Inputs: ``run.train_set`` (or the translate-train-all union). Outputs: ``run.checkpoints`` (resumable),
 ``run.model`` (final model or LoRA adapter, tokenizer, README.md model card; written atomically),
 ``run/train_metrics.json`` (mean train loss, loss curve, dev accuracy history, best step, world size and
-launch warnings, rows per language). :data:`STAGE` declares it to the contract; :func:`check_model` is
-how later stages refuse a model that is not what training saved.
+launch warnings, rows per language). :data:`STAGE` declares it to the contract; its file inputs are
+:func:`xlt.stages.inputs.train_stage_files` (the evaluate and report stages identify the untrained model by them);
+later stages refuse a model that is not what training saved with :func:`xlt.run.artifacts.check_model`.
 """
 
 from __future__ import annotations
@@ -28,20 +29,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from xlt import tracking
 from xlt.cluster import checkpoint_callback
 from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
 from xlt.contract import StageContext, StageSpec, json_problems, record_inputs, recorded_inputs
 from xlt.modeling.load import load_model, load_tokenizer, load_trained
+from xlt.run.artifacts import check_model, checked_train_set
 from xlt.run.files import atomic_dir, atomic_write_json, atomic_write_text, remove_path
 from xlt.run.fingerprint import path_fingerprint
 from xlt.run.layout import MODEL_CARD, MODEL_DIR, MODEL_PROVENANCE_FILE, TRAIN_METRICS_FILE, RunDir
-from xlt.run.state import MODEL_PROVENANCE, TRAIN_METRICS, Damaged, StateError, read_state
-from xlt.stages.build_data import checked_train_set
-from xlt.stages.inputs import model_fingerprint
+from xlt.run.state import TRAIN_METRICS, StateError
+from xlt.stages.inputs import train_stage_files
 from xlt.training.card import render_card
 from xlt.training.checkpoints import best_problem, completeness_callback, settle
 from xlt.training.launch import quiet_deepspeed_deprecations, report_launch
@@ -114,7 +113,7 @@ def setup(cfg: Any, run: RunDir, ctx: StageContext, extra_callbacks: list[Any]) 
 
     tokenizer = load_tokenizer(cfg.model)
     with args.main_process_first(desc="training data"):
-        raw = load_training_set(t, run, lambda: read_training_set(cfg, run))
+        raw = load_training_set(t, run, read_training_set(cfg, run))
         feats = tokenized_splits(raw, tokenizer, cfg.model.max_length)
         usable_checkpoints(run, ctx, main)
         settled = None
@@ -152,8 +151,7 @@ def read_training_set(cfg: Any, run: RunDir) -> Any:
     """The training set: the translate-train-all union when the recipe configures translations
     (:func:`translate_train_all`), else the English set checked against what the build_data stage wrote."""
     if translate_train_all(cfg):
-        return build_train_all(cfg.translate, run, lambda: checked_train_set(run), seed=cfg.data.seed,
-                               stages=cfg.stages)
+        return build_train_all(cfg.translate, run, seed=cfg.data.seed, stages=cfg.stages)
     return checked_train_set(run)
 
 
@@ -336,15 +334,6 @@ def upstream(cfg: Any) -> tuple[str, ...]:
     return ("build_data", "translate") if translate_train_all(cfg) else ("build_data",)
 
 
-def files(cfg: Any, run: RunDir) -> dict[str, Any]:
-    """The stage's file inputs: the base checkpoint and tokenizer, and the translate-train-all sampling."""
-    m = cfg.model
-    built = m.name_or_path == TINY_MODEL_ID  # built offline from model.tiny (config keys)
-    return {"model.name_or_path": None if built else model_fingerprint(m.name_or_path, m.revision),
-            "model.tokenizer": model_fingerprint(m.tokenizer, m.revision),
-            "translate.sampling": OmegaConf.to_container(cfg.translate.sampling) if translate_train_all(cfg) else None}
-
-
 def code_versions(cfg: Any) -> dict[str, str]:
     """The versions of training code that enter the stage's hash for these settings (xlt.contract.StageSpec.code)."""
     if cfg.training.gradient_accumulation_steps > 1:
@@ -352,38 +341,10 @@ def code_versions(cfg: Any) -> dict[str, str]:
     return {}
 
 
-def model_problem(run: RunDir) -> str | None:
-    """Why ``run.model`` is not the model the train stage saved (None: its files match the fingerprint
-    recorded in ``model/xlt_provenance.json``)."""
-    if not run.model.exists():
-        return None  # no model yet: scoring says so (train first)
-    prov_file = run.model_provenance
-    try:
-        prov = read_state(prov_file, MODEL_PROVENANCE)
-    except Damaged as err:
-        return f"{prov_file} is damaged ({err.why}), so the weights cannot be checked"
-    if prov is None:
-        return f"{prov_file} is missing, so the weights in {run.model} cannot be checked"
-    now = path_fingerprint(run.model)
-    if now != prov["fingerprint"]:
-        return (f"the files in {run.model} no longer match what the train stage saved ({prov_file} records "
-                f"fingerprint {prov['fingerprint']}, the files give {now}: weights replaced, edited or truncated)")
-    return None
-
-
-def check_model(run: RunDir) -> None:
-    """Refuse a run model that is not what training produced: the user decides what it should be."""
-    problem = model_problem(run)
-    if problem:
-        raise StateError(
-            f"{problem}.\n  To retrain it: add force=true 'stages=[train,evaluate,report]' to the command. To score "
-            f"other weights, give them their own folder and pass eval.model=/path/to/that/folder (another run).")
-
-
 def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     check_model(run)
     return json_problems(run, {run.train_metrics: TRAIN_METRICS})
 
 
-STAGE = StageSpec("train", run_stage, upstream=upstream, files=files, outputs=(MODEL_DIR, TRAIN_METRICS_FILE),
+STAGE = StageSpec("train", run_stage, upstream=upstream, files=train_stage_files, outputs=(MODEL_DIR, TRAIN_METRICS_FILE),
                   check=check, code=code_versions)

@@ -29,17 +29,16 @@ from filelock import FileLock
 from xlt.contract import StageContext, StageSpec, json_problems, record_inputs, recorded_inputs
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError, XltError
-from xlt.run.files import atomic_dir, remove_path
-from xlt.run.layout import PART_STATS_FILE, TRANSLATION_REPORT_FILE, RunDir, shard
-from xlt.run.state import Damaged, StateError, read_sealed, redo, seal
-from xlt.stages.build_data import checked_train_set
+from xlt.run.artifacts import checked_train_set, merged_info, merged_units, read_merged, read_part
+from xlt.run.files import atomic_dir
+from xlt.run.layout import MERGED_FILE, PART_STATS_FILE, TRANSLATION_REPORT_FILE, RunDir, shard
+from xlt.run.state import seal
 from xlt.stages.inputs import local_fingerprint, translator_inputs
 from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
 from xlt.translation.engines import build_translator
 from xlt.translation.engines.base import Translator
 from xlt.translation.importer import import_translations
-from xlt.translation.layout import MERGED_FILE, cache_path, language_dir, translated_dir  # noqa: F401  (re-exported)
 from xlt.translation.quality import QualityStats
 from xlt.translation.report import REPORT_COLUMNS, report_markdown, write_report  # noqa: F401  (re-exported)
 from xlt.translation.storage import save_dataset
@@ -64,7 +63,7 @@ class Unit:
 
 
 def part_dir(run: RunDir, unit: Unit) -> Path:
-    return run.translation_parts / unit.language / unit.name
+    return run.translation_part(unit.language, unit.name)
 
 
 def load_train_set(run: RunDir) -> DatasetDict:
@@ -90,20 +89,8 @@ def shard_units(units: list[Unit], shard_index: int, num_shards: int) -> list[Un
     return shard(units, shard_index, num_shards)
 
 
-def read_part(run: RunDir, unit: Unit) -> tuple[Any, Any] | None:
-    """``(quality counts, rows)`` of a finished part, checked against its seal (:func:`xlt.run.state.read_sealed`);
-    None if it is not finished, or damaged (logged and removed: the unit is translated again, from the
-    segment cache)."""
-    try:
-        return read_sealed(part_dir(run, unit), PART_STATS_FILE)
-    except Damaged as err:
-        redo(err, "translated again (from the segment cache)")
-        remove_path(part_dir(run, unit))
-        return None
-
-
 def is_part_done(run: RunDir, unit: Unit) -> bool:
-    return read_part(run, unit) is not None
+    return read_part(run, unit.language, unit.name) is not None
 
 
 def translate_unit(
@@ -132,25 +119,6 @@ def translate_unit(
     return result.stats
 
 
-def merged_info(run: RunDir, language: str) -> dict[str, Any] | None:
-    """The record of a finished merge of ``language`` (units, quality counts), checked with its Arrow data
-    (:mod:`xlt.run.state`); None if not merged, or damaged (logged: the language is translated again, from
-    the segment cache)."""
-    folder = language_dir(run, language)
-    try:
-        sealed = read_sealed(folder, MERGED_FILE, {"units": list, "stats": dict})
-        return sealed[0] if sealed else None
-    except Damaged as err:
-        redo(err, "translated again (from the segment cache)")
-        return None
-
-
-def merged_units(run: RunDir, language: str) -> list[str] | None:
-    """Unit names a finished merge of ``language`` was built from (None if not merged or damaged)."""
-    info = merged_info(run, language)
-    return info["units"] if info else None
-
-
 def is_unit_done(run: RunDir, unit: Unit, merged: dict[str, list[str] | None]) -> bool:
     """A unit is done if its part exists, or its language was merged from the same units."""
     names = merged.get(unit.language)
@@ -174,7 +142,7 @@ def merge_language(run: RunDir, language: str, units: list[Unit]) -> tuple[Datas
     splits = {}
     for split in SPLITS:
         parts_of_split = sorted((u for u in mine if u.split == split), key=lambda u: u.start)
-        read = [read_part(run, u) for u in parts_of_split]
+        read = [read_part(run, language, u.name) for u in parts_of_split]
         missing = [u.name for u, r in zip(parts_of_split, read, strict=True) if r is None]
         if missing:
             raise XltError(f"translate: parts {missing} of {language} were damaged (removed); rerun the translate "
@@ -187,24 +155,11 @@ def merge_language(run: RunDir, language: str, units: list[Unit]) -> tuple[Datas
         stats[split] = st
         splits[split] = concatenate_datasets(parts) if parts else _empty()
     dd = DatasetDict(splits)
-    with atomic_dir(language_dir(run, language)) as tmp:
+    with atomic_dir(run.translated_language(language)) as tmp:
         save_dataset(dd, tmp)
         seal(tmp, MERGED_FILE, {"units": names, "stats": {s: st.to_json() for s, st in stats.items()}})
     shutil.rmtree(run.translation_parts / language, ignore_errors=True)
     return read_merged(run, language), stats
-
-
-def read_merged(run: RunDir, language: str) -> DatasetDict:
-    """The merged translation of ``language``, checked against its seal (a :class:`~xlt.run.state.StateError`
-    naming the fix if it was damaged since: it is read right after its check, so only a concurrent writer
-    gets here)."""
-    try:
-        sealed = read_sealed(language_dir(run, language), MERGED_FILE)
-    except Damaged as err:
-        raise StateError(f"{err}; rerun the translate stage (it translates it again from the segment cache)") from None
-    if sealed is None:
-        raise StateError(f"{language_dir(run, language)}: no {MERGED_FILE}; rerun the translate stage")
-    return sealed[1]
 
 
 def _empty():
@@ -219,7 +174,7 @@ def discard_stale(cfg: Any, run: RunDir, ctx: StageContext) -> None:
     everything a translation depends on. Shard jobs share the inputs file, so they keep each other's parts
     (``force`` is ignored in a sharded job: run the stage once unsharded with force=true to redo it).
     """
-    folder = translated_dir(run)
+    folder = run.translated
     stored = recorded_inputs(folder)
     sharded = int(cfg.translate.num_shards) > 1
     if ctx.force and sharded:
@@ -251,7 +206,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         if hasattr(translator, "check_languages"):
             translator.check_languages([tcfg.source_language, *languages])
         log.info("translate: %d of %d units to do in shard %d/%d", len(todo), len(units), tcfg.shard_index, tcfg.num_shards)
-        with TranslationCache(cache_path(cfg.translate, run)) as cache:
+        with TranslationCache(run.translation_cache(tcfg.cache_dir)) as cache:
             for unit in todo:
                 translate_unit(cfg, run, unit, source, translator, cache)
     merged = {lang: merged_units(run, lang) for lang in languages}

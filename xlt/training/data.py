@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,11 @@ from xlt.run.layout import RunDir
 log = logging.getLogger("xlt.training")
 
 
-def load_training_set(training: TrainingConfig, run: RunDir, read_train_set: Callable[[], DatasetDict]) -> DatasetDict:
-    """The training set ``read_train_set`` (from the stage) reads, checked and cut to ``training.max_train_rows``
-    / ``max_dev_rows``: the translate-train-all union when the recipe configures translations
-    (:func:`translate_train_all`; :func:`xlt.translation.union.build_train_all`), else the English training set
-    checked against what the build_data stage wrote."""
-    ds = read_train_set()
+def load_training_set(training: TrainingConfig, run: RunDir, ds: DatasetDict) -> DatasetDict:
+    """The training set ``ds`` the stage read, checked and cut to ``training.max_train_rows`` / ``max_dev_rows``:
+    the translate-train-all union when the recipe configures translations (:func:`translate_train_all`;
+    :func:`xlt.translation.union.build_train_all`), else the English training set checked against what the
+    build_data stage wrote (:func:`xlt.run.artifacts.checked_train_set`)."""
     for split in ("train", "dev"):
         if split not in ds:
             raise DataError(f"{run.train_set}: split '{split}' is missing (found {sorted(ds)})")

@@ -9,8 +9,10 @@ Modules, in the order data flows through them:
 * :mod:`~xlt.translation.dataset`   translate one dataset into one language: unique segments, cache,
   batches, re-assembly, quality rules.
 * :mod:`~xlt.translation.quality`   empty / unchanged / runaway / duplicate-option checks and their rules.
-* :mod:`~xlt.translation.layout`    where the stage (:mod:`xlt.stages.translate`) keeps translations and the cache.
 * :mod:`~xlt.translation.importer`  pre-translated data (``translate.import_dir``).
 * :mod:`~xlt.translation.union`     the translate-train-all training set (English + translations, sampling).
 * :mod:`~xlt.translation.translate_test` benchmark items into English.
+
+Where translations live in a run directory (merged languages, the stage's parts, the segment cache) is the
+run directory's layout (:class:`xlt.run.layout.RunDir`); their checked readers are :mod:`xlt.run.artifacts`.
 """

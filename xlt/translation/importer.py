@@ -27,9 +27,8 @@ from xlt.config.translate import TranslateConfig
 from xlt.data.schema import TRAIN_FEATURES, TRANSLATED_FEATURES, check_record
 from xlt.errors import ConfigError, DataError
 from xlt.run.files import atomic_dir
-from xlt.run.layout import RunDir
+from xlt.run.layout import MERGED_FILE, RunDir
 from xlt.run.state import seal
-from xlt.translation.layout import MERGED_FILE, language_dir
 from xlt.translation.quality import QualityStats
 from xlt.translation.report import write_report
 from xlt.translation.storage import save_dataset
@@ -185,7 +184,7 @@ def import_translations(translate: TranslateConfig, run: RunDir, provenance: dic
                 st.add("duplicate_rows", n=dropped[split])
             st.add("rows_out", n=dd[split].num_rows)
             per_language[lang][split] = st
-        with atomic_dir(language_dir(run, lang)) as tmp:
+        with atomic_dir(run.translated_language(lang)) as tmp:
             save_dataset(dd, tmp)
             seal(tmp, MERGED_FILE, {"units": [f"imported from {import_dir}"],
                                     "stats": {s: st.to_json() for s, st in per_language[lang].items()}})

@@ -25,7 +25,6 @@ from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
 from xlt.translation.engines import build_translator
 from xlt.translation.engines.base import Translator
-from xlt.translation.layout import cache_path
 from xlt.translation.quality import QualityStats
 
 _FLORES = re.compile(r"^[a-z]{3}_[A-Z][a-z]{3}$")
@@ -103,7 +102,7 @@ class TranslateTestRunner:
     ``machine_translate_from``) into ``language`` instead: the machine-translated version of a test set,
     its counts under ``run/data/machine_translated/``. The translator comes from the ``translate`` config
     group (model, batch size, limits; its ``languages`` are not used), the cache from
-    :func:`xlt.translation.layout.cache_path`, so reruns only score.
+    :meth:`xlt.run.layout.RunDir.translation_cache`, so reruns only score.
     """
 
     def __init__(self, translate: TranslateConfig, run: RunDir, translator: Translator | None = None,
@@ -130,7 +129,7 @@ class TranslateTestRunner:
 
     def _translate(self, items: Dataset, benchmark: str, language: str, target: str, record: str) -> Dataset:
         stats: dict[str, QualityStats] = {}
-        with TranslationCache(cache_path(self.translate, self.run)) as cache:
+        with TranslationCache(self.run.translation_cache(self.translate.cache_dir)) as cache:
             out = translate_items(items, self.translator, cache, target, stats=stats,
                                   commit_every=int(self.translate.commit_every))
         merged = QualityStats()

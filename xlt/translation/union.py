@@ -22,7 +22,7 @@ a training-seed sweep trains on the same rows. The result is shuffled (seeded) s
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -31,10 +31,9 @@ from datasets import Dataset, DatasetDict, concatenate_datasets
 from xlt.config.translate import TranslateConfig
 from xlt.data.schema import TRANSLATED_FEATURES
 from xlt.errors import ConfigError, DataError
+from xlt.run.artifacts import checked_train_set, checked_translation
 from xlt.run.layout import RunDir
-from xlt.run.state import Damaged, read_sealed
 from xlt.translation.importer import find_languages
-from xlt.translation.layout import MERGED_FILE, language_dir
 
 log = logging.getLogger(__name__)
 
@@ -86,45 +85,29 @@ def union_languages(translate: TranslateConfig, stages: Sequence[str]) -> list[s
     return languages
 
 
-def load_languages(translate: TranslateConfig, stages: Sequence[str], run: RunDir,
-                   read_english: Callable[[], DatasetDict]) -> dict[str, DatasetDict]:
-    """The English set (as ``eng_Latn``, if included; ``read_english`` from the stage: the checked training
-    set) and each translated language (:func:`union_languages`), memory-mapped."""
+def load_languages(translate: TranslateConfig, stages: Sequence[str], run: RunDir) -> dict[str, DatasetDict]:
+    """The English set (as ``eng_Latn``, if included: the training set checked against what the build_data
+    stage wrote) and each translated language (:func:`union_languages`; checked against its seal),
+    memory-mapped (:mod:`xlt.run.artifacts`)."""
     sources: dict[str, DatasetDict] = {}
     scfg = translate.sampling
     if scfg.include_english:
-        eng = read_english()
+        eng = checked_train_set(run)
         sources[translate.source_language] = DatasetDict(
             {s: english_with_language(eng[s], translate.source_language) for s in eng}
         )
     for lang in union_languages(translate, stages):
-        path = language_dir(run, lang)
-        if not path.exists():
-            raise ConfigError(
-                f"translate-train-all: translations into {lang!r} are configured (translate.languages / "
-                f"translate.import_dir) but {path} does not exist: run the translate stage first "
-                "(python -m xlt.translate with the same recipe, or add `translate` to stages), or train on "
-                "English only with translate=none."
-            )
-        try:  # sealed by the translate stage (or the importer) with its data's fingerprint
-            sealed = read_sealed(path, MERGED_FILE)
-        except Damaged as err:
-            raise DataError(f"{err}; rerun the translate stage (it redoes the damaged language)") from None
-        if sealed is None:
-            raise DataError(f"{path}: the translation of {lang} is unfinished (no {MERGED_FILE}); rerun the "
-                            "translate stage")
-        sources[lang] = sealed[1]
+        sources[lang] = checked_translation(run, lang)
     if not sources:
         raise ConfigError("translate-train-all has no data: translate.languages is empty and include_english=false")
     return sources
 
 
-def build_train_all(translate: TranslateConfig, run: RunDir, read_english: Callable[[], DatasetDict], *,
-                    seed: int, stages: Sequence[str]) -> DatasetDict:
+def build_train_all(translate: TranslateConfig, run: RunDir, *, seed: int, stages: Sequence[str]) -> DatasetDict:
     """English + translations as one DatasetDict train/dev (TRANSLATED_FEATURES), sampled and shuffled;
     ``seed``: ``data.seed`` (sampling and shuffling); ``stages``: the run's (:func:`union_languages`)."""
     scfg = translate.sampling
-    sources = load_languages(translate, stages, run, read_english)
+    sources = load_languages(translate, stages, run)
     seed = int(seed)
     rng = np.random.default_rng(seed)
     train_sizes = language_sizes(
