@@ -40,22 +40,32 @@ def verified_result(run: RunDir, benchmark: str, language: str) -> dict[str, Any
     draws = result.get("draws")
     k = int(draws["k"]) if isinstance(draws, dict) and isinstance(draws.get("k"), int) else None
     if k is not None and any(not isinstance(p.get("draws"), list) or len(p["draws"]) != k for p in preds):
-        raise Damaged(preds_file, f"a prediction lacks the {k} draws its result {path.name} says it was scored over")
+        raise Damaged(
+            preds_file, f"a prediction lacks the {k} draws its result {path.name} says it was scored over"
+        )
     # Right answers: over every draw (protocol=paper), else over the predictions.
     correct = sum(right_answers(p) for p in preds)
     acc = 100.0 * correct / (len(preds) * (k or 1)) if preds else None
-    if len(preds) != result["n"] or correct != result["correct"] or (
-            acc is not None and not math.isclose(acc, result["accuracy"], rel_tol=1e-9, abs_tol=1e-9)):
-        raise Damaged(path, f"disagrees with its predictions {preds_file.name} (result: n={result['n']}, correct="
-                            f"{result['correct']}, accuracy={result['accuracy']}; predictions: n={len(preds)}, "
-                            f"correct={correct})")
+    if (
+        len(preds) != result["n"]
+        or correct != result["correct"]
+        or (acc is not None and not math.isclose(acc, result["accuracy"], rel_tol=1e-9, abs_tol=1e-9))
+    ):
+        raise Damaged(
+            path,
+            f"disagrees with its predictions {preds_file.name} (result: n={result['n']}, correct="
+            f"{result['correct']}, accuracy={result['accuracy']}; predictions: n={len(preds)}, "
+            f"correct={correct})",
+        )
     if "chance" in result:
         problem = _chance_problem(result["chance"], preds)
         if problem:
             raise Damaged(path, f"disagrees with its predictions {preds_file.name}: {problem}")
     tag = result_job(result)
     if tag is not None and any(p.get("job") != tag for p in preds):
-        raise Damaged(preds_file, "holds predictions of another computation than its result (job hash differs)")
+        raise Damaged(
+            preds_file, "holds predictions of another computation than its result (job hash differs)"
+        )
     return result
 
 
@@ -74,7 +84,9 @@ def result_problem(run: RunDir, benchmark: str, language: str, current: str | No
         return f"damaged: {err}"
     if result is None:
         return "missing"
-    if current is not None and (not isinstance(result.get("provenance"), dict) or result_job(result) != current):
+    if current is not None and (
+        not isinstance(result.get("provenance"), dict) or result_job(result) != current
+    ):
         return "computed for another model, data or settings"
     return None
 
@@ -105,8 +117,11 @@ def _chance_problem(chance: Any, preds: list[dict[str, Any]]) -> str | None:
     want = chance_level(counts)
     if chance is None or want is None:
         return None if chance is want else f"chance is {chance}, expected {want} ({len(preds)} predictions)"
-    if isinstance(chance, bool) or not isinstance(chance, (int, float)) or not math.isclose(
-            chance, want, rel_tol=1e-9, abs_tol=1e-9):
+    if (
+        isinstance(chance, bool)
+        or not isinstance(chance, (int, float))
+        or not math.isclose(chance, want, rel_tol=1e-9, abs_tol=1e-9)
+    ):
         return f"chance is {chance!r}, its predictions' option counts give {want}"
     return None
 
@@ -125,9 +140,12 @@ def _read_or_name_the_fix(read: Callable[[], Any], path: Path, damaged_fix: str,
 def read_result(run: RunDir, benchmark: str, language: str) -> dict[str, Any]:
     """The sound result of ``benchmark``/``language`` (:func:`verified_result`); missing or damaged: a
     :class:`DataError` naming the file and the fix."""
-    return _read_or_name_the_fix(lambda: verified_result(run, benchmark, language), run.result(benchmark, language),
-                                 "rerun the evaluate stage (it recomputes exactly this result)",
-                                 "missing; rerun the evaluate stage")
+    return _read_or_name_the_fix(
+        lambda: verified_result(run, benchmark, language),
+        run.result(benchmark, language),
+        "rerun the evaluate stage (it recomputes exactly this result)",
+        "missing; rerun the evaluate stage",
+    )
 
 
 def read_predictions(run: RunDir, benchmark: str, language: str) -> list[dict[str, Any]]:
@@ -135,7 +153,9 @@ def read_predictions(run: RunDir, benchmark: str, language: str) -> list[dict[st
     :class:`DataError` naming the file and the fix."""
     path = run.predictions(benchmark, language)
     fix = f"rerun the evaluate stage for {benchmark}/{language}"
-    return _read_or_name_the_fix(lambda: read_jsonl_state(path, PREDICTION), path, fix, f"predictions missing; {fix}")
+    return _read_or_name_the_fix(
+        lambda: read_jsonl_state(path, PREDICTION), path, fix, f"predictions missing; {fix}"
+    )
 
 
 def first_result(run_path: str | Path, benchmark: str) -> tuple[str, dict[str, Any]] | None:
@@ -157,7 +177,10 @@ def read_plan(run: RunDir, benchmark: str) -> dict[str, Any] | None:
     """A benchmark's ``plan.json``, checked; None when absent or damaged (logged: it is planned again)."""
     plan = read_or_redo(run.plan(benchmark), PLAN, what="planned again from the config")
     if plan is not None and not all(isinstance(x, str) for x in plan["languages"]):
-        redo(Damaged(run.plan(benchmark), "field 'languages' holds a non-string"), "planned again from the config")
+        redo(
+            Damaged(run.plan(benchmark), "field 'languages' holds a non-string"),
+            "planned again from the config",
+        )
         return None
     return plan
 

@@ -40,7 +40,9 @@ from xlt.scoring import declaration
 # How a job's items are translated before scoring (EvalJob.translation; None: read as published, in the
 # original or a human translation).
 TRANSLATE_TEST = "translate-test"  # each item into English (the entry's translate_test)
-MACHINE_TRANSLATED = "machine-translated"  # the source language's items into the job's (machine_translate_from)
+MACHINE_TRANSLATED = (
+    "machine-translated"  # the source language's items into the job's (machine_translate_from)
+)
 
 # The evaluate stage's file input under eval.llm.protocol=paper: the training set the examples come from.
 FEWSHOT_TRAIN_SET = "eval.llm.fewshot_source"
@@ -57,11 +59,15 @@ class EvalJob:
     language: str  # the benchmark's own code
     kind: str  # the benchmark definition's kind (the plan's, for a planned job)
     entry: BenchmarkConfig = field(compare=False, repr=False)
-    read: str = field(compare=False)  # the language whose items are read (machine_translate_from's, else language)
+    read: str = field(
+        compare=False
+    )  # the language whose items are read (machine_translate_from's, else language)
     translation: str | None = field(compare=False)  # TRANSLATE_TEST, MACHINE_TRANSLATED or None
     settings: dict[str, Any] = field(compare=False, repr=False)  # recorded in the result (job_settings)
     config: dict[str, Any] = field(compare=False, repr=False)  # the eval keys of its hash (eval_job_values)
-    fewshot: dict[str, Any] | None = field(compare=False, repr=False)  # protocol=paper: its draws (no train set yet)
+    fewshot: dict[str, Any] | None = field(
+        compare=False, repr=False
+    )  # protocol=paper: its draws (no train set yet)
 
     @property
     def key(self) -> str:
@@ -106,7 +112,9 @@ class EvalJob:
             "translate_test": _settled(files.get("translate_test")) if self.translated else None,
             "upstream": upstream,
         }
-        if files.get("model settings") is not None:  # what the scorer reads of an external eval.model's settings
+        if (
+            files.get("model settings") is not None
+        ):  # what the scorer reads of an external eval.model's settings
             inputs["model settings"] = files["model settings"]
         if self.fewshot is not None:  # the Belebele paper's few-shot draws: absent under the harness protocol
             inputs["fewshot"] = {**self.fewshot, "train_set": files.get(FEWSHOT_TRAIN_SET)}
@@ -131,7 +139,9 @@ class EvalJob:
 
     def problem(self, run: RunDir, current: dict[str, str] | None = None) -> str | None:
         """Why it must be (re)computed (None: its result is sound and, given ``current`` job hashes, current)."""
-        return result_problem(run, self.benchmark, self.language, current[self.key] if current is not None else None)
+        return result_problem(
+            run, self.benchmark, self.language, current[self.key] if current is not None else None
+        )
 
 
 def _settled(translator: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -161,14 +171,26 @@ def job_settings(eval_cfg: EvalConfig, name: str) -> dict[str, Any]:
     # A definition from outside xlt's tree (a definition file of eval.include_path, an installed package's
     # entry point): its file's content or its distribution's version, so an edit without a version bump
     # recomputes its results (absent for xlt's own: their hashes are unchanged).
-    for what, registry, key in (("benchmark definition", BENCHMARKS, b.kind), ("scorer definition", SCORERS,
-                                                                               eval_cfg.scorer)):
+    for what, registry, key in (
+        ("benchmark definition", BENCHMARKS, b.kind),
+        ("scorer definition", SCORERS, eval_cfg.scorer),
+    ):
         identity = registry.identity(key)
         if identity is not None:
             versions[what] = identity
-    settings = {"kind": b.kind, "versions": versions, "split": b.split, "path": b.path, "hub_id": b.hub_id, "revision": b.revision,
-                "max_questions": b.max_questions, "translate_test": bool(b.translate_test),
-                "machine_translate_from": machine_translate_source(b), "model": eval_cfg.model, "scorer": eval_cfg.scorer}
+    settings = {
+        "kind": b.kind,
+        "versions": versions,
+        "split": b.split,
+        "path": b.path,
+        "hub_id": b.hub_id,
+        "revision": b.revision,
+        "max_questions": b.max_questions,
+        "translate_test": bool(b.translate_test),
+        "machine_translate_from": machine_translate_source(b),
+        "model": eval_cfg.model,
+        "scorer": eval_cfg.scorer,
+    }
     settings.update(scorer.result_settings(eval_cfg))
     return settings
 
@@ -188,8 +210,17 @@ def resolve(eval_cfg: EvalConfig, name: str, language: str, kind: str | None = N
     src = machine_translate_source(b)
     read = get_benchmark(b.kind).canonical(src) if src else language
     translation = TRANSLATE_TEST if b.translate_test else MACHINE_TRANSLATED if src else None
-    return EvalJob(name, language, kind or b.kind, b, read, translation, job_settings(eval_cfg, name),
-                   eval_job_values(eval_cfg, name), paper_draws(eval_cfg) if paper_protocol(eval_cfg) else None)
+    return EvalJob(
+        name,
+        language,
+        kind or b.kind,
+        b,
+        read,
+        translation,
+        job_settings(eval_cfg, name),
+        eval_job_values(eval_cfg, name),
+        paper_draws(eval_cfg) if paper_protocol(eval_cfg) else None,
+    )
 
 
 def enabled_benchmarks(eval_cfg: EvalConfig) -> dict[str, Any]:
@@ -211,11 +242,15 @@ def entry_languages(name: str, bcfg: BenchmarkConfig) -> list[str]:
     available = list(bench.languages(bcfg))
     source = bench.canonical(src)
     if source not in available:
-        raise langtab.unknown_code_error(src, available, f"eval.benchmarks.{name}.machine_translate_from: {bcfg.kind} language code")
+        raise langtab.unknown_code_error(
+            src, available, f"eval.benchmarks.{name}.machine_translate_from: {bcfg.kind} language code"
+        )
     langs = [x for x in bench.select_languages(bcfg, available) if x != source]
     if not langs:
-        raise ConfigError(f"eval.benchmarks.{name}: no language to machine-translate {source} into (languages: "
-                          f"{list(bcfg.languages or [])}); list the target languages")
+        raise ConfigError(
+            f"eval.benchmarks.{name}: no language to machine-translate {source} into (languages: "
+            f"{list(bcfg.languages or [])}); list the target languages"
+        )
     return langs
 
 

@@ -17,11 +17,11 @@ from xlt.data.schema import TRAIN_FEATURES
 from xlt.errors import ConfigError
 from xlt.metrics import draws_accuracy_with_ci, spread
 from xlt.run.layout import RunDir
+from xlt.run.results import item_correct, verified_result
 from xlt.run.state import Damaged
+from xlt.scoring.jobs import job_settings, resolve
 from xlt.scoring.llm import paper
 from xlt.scoring.llm.scorer import LLMScorer
-from xlt.run.results import item_correct, verified_result
-from xlt.scoring.jobs import job_settings, resolve
 from xlt.stages import context
 
 
