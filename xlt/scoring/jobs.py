@@ -21,6 +21,7 @@ Jobs are sorted by (benchmark, language) and shard ``i`` of ``n`` takes every ``
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -206,21 +207,25 @@ def paper_draws(eval_cfg: EvalConfig) -> dict[str, Any]:
 def resolve(eval_cfg: EvalConfig, name: str, language: str, kind: str | None = None) -> EvalJob:
     """The job of entry ``name`` (of ``eval_cfg.benchmarks``) in ``language``; ``kind``: the plan's (default:
     the entry's)."""
+    return resolve_entry(eval_cfg, name)(language, kind)
+
+
+def resolve_entry(eval_cfg: EvalConfig, name: str) -> Callable[[str, str | None], EvalJob]:
+    """``(language, kind) -> EvalJob`` for entry ``name``: what the entry's jobs share (its settings, hashed
+    keys, few-shot draws) is resolved once, here."""
     b = eval_cfg.benchmarks[name]
     src = machine_translate_source(b)
-    read = get_benchmark(b.kind).canonical(src) if src else language
+    read = get_benchmark(b.kind).canonical(src) if src else None
     translation = TRANSLATE_TEST if b.translate_test else MACHINE_TRANSLATED if src else None
-    return EvalJob(
-        name,
-        language,
-        kind or b.kind,
-        b,
-        read,
-        translation,
-        job_settings(eval_cfg, name),
-        eval_job_values(eval_cfg, name),
-        paper_draws(eval_cfg) if paper_protocol(eval_cfg) else None,
-    )
+    settings, config = job_settings(eval_cfg, name), eval_job_values(eval_cfg, name)
+    fewshot = paper_draws(eval_cfg) if paper_protocol(eval_cfg) else None
+
+    def job(language: str, kind: str | None = None) -> EvalJob:
+        return EvalJob(
+            name, language, kind or b.kind, b, read or language, translation, settings, config, fewshot
+        )
+
+    return job
 
 
 def enabled_benchmarks(eval_cfg: EvalConfig) -> dict[str, Any]:
@@ -261,7 +266,8 @@ def plan_jobs(eval_cfg: EvalConfig, run: RunDir | None = None) -> list[EvalJob]:
         langs = entry_languages(name, bcfg)
         if run is not None:
             atomic_write_json(run.plan(name), {"benchmark": name, "kind": bcfg.kind, "languages": langs})
-        jobs.extend(resolve(eval_cfg, name, lang) for lang in langs)
+        job = resolve_entry(eval_cfg, name)
+        jobs.extend(job(lang) for lang in langs)
     return sorted(jobs)
 
 
@@ -269,11 +275,11 @@ def planned_jobs(eval_cfg: EvalConfig, run: RunDir) -> list[EvalJob]:
     """The jobs recorded by the evaluate stage (``plan.json``), else planned from the ``eval`` section."""
     jobs: list[EvalJob] = []
     for name, bcfg in enabled_benchmarks(eval_cfg).items():
-        plan = read_plan(run, name)
+        plan, job = read_plan(run, name), resolve_entry(eval_cfg, name)
         if plan is not None:
-            jobs.extend(resolve(eval_cfg, name, lang, plan["kind"]) for lang in plan["languages"])
+            jobs.extend(job(lang, plan["kind"]) for lang in plan["languages"])
         else:
-            jobs.extend(resolve(eval_cfg, name, lang) for lang in entry_languages(name, bcfg))
+            jobs.extend(job(lang) for lang in entry_languages(name, bcfg))
     return sorted(jobs)
 
 
