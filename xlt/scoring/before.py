@@ -14,7 +14,6 @@ language's accuracy.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 from typing import Any
 
@@ -28,8 +27,6 @@ from xlt.run.layout import RunDir
 from xlt.scoring import declaration
 from xlt.scoring.jobs import EvalJob
 from xlt.scoring.results import current_jobs
-
-log = logging.getLogger("xlt.evaluate")
 
 COLUMN = "before_finetuning"
 
