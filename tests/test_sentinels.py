@@ -31,14 +31,13 @@ def _strings(node: ast.AST) -> set[str]:
 
 
 def _functions(tree: ast.AST) -> dict[int, str]:
-    """Line -> name of the innermost function defined around it."""
-    out: dict[int, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
-                if line not in out or node.lineno > out[line][0]:
-                    out[line] = (node.lineno, node.name)  # type: ignore[assignment]
-    return {line: name for line, (_, name) in out.items()}  # type: ignore[misc]
+    """Line -> name of the innermost function defined around it (the one starting last)."""
+    spans = sorted(
+        (node.lineno, node.end_lineno or node.lineno, node.name)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    )
+    return {line: name for start, end, name in spans for line in range(start, end + 1)}
 
 
 def sentinel_comparisons(source: str) -> list[tuple[int, str, str]]:
@@ -108,9 +107,8 @@ def test_each_form_of_a_sentinel_comparison_is_seen():
 
 def test_the_allowed_one_is_there_and_only_in_its_function(tmp_path):
     """The allowance names a function, not a file: the same comparison elsewhere in that file is reported."""
-    assert sentinel_comparisons(
-        (ROOT / "config" / "llm.py").read_text()
-    )  # still there: the allowance is not stale
+    # still there: the allowance is not stale
+    assert sentinel_comparisons((ROOT / "config" / "llm.py").read_text())
     (tmp_path / "config").mkdir()
     (tmp_path / "config" / "llm.py").write_text(
         'def selected(e):\n    return e.scorer == "llm"\n\n\ndef other(e):\n    return e.scorer == "llm"\n'

@@ -41,9 +41,8 @@ from xlt.scoring import declaration
 # How a job's items are translated before scoring (EvalJob.translation; None: read as published, in the
 # original or a human translation).
 TRANSLATE_TEST = "translate-test"  # each item into English (the entry's translate_test)
-MACHINE_TRANSLATED = (
-    "machine-translated"  # the source language's items into the job's (machine_translate_from)
-)
+# the source language's items into the job's language (machine_translate_from)
+MACHINE_TRANSLATED = "machine-translated"
 
 # The evaluate stage's file input under eval.llm.protocol=paper: the training set the examples come from.
 FEWSHOT_TRAIN_SET = "eval.llm.fewshot_source"
@@ -60,15 +59,13 @@ class EvalJob:
     language: str  # the benchmark's own code
     kind: str  # the benchmark definition's kind (the plan's, for a planned job)
     entry: BenchmarkConfig = field(compare=False, repr=False)
-    read: str = field(
-        compare=False
-    )  # the language whose items are read (machine_translate_from's, else language)
+    # the language whose items are read (machine_translate_from's, else language)
+    read: str = field(compare=False)
     translation: str | None = field(compare=False)  # TRANSLATE_TEST, MACHINE_TRANSLATED or None
     settings: dict[str, Any] = field(compare=False, repr=False)  # recorded in the result (job_settings)
     config: dict[str, Any] = field(compare=False, repr=False)  # the eval keys of its hash (eval_job_values)
-    fewshot: dict[str, Any] | None = field(
-        compare=False, repr=False
-    )  # protocol=paper: its draws (no train set yet)
+    # protocol=paper: its draws (the training set's fingerprint joins them in hash_inputs)
+    fewshot: dict[str, Any] | None = field(compare=False, repr=False)
 
     @property
     def key(self) -> str:
@@ -113,9 +110,8 @@ class EvalJob:
             "translate_test": _settled(files.get("translate_test")) if self.translated else None,
             "upstream": upstream,
         }
-        if (
-            files.get("model settings") is not None
-        ):  # what the scorer reads of an external eval.model's settings
+        # what the scorer reads of an external eval.model's settings
+        if files.get("model settings") is not None:
             inputs["model settings"] = files["model settings"]
         if self.fewshot is not None:  # the Belebele paper's few-shot draws: absent under the harness protocol
             inputs["fewshot"] = {**self.fewshot, "train_set": files.get(FEWSHOT_TRAIN_SET)}
