@@ -22,7 +22,7 @@ from xlt import config as xcfg
 from xlt.config.fields import choices_of, dataclass_of
 from xlt.config.keys import declared_exceptions, key_info, leaves, schema_keys
 from xlt.run.layout import RunDir
-from xlt.scoring.results import Job, job_provenance
+from xlt.scoring.jobs import resolve
 from xlt.stages import STAGES, call_stage, context
 
 PLAIN, TT = "bele", "bele_tt"  # a benchmark scored as it is, and one scored through translate-test
@@ -91,7 +91,7 @@ def _hashes(cfg: Any, run: RunDir) -> dict[str, str]:
     out = {stage: context(cfg, run, stage).inputs for stage in STAGES}
     ctx = context(cfg, run, "evaluate")
     for name in (PLAIN, TT):
-        out[f"job {name}"] = job_provenance(cfg.eval, run, Job(name, "fra_Latn", "belebele"), ctx)["job"]
+        out[f"job {name}"] = resolve(cfg.eval, name, "fra_Latn").provenance(ctx)["job"]
     return out
 
 
@@ -193,7 +193,8 @@ def test_translator_setting_recomputes_exactly_the_translate_test_results(tmp_pa
 def test_what_the_translator_resolves_to_is_recorded_and_recomputes_on_the_evaluate_stage(tmp_path, monkeypatch):
     """engine=auto and compute_type=auto resolve on the machine: a result translated by another engine is
     recomputed by the evaluate stage, while a report elsewhere (same settings) does not call it stale."""
-    from xlt.scoring.results import current_jobs, plan_jobs
+    from xlt.scoring.jobs import plan_jobs
+    from xlt.scoring.results import current_jobs
     from xlt.translation import engines
 
     write_belebele(tmp_path / "bele", ["fra_Latn"], n=4)
@@ -206,9 +207,9 @@ def test_what_the_translator_resolves_to_is_recorded_and_recomputes_on_the_evalu
     first = json.loads(tt.read_text())["provenance"]
     assert first["translator"] == ran
     jobs = plan_jobs(cfg.eval)
-    before = current_jobs(cfg.eval, run, jobs, context(cfg, run, "evaluate"))
+    before = current_jobs(jobs, context(cfg, run, "evaluate"))
     ran.update(engine="ctranslate2", dtype="int8")  # ctranslate2 installed since
-    assert current_jobs(cfg.eval, run, jobs, context(cfg, run, "evaluate")) == before  # the report's check: not stale
+    assert current_jobs(jobs, context(cfg, run, "evaluate")) == before  # the report's check: not stale
     plain = (run.eval / PLAIN / "fra_Latn.json").stat().st_mtime_ns
     call_stage("evaluate", cfg, run)
     assert json.loads(tt.read_text())["provenance"]["translator"] == {"engine": "ctranslate2", "dtype": "int8"}
@@ -243,7 +244,6 @@ def test_what_the_scorer_reads_of_an_external_model_enters_the_job_hash(tmp_path
     from xlt.config.keys import key_info
     from xlt.modeling import load as modeling_load
     from xlt.scoring import mc
-    from xlt.stages import evaluate as contract  # the evaluate stage declares what its scorer reads
 
     run = RunDir(tmp_path / "run")
     cfg = _external(tmp_path)
@@ -252,7 +252,7 @@ def test_what_the_scorer_reads_of_an_external_model_enters_the_job_hash(tmp_path
     monkeypatch.setattr(mc.MCScorer, "__init__", lambda self, *a, **k: None)
     mc.MCScorer.from_config(_Reads(cfg, "", seen), run)
     assert {"model.max_length", "model.revision", "model.trust_remote_code"} <= seen
-    assert set(getattr(contract, "MC_MODEL_READS", ())) <= seen
+    assert set(mc.MCScorer.declaration.model_reads) == {k for k in seen if k.startswith("model.")}  # declared: all it reads
     before = _hashes(cfg, run)
     for key in sorted(seen):
         info = key_info(key)
@@ -266,7 +266,7 @@ def test_what_the_scorer_reads_of_an_external_model_enters_the_job_hash(tmp_path
     # the same keys change nothing while the run scores its own model (they reach it through training)
     own = _base(tmp_path)
     OmegaConf.update(own, "eval.scorer", "mc")
-    for key in contract.MC_MODEL_READS:
+    for key in mc.MCScorer.declaration.model_reads:
         assert not _changed(own, key, run) & {"evaluate", f"job {PLAIN}", f"job {TT}"}, key
 
 
@@ -277,6 +277,6 @@ def test_an_external_model_is_recorded_at_the_revision_loaded(tmp_path):
     cfg = _external(tmp_path)
     OmegaConf.update(cfg, "model.revision", "v2")
     ctx = context(cfg, run, "evaluate")
-    assert job_provenance(cfg.eval, run, Job(PLAIN, "fra_Latn", "belebele"), ctx)["model"] == "hub:org/another-model@v2"
+    assert resolve(cfg.eval, PLAIN, "fra_Latn").provenance(ctx)["model"] == "hub:org/another-model@v2"
     assert ctx.record()["data"]["model settings"] == {"model.max_length": cfg.model.max_length,
                                                       "model.revision": "v2", "model.trust_remote_code": False}

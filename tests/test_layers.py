@@ -108,7 +108,7 @@ def _cycle_members(graph: dict[str, set[str]]) -> list[str]:
 def test_the_graph_sees_function_level_imports():
     edges = _edges()
     assert any(e.lazy for e in edges) and any(not e.lazy for e in edges)
-    assert {e.target for e in edges if e.source == "xlt.stages.evaluate"} >= {"xlt.data.benchmarks", "xlt.contract"}
+    assert {e.target for e in edges if e.source == "xlt.stages.evaluate"} >= {"xlt.data.schema", "xlt.contract"}
     # A package's __init__ counts: importing xlt.config.keys runs xlt.config's.
     assert any(e.source == "xlt.data.sources.base" and e.target == "xlt.config" for e in edges)
 
@@ -200,14 +200,6 @@ def test_a_stage_importing_a_stage_would_be_seen():
     assert _stage_chain_depth(graph) == 4
 
 
-# Calls of a library function that pass it a stage's function, each waiting for its fix (module, callee).
-KNOWN_CALLBACKS = {
-    # i43-job removes it (the stage drives the pass before fine-tuning itself); the integrator drops this
-    # entry at the merge.
-    ("xlt.stages.evaluate", "xlt.scoring.before.evaluate"),
-}
-
-
 def _library(module: str) -> bool:
     """A module below the contract (the contract's engine is handed the stages' functions: StageSpec)."""
     return _layer(module) < _layer("xlt.contract")
@@ -274,10 +266,7 @@ def test_no_library_function_takes_a_callback_into_a_stage():
     the stages' functions to a library function; the library reads what it needs through the run directory's
     readers (:mod:`xlt.run.artifacts`) or receives data. Read from the source (an AST walk of every call)."""
     calls = _stage_callbacks()
-    found = [f"{m}:{line} passes a callback to {name}" for m, name, line in calls if (m, name) not in KNOWN_CALLBACKS]
-    assert found == []
-    fixed = KNOWN_CALLBACKS - {(m, name) for m, name, _ in calls}
-    assert not fixed, f"fixed: remove {sorted(fixed)} from KNOWN_CALLBACKS"
+    assert [f"{m}:{line} passes a callback to {name}" for m, name, line in calls] == []
 
 
 def test_a_callback_into_a_stage_would_be_seen():

@@ -32,7 +32,7 @@ from xlt.errors import XltError
 from xlt.resources import compose
 from xlt.run.layout import RunDir, run_name
 from xlt.run.lock import RunLock
-from xlt.scoring.results import Job, verified_result
+from xlt.run.results import verified_result
 from xlt.stages import run_stages
 
 ARGS = ["+recipe=demo_tiny", "training.max_steps=8", "training.eval_steps=4", "training.max_train_rows=256",
@@ -40,17 +40,16 @@ ARGS = ["+recipe=demo_tiny", "training.max_steps=8", "training.eval_steps=4", "t
         "eval.benchmarks.global_mmlu.languages=[en]", "eval.benchmarks.belebele.max_questions=24",
         "eval.benchmarks.global_mmlu.max_questions=24", "eval.bootstrap_samples=50"]
 ALL = ["build_data", "train", "evaluate", "report"]
-JOBS = [Job("belebele", "eng_Latn", "belebele"), Job("belebele", "fra_Latn", "belebele"),
-        Job("global_mmlu", "en", "global_mmlu")]
+JOBS = [("belebele", "eng_Latn"), ("belebele", "fra_Latn"), ("global_mmlu", "en")]
 
 
 def _results(run: RunDir) -> dict[str, dict]:
     keys = ("accuracy", "n", "correct", "ci_low", "ci_high")
     out = {}
-    for j in JOBS:
-        r = verified_result(run, j)  # raises when damaged
-        assert r is not None, j
-        out[f"{j.benchmark}/{j.language}"] = {k: r[k] for k in keys}
+    for benchmark, language in JOBS:
+        r = verified_result(run, benchmark, language)  # raises when damaged
+        assert r is not None, (benchmark, language)
+        out[f"{benchmark}/{language}"] = {k: r[k] for k in keys}
     return out
 
 

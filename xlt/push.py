@@ -45,6 +45,7 @@ from xlt.reporting.model_card import card_problem
 from xlt.run.artifacts import model_problem
 from xlt.run.layout import MODEL_CARD, MODEL_PROVENANCE_FILE, RunDir
 from xlt.run.state import REPORT, Damaged, read_state
+from xlt.scoring.declaration import names_run_model
 from xlt.secrets import SECRET_ENV, secrets_in
 
 # What a model repository holds: the card, configs, safetensors weights, tokenizer files.
@@ -138,7 +139,7 @@ def check_run(run: RunDir) -> dict[str, Any]:
             f"{run.report()} is missing: evaluate the model and write the report first "
             f"(python -m xlt.train +recipe=<recipe> runs every stage)"
         )
-    if report.get("model") != "run":
+    if not names_run_model(report.get("model")):
         raise PushError(f"{run.report()} scores eval.model={report.get('model')!r}, not this run's model")
     evaluated = output_id(run, "evaluate")
     if evaluated is None or report["provenance"].get("upstream", {}).get("evaluate") != evaluated:

@@ -26,6 +26,7 @@ from xlt.config.schema import XltConfig
 from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 from xlt.hub import is_local
+from xlt.scoring import declaration
 
 # Revision of the Hub's automatic Parquet export, used for loading-script datasets (MCTest).
 PARQUET_EXPORT = "refs/convert/parquet"
@@ -81,7 +82,7 @@ def merge(resources: Iterable[Resource]) -> list[Resource]:
 
 
 def _on_hub(name: str | None) -> bool:
-    return (bool(name) and name != TINY_MODEL_ID and name != "run" and name not in PACKAGED_MODEL_IDS
+    return (bool(name) and name != TINY_MODEL_ID and not declaration.names_run_model(name) and name not in PACKAGED_MODEL_IDS
             and name not in PACKAGED_LLM_IDS and not is_local(name))
 
 
@@ -152,7 +153,7 @@ def eval_resources(eval_cfg: EvalConfig, model: ModelConfig, translate: Translat
     before scoring."""
     from xlt.data.benchmarks import get_benchmark  # lazy: start-up time
 
-    e = eval_cfg
+    e, scorer = eval_cfg, declaration.of(eval_cfg)
     out: list[Resource] = []
     for name, b in e.benchmarks.items():
         if b.enabled and uses_translator(b):  # translate-test, or a machine-translated version xlt makes
@@ -161,20 +162,20 @@ def eval_resources(eval_cfg: EvalConfig, model: ModelConfig, translate: Translat
             continue
         splits = [b.split]
         fewshot = get_benchmark(b.kind).fewshot_split
-        if e.scorer == "llm" and e.llm.num_fewshot and fewshot:
+        if scorer.scores_llm and e.llm.num_fewshot and fewshot:
             splits.append(fewshot)  # few-shot examples come from their own split
         hub_id = b.hub_id or get_benchmark(b.kind).default_hub_id
         src = machine_translate_source(b)  # a machine-translated entry reads its source language only
         langs = (get_benchmark(b.kind).canonical(src),) if src else benchmark_languages(b.kind, b)
         out.append(Resource("dataset", hub_id, b.revision, langs, tuple(dict.fromkeys(splits)),
                             used_by=(f"eval.benchmarks.{name}",)))
-    if e.scorer == "llm":
+    if scorer.scores_llm:
         if _on_hub(e.llm.model):
             out.append(Resource("model", e.llm.model, e.llm.revision, used_by=("eval.llm.model",)))
         if e.llm.tokenizer and e.llm.tokenizer != e.llm.model and _on_hub(e.llm.tokenizer):
             out.append(Resource("tokenizer", e.llm.tokenizer, e.llm.revision, used_by=("eval.llm.tokenizer",)))
-    elif e.scorer == "mc":
-        if e.model == "run":
+    elif scorer.scores_encoder:
+        if declaration.names_run_model(e.model):
             # The run's own model; a LoRA adapter reloads its base from the Hub id.
             if model.lora.enabled:
                 out.extend(model_resources(model))

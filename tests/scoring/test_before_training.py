@@ -124,10 +124,14 @@ def test_every_shard_done_counts_the_results_before_fine_tuning(tmp_path, scorer
     cfg0 = _cfg(tmp_path, translated=False, num_shards=2, shard_index=0)
     cfg1 = _cfg(tmp_path, translated=False, num_shards=2, shard_index=1)
     run = RunDir(tmp_path / "run")
-    real = before.evaluate
-    monkeypatch.setattr(before, "evaluate", lambda *a, **k: None)  # shard 0 dies before its untrained pass
+    real = eval_stage.score_jobs
+
+    def trained_pass_only(cfg, view, ctx, jobs, mine, *rest, **kw):  # shard 0 dies before its untrained pass
+        return real(cfg, view, ctx, jobs, [] if view.eval == run.before_training().eval else mine, *rest, **kw)
+
+    monkeypatch.setattr(eval_stage, "score_jobs", trained_pass_only)
     assert call_stage("evaluate", cfg0, run) is None
-    monkeypatch.setattr(before, "evaluate", real)
+    monkeypatch.setattr(eval_stage, "score_jobs", real)
     # shard 1: its own jobs are all done, both passes; shard 0's untrained results are not: not done
     assert call_stage("evaluate", cfg1, run) is None
     assert call_stage("evaluate", cfg0, run) is not None  # shard 0 rerun: everything there now

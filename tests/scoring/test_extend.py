@@ -170,7 +170,7 @@ def test_a_definition_file_enters_the_job_hash_by_its_content(tmp_path):
     import shutil
 
     from xlt import registry
-    from xlt.scoring.results import Job, job_settings
+    from xlt.scoring.jobs import job_settings
 
     folder = tmp_path / "defs"
     folder.mkdir()
@@ -179,7 +179,7 @@ def test_a_definition_file_enters_the_job_hash_by_its_content(tmp_path):
 
     def versions() -> dict:
         cfg = compose("demo_tiny", [f"eval.include_path=[{folder}]", *new_benchmark(data, tmp_path / "m")])
-        return job_settings(cfg.eval, Job("xcsqa", "fr", "xcsqa"))["versions"]
+        return job_settings(cfg.eval, "xcsqa")["versions"]
 
     first = versions()
     assert first["benchmark definition"].startswith("file:xcsqa.py@sha256:")

@@ -15,7 +15,7 @@ from tests.fixtures.benchmarks import write_global_mmlu
 from xlt import config as xcfg
 from xlt.errors import ConfigError
 from xlt.run.layout import RunDir
-from xlt.scoring.results import Job, job_provenance, plan_jobs
+from xlt.scoring.jobs import plan_jobs, resolve
 from xlt.stages import call_stage, context
 from xlt.stages import evaluate as eval_stage
 
@@ -80,7 +80,7 @@ def test_an_edited_source_language_recomputes_the_translations_only(data, tmp_pa
     ctx = context(cfg, run, "evaluate")
 
     def hashes():
-        return {(b, x): job_provenance(cfg.eval, run, Job(b, x, "global_mmlu"), ctx)["job"]
+        return {(b, x): resolve(cfg.eval, b, x).provenance(ctx)["job"]
                 for b, langs in (("gm", LANGS), ("gm_mt", ["de", "sw"])) for x in langs}
 
     before = hashes()
@@ -96,10 +96,10 @@ def test_a_translator_setting_enters_the_machine_translated_results_only(data, t
     run = RunDir(tmp_path / "run")
     cfg = _cfg(data)
     ctx = context(cfg, run, "evaluate")
-    before = {j: job_provenance(cfg.eval, run, j, ctx)["job"] for j in plan_jobs(cfg.eval)}
+    before = {j: j.provenance(ctx)["job"] for j in plan_jobs(cfg.eval)}
     OmegaConf.update(cfg, "translate.max_new_tokens_ratio", 3.0)
     ctx = context(cfg, run, "evaluate")
-    after = {j: job_provenance(cfg.eval, run, j, ctx)["job"] for j in plan_jobs(cfg.eval)}
+    after = {j: j.provenance(ctx)["job"] for j in plan_jobs(cfg.eval)}
     assert {j.benchmark for j in before if before[j] != after[j]} == {"gm_mt"}
 
 

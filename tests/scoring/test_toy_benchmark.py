@@ -18,7 +18,7 @@ from xlt.data.benchmarks.base import Benchmark, convert_split, load_local_file
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 from xlt.run.layout import RunDir
-from xlt.scoring.results import Job, read_result, result_problem
+from xlt.run.results import read_result, result_problem
 from xlt.stages import call_stage
 
 
@@ -122,11 +122,11 @@ def test_gold_scorer_on_three_and_mixed_option_items(toy, tmp_path):
     assert [len(p["scores"]) for p in read_preds(run, "mixed", "eng_Latn")] == [n for n, _ in MIXED]
     # The result agrees with its predictions (count, correct, chance): a rerun reuses it ...
     assert call_stage("evaluate", make_cfg(toy, scorer="gold"), run) == summary
-    assert read_result(run, Job("mixed", "eng_Latn", "toy_mixed"))["chance"] == mixed["chance"]
+    assert read_result(run, "mixed", "eng_Latn")["chance"] == mixed["chance"]
     # ... and a result whose chance level no longer matches its predictions is damaged (recomputed).
     path = run.eval / "mixed" / "eng_Latn.json"
     path.write_text(json.dumps({**mixed, "chance": 25.0}))
-    assert "chance is 25.0" in result_problem(run, Job("mixed", "eng_Latn", "toy_mixed"))
+    assert "chance is 25.0" in result_problem(run, "mixed", "eng_Latn")
     call_stage("evaluate", make_cfg(toy, scorer="gold"), run)
     assert read_res(run, "mixed", "eng_Latn")["chance"] == pytest.approx(MIXED_CHANCE)
 

@@ -9,7 +9,7 @@ Every schema field is a plain dataclass field; :func:`opt` adds metadata that tw
   puts an override of the key into the run directory's name even though it only affects evaluation
   (e.g. ``eval.model``: another model is another run); ``split`` marks keys that only say how work is
   divided between jobs (dropped from the prefetch command too);
-* **the hashes of results** (:mod:`xlt.config.keys`, :mod:`xlt.contract`, :mod:`xlt.scoring.results`):
+* **the hashes of results** (:mod:`xlt.config.keys`, :mod:`xlt.contract`, :mod:`xlt.scoring.jobs`):
   ``translator`` marks a setting of the translator, which translate-test results depend on too (the
   evaluate stage translates with the ``translate`` group's model); ``when=(key, value)`` says a key only
   changes a result while ``key`` has ``value`` (``eval.llm.*`` only for ``eval.scorer=llm``);

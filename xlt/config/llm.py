@@ -6,6 +6,7 @@ Hooked into :class:`xlt.config.eval.EvalConfig` as ``llm: LLMConfig``; used when
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from xlt.config.fields import neutral, opt
 
@@ -13,6 +14,14 @@ from xlt.config.fields import neutral, opt
 PROTOCOLS = ("harness", "paper")
 # The keys of the paper protocol: absent from a harness result's recorded settings and hashes.
 PAPER_KEYS = ("protocol", "fewshot_draws", "fewshot_source")
+
+
+def selected(eval_cfg: Any) -> bool:
+    """Whether ``eval.scorer`` selects the scorer this section configures (:class:`xlt.scoring.llm.scorer.LLMScorer`,
+    registered as ``llm``). The config checks (:mod:`xlt.config.rules`) run below the scorers' layer, before any
+    scorer loads, so they ask this, not the scorer's declaration (:mod:`xlt.scoring.declaration`): the one
+    comparison of ``eval.scorer`` to a name outside ``xlt/scoring`` (``tests/test_sentinels.py``)."""
+    return eval_cfg.scorer == "llm"
 
 
 @dataclass

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from xlt.config.data import source_names
+from xlt.config.llm import selected as llm_selected
 from xlt.config.model import UNSET_CHECKPOINT
 from xlt.config.training import resolve_deepspeed
 from xlt.config.translate import device_error
@@ -115,10 +116,10 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
     if stages and ("evaluate" in stages or "report" in stages):
         if not any(b.enabled for b in e.benchmarks.values()):
             out.append("eval.benchmarks has no enabled benchmark (empty benchmark selection)")
-    if e.scorer == "llm" and not e.llm.model and stages and "evaluate" in stages:
+    if llm_selected(e) and not e.llm.model and stages and "evaluate" in stages:
         out.append("eval.scorer=llm needs eval.llm.model=<Hub id or local folder of a causal LM>")
     if e.llm.protocol == "paper":
-        if e.scorer != "llm" or e.llm.mode != "loglikelihood":
+        if not llm_selected(e) or e.llm.mode != "loglikelihood":
             out.append("eval.llm.protocol=paper (the Belebele paper's few-shot protocol) applies to eval.scorer=llm "
                        f"with eval.llm.mode=loglikelihood (got scorer={e.scorer}, mode={e.llm.mode})")
         if e.llm.num_fewshot < 1:
@@ -134,10 +135,10 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
             out.append(f"eval.benchmarks.{name}: machine_translate_from (translate the {b.machine_translate_from} "
                        "items into each language) and translate_test (translate each language into English) "
                        "exclude each other; use two entries")
-        if b.enabled and e.scorer == "llm" and e.llm.protocol == "paper" and b.kind is not None and b.kind != "belebele":
+        if b.enabled and llm_selected(e) and e.llm.protocol == "paper" and b.kind is not None and b.kind != "belebele":
             out.append(f"eval.llm.protocol=paper is the Belebele paper's few-shot protocol; eval.benchmarks.{name} is "
                        f"{b.kind}: disable it (eval.benchmarks.{name}.enabled=false) or use eval.llm.protocol=harness")
-        if (b.enabled and b.machine_translate_from and e.scorer == "llm" and e.llm.num_fewshot
+        if (b.enabled and b.machine_translate_from and llm_selected(e) and e.llm.num_fewshot
                 and stages and "evaluate" in stages):
             out.append(f"eval.benchmarks.{name}: few-shot examples of a machine-translated entry would come from "
                        "the human-translated dev split, not from machine translations; use eval.llm.num_fewshot=0 "

@@ -32,9 +32,10 @@ from xlt.config.eval import EvalConfig
 from xlt.config.model import ModelConfig
 from xlt.run.files import atomic_write_text, json_text, strict_json
 from xlt.run.layout import RunDir
+from xlt.run.results import first_result
 from xlt.run.state import REPORT, Damaged, read_state
 from xlt.scoring.before import COLUMN as BEFORE
-from xlt.scoring.results import first_result
+from xlt.scoring.declaration import names_run_model
 from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 
 WEB = Path(__file__).resolve().parent / "web"
@@ -227,7 +228,7 @@ def run_page(eval_cfg: EvalConfig, model: ModelConfig, results: dict[str, Any], 
     recipe name and seed label it."""
     from xlt.reporting.tables import headline, summary_frames  # lazy: start-up time
 
-    scored = eval_cfg.model if eval_cfg.model != "run" else f"run's model ({model.name_or_path})"
+    scored = eval_cfg.model if not names_run_model(eval_cfg.model) else f"run's model ({model.name_or_path})"
     meta = [["recipe", str(recipe_name)], ["model", str(scored)], ["scorer", str(eval_cfg.scorer)],
             ["seed", str(seed)], ["intervals", f"95% bootstrap, {eval_cfg.bootstrap_samples} resamples"],
             ["xlt", (provenance or {}).get("xlt_version", __version__)]]
@@ -243,6 +244,11 @@ def run_page(eval_cfg: EvalConfig, model: ModelConfig, results: dict[str, Any], 
         sections.append({"title": res.heading, "blocks": blocks})
     return {"title": f"xlt report: {recipe_name}", "subtitle": "accuracies in %", "meta": meta,
             "notes": [n.strip() for n in (notes or []) if n.strip()], "sections": sections}
+
+
+def _names_another_model(value: Any) -> bool:
+    """Whether a compared run's ``eval.model`` (its stored config) names another model than the run's own."""
+    return value is not None and not names_run_model(value)
 
 
 def _num(v: Any) -> str:
@@ -297,7 +303,7 @@ def compare_page(runs: list[Any], payload: dict[str, Any]) -> dict[str, Any]:
         prov = run_provenance(r.path) or {}
         cfg = r.config
         run_rows.append({"run": r.label, "baseline": r is runs[0], "seed": r.seed,
-                         "model": (cfg.get("eval") or {}).get("model") if (cfg.get("eval") or {}).get("model") not in (None, "run")
+                         "model": (cfg.get("eval") or {}).get("model") if _names_another_model((cfg.get("eval") or {}).get("model"))
                          else (cfg.get("model") or {}).get("name_or_path"),
                          "scorer": (cfg.get("eval") or {}).get("scorer"),
                          "setting": setting_of.get(r.label, ""),

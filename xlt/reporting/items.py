@@ -26,7 +26,7 @@ import pandas as pd
 
 from xlt import languages as langtab
 from xlt.run.layout import RunDir
-from xlt.scoring.results import Job, read_predictions
+from xlt.run.results import read_predictions
 
 DEFAULT_SHARE = 0.8  # an item right in at least this share of the other languages, for every system
 MIN_OTHER = 3  # other languages an item needs for the share to say anything
@@ -58,7 +58,7 @@ def read_system(
         per = [
             {
                 str(p["id"]): p
-                for p in read_predictions(RunDir(r.path), Job(benchmark, lang, r.results[benchmark].kind))
+                for p in read_predictions(RunDir(r.path), benchmark, lang)
             }
             for r in with_it
         ]

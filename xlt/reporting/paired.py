@@ -17,7 +17,7 @@ from xlt.metrics import bootstrap_mean_diff
 from xlt.reporting.systems import System
 from xlt.reporting.verdicts import ALPHA
 from xlt.run.layout import RunDir
-from xlt.scoring.results import Job, item_correct, read_predictions
+from xlt.run.results import item_correct, read_predictions
 
 _ROWS: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
 
@@ -26,13 +26,13 @@ def run_predictions(run: Any, benchmark: str, lang: str) -> list[dict[str, Any]]
     """The run's prediction rows of one language (read once per :func:`check_findings` call)."""
     key = (str(run.path), benchmark, lang)
     if key not in _ROWS:
-        _ROWS[key] = read_predictions(RunDir(run.path), Job(benchmark, lang, run.results[benchmark].kind))
+        _ROWS[key] = read_predictions(RunDir(run.path), benchmark, lang)
     return _ROWS[key]
 
 
 def _correct(run: Any, benchmark: str, lang: str) -> dict[str, float]:
     """Per question id, whether the run answered it right (1/0; an LLM result over several few-shot draws: the
-    share of its draws that did, :func:`xlt.scoring.results.item_correct`)."""
+    share of its draws that did, :func:`xlt.run.results.item_correct`)."""
     return {str(p["id"]): item_correct(p) for p in run_predictions(run, benchmark, lang)}
 
 

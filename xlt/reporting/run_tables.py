@@ -37,8 +37,8 @@ from xlt.metrics import paired_bootstrap
 from xlt.registry import BENCHMARKS, include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run.layout import PLAN_FILE, RunDir
+from xlt.run.results import item_correct, read_predictions
 from xlt.run.state import Damaged, read_text
-from xlt.scoring.results import Job, item_correct, read_predictions
 from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.secrets import REDACTED
 
@@ -234,15 +234,13 @@ def paired_differences(runs: list[RunInfo], benchmark: str, samples: int = 1000,
     rows = []
     if benchmark not in base.results:
         return pd.DataFrame()
-    kind = base.results[benchmark].kind
     for other in runs[1:]:
         if benchmark not in other.results:
             continue
         shared = set(base.results[benchmark].per_language["language"]) & set(other.results[benchmark].per_language["language"])
         for lang in sorted(shared):
-            job = Job(benchmark, lang, kind)
-            pa = {p["id"]: item_correct(p) for p in read_predictions(RunDir(base.path), job)}
-            pb = {p["id"]: item_correct(p) for p in read_predictions(RunDir(other.path), job)}
+            pa = {p["id"]: item_correct(p) for p in read_predictions(RunDir(base.path), benchmark, lang)}
+            pb = {p["id"]: item_correct(p) for p in read_predictions(RunDir(other.path), benchmark, lang)}
             ids = sorted(set(pa) & set(pb))
             test = paired_bootstrap([pa[i] for i in ids], [pb[i] for i in ids], samples, seed)
             rows.append({"language": lang, "run": other.label, "baseline": base.label, "n": len(ids), **test,

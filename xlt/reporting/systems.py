@@ -23,7 +23,8 @@ import numpy as np
 from xlt.config.eval import is_machine_translated as machine_translated_entry
 from xlt.config.translate import translate_train_all
 from xlt.reporting.run_tables import group_label, seed_groups
-from xlt.scoring.results import first_result
+from xlt.run.results import first_result
+from xlt.scoring import declaration
 
 # The model families xlt tells apart from a run's config.
 FAMILIES = ("XLM-R", "XLM-V", "InfoXLM")
@@ -65,8 +66,8 @@ def _get(cfg: dict[str, Any], dotted: str, default: Any = None) -> Any:
 
 def scored_model_names(cfg: dict[str, Any]) -> list[str]:
     """The names the scored model goes by in the config: the run's ``model`` section, or ``eval.model``."""
-    evm = _get(cfg, "eval.model", "run")
-    if evm not in (None, "run"):
+    evm = _get(cfg, "eval.model")
+    if evm is not None and not declaration.names_run_model(evm):
         return [str(evm)]
     return [str(v) for v in (_get(cfg, "model.name"), _get(cfg, "model.name_or_path")) if v]
 
@@ -88,7 +89,7 @@ def model_size(cfg: dict[str, Any]) -> str | None:
 
 
 def training_setting(cfg: dict[str, Any]) -> str:
-    if _get(cfg, "eval.scorer") == "llm":
+    if declaration.declaration(_get(cfg, "eval.scorer")).scores_llm:
         return "llm"
     # Plain values, never an OmegaConf node: a compared run's config.yaml is read, not resolved (no resolver runs).
     view = SimpleNamespace(translate=SimpleNamespace(languages=_get(cfg, "translate.languages") or [],
@@ -102,7 +103,7 @@ def make_systems(groups: list[list[Any]]) -> list[System]:
     for g in groups:
         cfg = g[0].config
         llm = None
-        if _get(cfg, "eval.scorer") == "llm":
+        if declaration.declaration(_get(cfg, "eval.scorer")).scores_llm:
             llm = json.dumps({"model": _get(cfg, "eval.model"), "llm": _get(cfg, "eval.llm")}, sort_keys=True, default=str)
         out.append(System(group_label(g), g, model_family(cfg), model_size(cfg), training_setting(cfg),
                           json.dumps(_get(cfg, "model") or {}, sort_keys=True, default=str), llm))

@@ -24,18 +24,11 @@ from xlt.data.benchmarks import Benchmark, get_benchmark
 from xlt.errors import DataError
 from xlt.metrics import summarize
 from xlt.run.layout import RunDir
+from xlt.run.results import read_result
 from xlt.run.state import PLAN, Damaged, read_state
 from xlt.scoring import before
-from xlt.scoring.results import (
-    Job,
-    current_jobs,
-    enabled_benchmarks,
-    missing_jobs,
-    missing_message,
-    planned_jobs,
-    read_result,
-    result_path,
-)
+from xlt.scoring.jobs import enabled_benchmarks, planned_jobs
+from xlt.scoring.results import current_jobs, missing_jobs, missing_message
 from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 
 # The chance level of a result written before results recorded theirs (every benchmark then had 4 options).
@@ -126,7 +119,7 @@ def collect(eval_cfg: EvalConfig, model: ModelConfig, run: RunDir, evaluate_ctx:
     missing = missing_jobs(run, jobs)
     if missing:
         raise DataError(f"{run.eval}: " + missing_message(missing, int(eval_cfg.num_shards)))
-    stale = missing_jobs(run, jobs, current_jobs(eval_cfg, run, jobs, evaluate_ctx))
+    stale = missing_jobs(run, jobs, current_jobs(jobs, evaluate_ctx))
     if stale:
         raise DataError(f"{run.eval}: {len(stale)} result(s) were computed for another model, data or settings "
                         f"than this config's (e.g. {stale[0].benchmark}/{stale[0].language}); rerun the evaluate "
@@ -136,7 +129,7 @@ def collect(eval_cfg: EvalConfig, model: ModelConfig, run: RunDir, evaluate_ctx:
     out: dict[str, BenchmarkResults] = {}
     for name, bcfg in enabled_benchmarks(eval_cfg).items():
         bjobs = [j for j in jobs if j.benchmark == name]
-        res = results_from_files(name, bjobs[0].kind if bjobs else bcfg.kind, [read_result(run, j) for j in bjobs], groups)
+        res = results_from_files(name, bjobs[0].kind if bjobs else bcfg.kind, [read_result(run, j.benchmark, j.language) for j in bjobs], groups)
         if untrained:
             res.per_language[before.COLUMN] = [untrained.get((name, lang), float("nan"))
                                                for lang in res.per_language["language"]]
@@ -163,12 +156,11 @@ def load_run_results(run_path: str | Path, groups: dict[str, str] | None = None)
             plan = read_state(plan_file, PLAN)
         except Damaged as err:
             raise DataError(f"{err}; rerun the evaluate stage of {run.path} (it rewrites the plan)") from None
-        jobs = [Job(plan["benchmark"], lang, plan["kind"]) for lang in plan["languages"]]
-        missing = [j for j in missing_jobs(run, jobs) if not result_path(run, j).exists()]  # damaged: read_result says why
+        name, langs = plan["benchmark"], plan["languages"]
+        missing = [(name, lang) for lang in langs if not run.result(name, lang).exists()]  # damaged: read_result says why
         if missing:
             raise DataError(f"{run.eval}: " + missing_message(missing))
-        out[plan["benchmark"]] = results_from_files(plan["benchmark"], plan["kind"],
-                                                    [read_result(run, j) for j in jobs], groups)
+        out[name] = results_from_files(name, plan["kind"], [read_result(run, name, lang) for lang in langs], groups)
     if not out:
         raise DataError(f"{run.path}: no evaluation results (eval/<benchmark>/plan.json); run the evaluate stage")
     return out

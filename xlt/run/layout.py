@@ -117,14 +117,21 @@ def world_size() -> int:
 class RunDir:
     """Paths and stage bookkeeping of one run directory (the layout in the module docstring)."""
 
-    def __init__(self, path: str | os.PathLike[str]):
+    def __init__(self, path: str | os.PathLike[str], *, eval_dir: str = EVAL_DIR):
         self.path = Path(path)
+        self._eval_dir = eval_dir  # EVAL_DIR, or EVAL_BEFORE_DIR in the view before_training() gives
+
+    def before_training(self) -> RunDir:
+        """The same run directory with its evaluation folder ``eval_before/``: where the results of the model
+        before fine-tuning live (``eval.before_training``), in the layout of ``eval/``."""
+        return RunDir(self.path, eval_dir=EVAL_BEFORE_DIR)
 
     def __truediv__(self, other: str) -> Path:
         return self.path / other
 
     def __repr__(self) -> str:
-        return f"RunDir({str(self.path)!r})"
+        view = f", eval_dir={self._eval_dir!r}" if self._eval_dir != EVAL_DIR else ""
+        return f"RunDir({str(self.path)!r}{view})"
 
     # --- the run's own records ---
     @property
@@ -243,7 +250,8 @@ class RunDir:
     # --- evaluate ---
     @property
     def eval(self) -> Path:
-        return self.path / EVAL_DIR
+        """``eval/`` (``eval_before/`` in the view :meth:`before_training` gives)."""
+        return self.path / self._eval_dir
 
     def bench_dir(self, benchmark: str) -> Path:
         return self.eval / benchmark

@@ -27,10 +27,16 @@ from xlt.data.schema import option_counts
 from xlt.errors import ConfigError
 from xlt.modeling.features import MODEL_INPUTS, MCCollator, tokenize_mc
 from xlt.progress import progress_bar
+from xlt.scoring.declaration import EVAL_MODEL, ScorerDeclaration, names_run_model
 
 
 class MCScorer:
     """Multiple-choice head logits as scores."""
+
+    # It scores eval.model; of another model than the run's it reads these keys of the model section (in the
+    # evaluate stage's inputs and job hashes then; through the train stage when it is the run's own model).
+    declaration = ScorerDeclaration(version=1, scores=EVAL_MODEL,
+                                    model_reads=("model.max_length", "model.revision", "model.trust_remote_code"))
 
     def __init__(self, model: Any, tokenizer: Any, *, max_length: int, batch_size: int = 64,
                  device: str | torch.device | None = None, progress: bool = True):
@@ -52,7 +58,8 @@ class MCScorer:
         from xlt.modeling.load import load_trained  # lazy: start-up time
 
         source = cfg.eval.model
-        if source == "run":
+        own = names_run_model(source)
+        if own:
             path = Path(run.model)
             if not path.is_dir():
                 raise ConfigError(
@@ -60,10 +67,9 @@ class MCScorer:
                     "eval.model=/path/to/model (or a Hub id)"
                 )
             source = str(path)
-        # What is read of the model section: xlt.stages.evaluate.MC_MODEL_READS (in the evaluate stage's inputs and
-        # job hashes when eval.model is another model; through the train stage when it is the run's).
+        # What is read of the model section: declaration.model_reads (tests/test_hash_coverage.py checks the list).
         model, tokenizer = load_trained(source, trust_remote_code=cfg.model.trust_remote_code,
-                                        revision=cfg.model.revision if cfg.eval.model != "run" else None)
+                                        revision=None if own else cfg.model.revision)
         return cls(model, tokenizer, max_length=cfg.model.max_length, batch_size=cfg.eval.batch_size)
 
     def _autocast(self) -> contextlib.AbstractContextManager:

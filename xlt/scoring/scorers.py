@@ -9,7 +9,8 @@ answers); the evaluate stage stores it in that language's result file under ``sc
 
 The registry (:data:`xlt.registry.SCORERS`) holds ``"module:attr"`` references, imported on first use, so
 scorers with heavy or optional dependencies register without being imported; an installed package adds
-one with an entry point in the group ``xlt.scorers``.
+one with an entry point in the group ``xlt.scorers``. Each scorer declares its version, the model it scores
+and what it reads (:mod:`xlt.scoring.declaration`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from datasets import Dataset
 from xlt.data.schema import option_counts
 from xlt.errors import ConfigError
 from xlt.registry import SCORERS
+from xlt.scoring.declaration import ScorerDeclaration
 
 
 class Scorer(Protocol):
@@ -38,6 +40,8 @@ def empty_scores(counts: Any, fill: float = 0.0) -> np.ndarray:
 
 class GoldScorer:
     """Always ranks the gold option first (for tests: every answer right)."""
+
+    declaration = ScorerDeclaration(version=1)
 
     def __init__(self, cfg: Any = None, run: Any = None):
         pass
@@ -56,6 +60,8 @@ class FixedScorer:
     prediction: all its scores are ``-inf``, so it counts as wrong (prediction -1, like an LLM answer that
     names no option)."""
 
+    declaration = ScorerDeclaration(version=1, settings=lambda e: {"fixed_option": e.fixed_option})
+
     def __init__(self, cfg: Any = None, run: Any = None, option: int | None = None):
         option = option if option is not None else (int(cfg.eval.fixed_option) if cfg is not None else 0)
         if option < 0:
@@ -70,12 +76,6 @@ class FixedScorer:
         if has.any():  # then some item has more than `option` options: the column exists
             scores[has, self.option] = 1.0
         return scores
-
-
-# Version of each scorer's code: bump it when a change can alter the scores (another truncation rule,
-# prompt assembly, numerics). It enters every result's job hash (xlt.scoring.results.job_settings), beside
-# the benchmark definition's own ``version``, so exactly the affected results are recomputed.
-SCORER_VERSIONS: dict[str, int] = {"mc": 1, "gold": 1, "fixed": 1, "llm": 1}
 
 
 def build_scorer(cfg: Any, run: Any) -> Scorer:

@@ -23,7 +23,6 @@ from omegaconf import OmegaConf
 
 from xlt.config.eval import uses_translator
 from xlt.contract import StageContext, StageSpec
-from xlt.data.benchmarks import get_benchmark
 from xlt.data.schema import option_counts
 from xlt.metrics import accuracy_with_ci, chance_level, draws_accuracy_with_ci, spread
 from xlt.progress import progress_bar
@@ -31,26 +30,19 @@ from xlt.run.artifacts import check_model
 from xlt.run.files import atomic_write_json, atomic_write_text, json_text
 from xlt.run.fingerprint import path_fingerprint
 from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
-from xlt.scoring import before
-from xlt.scoring.llm import paper
-from xlt.scoring.results import (
+from xlt.run.results import read_result
+from xlt.scoring import before, declaration
+from xlt.scoring.jobs import (
     FEWSHOT_TRAIN_SET,
-    Job,
-    check_outputs,
+    TRANSLATE_TEST,
+    EvalJob,
     enabled_benchmarks,
-    job_provenance,
-    job_settings,
-    missing_jobs,
-    missing_message,
     paper_protocol,
     plan_jobs,
-    predictions_path,
-    read_result,
-    result_path,
     shard_jobs,
-    source_language,
-    stale_translator,
 )
+from xlt.scoring.llm import paper
+from xlt.scoring.results import check_outputs, missing_jobs, missing_message, stale_translator
 from xlt.scoring.scorers import build_scorer, check_scores
 from xlt.scoring.tokenizer_measures import benchmark_measures
 from xlt.stages.inputs import local_fingerprint, model_fingerprint, train_stage_files, translator_inputs
@@ -59,21 +51,21 @@ from xlt.translation.translate_test import TranslateTestRunner
 log = logging.getLogger("xlt.evaluate")
 
 
-def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: Any = None,
+def evaluate_job(cfg: Any, run: RunDir, job: EvalJob, scorer: Any, translate_test: Any = None,
                  provenance: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Score one language of one benchmark and write its predictions and result files.
+    """Score one job (:class:`xlt.scoring.jobs.EvalJob`) and write its predictions and result files into ``run``
+    (or its ``eval_before/`` view).
 
-    With ``translate_test`` (a :class:`xlt.translation.translate_test.TranslateTestRunner`) and the
-    benchmark's ``translate_test`` flag set, the items are machine-translated into English first; for an
-    entry with ``machine_translate_from``, the source language's items are machine-translated into the
+    With ``translate_test`` (a :class:`xlt.translation.translate_test.TranslateTestRunner`) and a translate-test
+    job, the items are machine-translated into English first; for a job of an entry with
+    ``machine_translate_from``, the source language's items (``job.read``) are machine-translated into the
     job's language (the machine-translated version of its test set).
     """
-    bcfg = cfg.eval.benchmarks[job.benchmark]
-    read = source_language(bcfg, job.language)  # another language's items for a machine-translated entry
-    items, data_checks = get_benchmark(job.kind).load_checked(bcfg, read, split=bcfg.split)
-    if bcfg.translate_test:
+    bcfg, definition = job.entry, job.definition
+    items, data_checks = definition.load_checked(bcfg, job.read, split=bcfg.split)
+    if job.translation == TRANSLATE_TEST:
         items = translate_test(items, job.benchmark, job.language)
-    elif read != job.language:
+    elif job.read != job.language:
         items = translate_test.into(items, job.benchmark, job.language)
     where = f"{job.benchmark}/{job.language}"
     counts = option_counts(items)  # each item's own number of options
@@ -92,7 +84,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
         ties = sum(t for _, t in draw_preds)
     ids = items["id"]
     tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
-    masks = get_benchmark(job.kind).item_subsets(items)  # "full" and the benchmark's own subsets, if any
+    masks = definition.item_subsets(items)  # "full" and the benchmark's own subsets, if any
     # Each item's own subsets (Global-MMLU: MA, CS, CA, category/...): what a bootstrap over questions
     # within a subset resamples (the findings' per-language rank changes).
     own = {name: m for name, m in masks.items() if name != "full"}
@@ -107,20 +99,20 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
                   indent=None)
         for i in range(len(items))
     ]
-    atomic_write_text(predictions_path(run, job), "\n".join(lines) + "\n")
+    atomic_write_text(job.predictions_path(run), "\n".join(lines) + "\n")
 
     samples, seed = int(cfg.eval.bootstrap_samples), int(cfg.eval.bootstrap_seed)
     result: dict[str, Any] = {
         "benchmark": job.benchmark,
         "kind": job.kind,
         "language": job.language,
-        "code": get_benchmark(job.kind).table_code(job.language),  # the language table's code
+        "code": definition.table_code(job.language),  # the language table's code
         "split": bcfg.split,
         "scorer": cfg.eval.scorer,
         "model": cfg.eval.model,
-        "translate_test": bool(bcfg.translate_test),
-        **({"machine_translated_from": read} if read != job.language else {}),
-        "settings": job_settings(cfg.eval, job),
+        "translate_test": job.translation == TRANSLATE_TEST,
+        **({"machine_translated_from": job.read} if job.read != job.language else {}),
+        "settings": job.settings,
         **(accuracy_with_ci(correct, samples, seed) if not draws else draws_accuracy_with_ci(draw_correct, samples, seed)),
         "chance": chance_level(counts),  # % right when guessing among each item's own options
         "ties": ties,  # predictions whose top score is shared by several options (argmax picks the first)
@@ -143,9 +135,9 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
     if provenance is not None:
         result["provenance"] = provenance
     tokenizer = getattr(scorer, "tokenizer", None)
-    if tokenizer is not None and not bcfg.translate_test:  # translate-test scores English translations
+    if tokenizer is not None and job.translation != TRANSLATE_TEST:  # translate-test scores English translations
         # fertility, continued words, premium against English, unknown pieces (xlt/scoring/tokenizer_measures.py)
-        result["tokenizer"] = benchmark_measures(get_benchmark(job.kind), bcfg, job.language, items, tokenizer)
+        result["tokenizer"] = benchmark_measures(definition, bcfg, job.language, items, tokenizer)
     meta_fn = getattr(scorer, "language_meta", None)
     if callable(meta_fn):
         extra = dict(meta_fn(job.benchmark, job.language) or {})
@@ -153,7 +145,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: Job, scorer: Any, translate_test: A
             result["truncated"] = int(extra.pop("truncated"))
         if extra:
             result["scorer_meta"] = extra
-    atomic_write_json(result_path(run, job), result)
+    atomic_write_json(job.result_path(run), result)
     return result
 
 
@@ -172,43 +164,26 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
 
     A result is reused only when its recorded provenance (``job`` hash: settings, model fingerprint,
     language data, upstream training) matches what would be computed now; ``force`` recomputes this
-    shard's jobs.
+    shard's jobs. With ``eval.before_training`` the untrained model scores the same jobs into
+    ``eval_before/`` (:mod:`xlt.scoring.before`), through the same code.
     """
-    if scores_own_model(cfg):
+    if declaration.scores_run_model(cfg.eval):
         check_model(run)  # the weights must be the ones training saved (the user decides otherwise)
     jobs = plan_jobs(cfg.eval, run)
-    prov = {f"{j.benchmark}/{j.language}": job_provenance(cfg.eval, run, j, ctx) for j in jobs}
-    current = {k: p["job"] for k, p in prov.items()}
     mine = shard_jobs(jobs, int(cfg.eval.shard_index), int(cfg.eval.num_shards))
-    todo = mine if ctx.force else missing_jobs(run, mine, current, log_damage=True)
-    # Translate-test results translated by what the translator no longer resolves to (ctranslate2 installed
-    # since, another device's compute type) are recomputed here, not called stale by a report elsewhere.
-    todo += [j for j in mine if j not in todo and stale_translator(run, j, prov[f"{j.benchmark}/{j.language}"].get("translator"))]
-    stale = [j for j in todo if result_path(run, j).is_file()]
-    log.info("evaluate: %d job(s) in total, %d in shard %d/%d, %d to do (%d recomputed: %s)", len(jobs), len(mine),
-             cfg.eval.shard_index, cfg.eval.num_shards, len(todo), len(stale),
-             "force=true" if ctx.force else "their provenance no longer matches" if stale else "-")
     # One runner for both passes (its translator loads on first use): the model before fine-tuning scores the
     # same translated items as the trained one (the run's translation cache), never untranslated ones.
     translate_test = None
-    if any(uses_translator(cfg.eval.benchmarks[j.benchmark]) for j in mine):
+    if any(j.translated for j in mine):
         translate_test = TranslateTestRunner(cfg.translate, run)
-    if todo:
-        scorer = build_scorer(cfg, run)
-        with progress_bar(total=len(todo), desc="evaluate", unit="lang") as bar:
-            for job in todo:
-                bar.set_postfix_str(f"{job.benchmark}/{job.language}")
-                res = evaluate_job(cfg, run, job, scorer, translate_test, prov[f"{job.benchmark}/{job.language}"])
-                log.info("%s/%s: accuracy %.2f%% (n=%d, 95%% CI %.1f-%.1f)", job.benchmark, job.language,
-                         res["accuracy"], res["n"], res["ci_low"], res["ci_high"])
-                bar.update(1)
-    missing_before: list[Job] = []
+    current = score_jobs(cfg, run, ctx, jobs, mine, lambda: build_scorer(cfg, run), translate_test)
+    missing_before: list[EvalJob] = []
     if before.wanted(cfg.eval):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
-        train_files = train_stage_files(cfg, run)
-        before.evaluate(cfg.model, cfg.eval, run, ctx, mine,
-                        lambda view, job, score, prov: evaluate_job(cfg, view, job, score, translate_test, prov),
-                        train_files, seed=cfg.seed)
-        missing_before = before.missing(cfg.model, cfg.eval, run, ctx, jobs, train_files, seed=cfg.seed)
+        view, bctx = run.before_training(), before.context(cfg.model, cfg.seed, ctx, train_stage_files(cfg, run))
+        plan_jobs(cfg.eval, view)  # eval_before/<benchmark>/plan.json
+        current_before = score_jobs(cfg, view, bctx, jobs, mine, lambda: before.scorer(cfg.model, cfg.eval, cfg.seed),
+                                    translate_test, what=" before fine-tuning")
+        missing_before = missing_jobs(view, jobs, current_before)
     missing = missing_jobs(run, jobs, current)
     if missing or missing_before:  # every shard's results, of the trained model and of the untrained one
         if missing:
@@ -219,40 +194,64 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         return None
     summary: dict[str, Any] = {}
     for name in enabled_benchmarks(cfg.eval):
-        results = [read_result(run, j) for j in jobs if j.benchmark == name]
+        results = [read_result(run, j.benchmark, j.language) for j in jobs if j.benchmark == name]
         accs = [r["accuracy"] for r in results]
         summary[name] = {"n_languages": len(results), "mean_accuracy": float(np.mean(accs)),
                          "n_questions": int(sum(r["n"] for r in results))}
     return summary
 
 
+def score_jobs(cfg: Any, run: RunDir, ctx: Any, jobs: list[EvalJob], mine: list[EvalJob], make_scorer: Any,
+               translate_test: Any, what: str = "") -> dict[str, str]:
+    """Score the jobs of ``mine`` (this shard's of ``jobs``) that have no sound result computed under their
+    current job hash in ``run`` (or its ``eval_before/`` view), given the evaluate stage's context ``ctx`` (the
+    untrained model's for that view); ``make_scorer()`` builds the scorer once there is work. Returns every
+    job's current hash (``benchmark/language`` -> hash)."""
+    prov = {j.key: j.provenance(ctx) for j in jobs}
+    current = {k: p["job"] for k, p in prov.items()}
+    todo = mine if ctx.force else missing_jobs(run, mine, current, log_damage=True)
+    # Translate-test results translated by what the translator no longer resolves to (ctranslate2 installed
+    # since, another device's compute type) are recomputed here, not called stale by a report elsewhere.
+    todo += [j for j in mine if j not in todo and stale_translator(run, j, prov[j.key].get("translator"))]
+    stale = [j for j in todo if j.result_path(run).is_file()]
+    log.info("evaluate%s: %d job(s) in total, %d in shard %d/%d, %d to do (%d recomputed: %s)", what, len(jobs),
+             len(mine), cfg.eval.shard_index, cfg.eval.num_shards, len(todo), len(stale),
+             "force=true" if ctx.force else "their provenance no longer matches" if stale else "-")
+    if todo:
+        scorer = make_scorer()
+        with progress_bar(total=len(todo), desc=f"evaluate{what}", unit="lang") as bar:
+            for job in todo:
+                bar.set_postfix_str(job.key)
+                res = evaluate_job(cfg, run, job, scorer, translate_test, prov[job.key])
+                log.info("%s%s: accuracy %.2f%% (n=%d, 95%% CI %.1f-%.1f)", job.key, what, res["accuracy"], res["n"],
+                         res["ci_low"], res["ci_high"])
+                bar.update(1)
+    return current
+
+
 # --- the stage's declaration (xlt.contract.StageSpec) -------------------------------------------------
 
 def scored_model(cfg: Any, run: RunDir) -> str | None:
-    """Fingerprint of the model the evaluate stage scores (weights, tokenizer, config; not the card)."""
-    e = cfg.eval
-    if e.scorer == "llm":
+    """Fingerprint of the model the evaluate stage scores (weights, tokenizer, config; not the card): the one
+    the scorer declares it scores (:mod:`xlt.scoring.declaration`), None for a scorer that loads none."""
+    e, scorer = cfg.eval, declaration.of(cfg.eval)
+    if scorer.scores_llm:
         model = model_fingerprint(e.llm.model, e.llm.revision)  # a packaged LLM: its converted folder
         tokenizer = model_fingerprint(e.llm.tokenizer, e.llm.revision)
         return f"{model}+tokenizer:{tokenizer}" if tokenizer else model
-    if e.scorer != "mc":
+    if not scorer.scores_encoder:
         return None
     # another model than the run's is loaded at model.revision (xlt.scoring.mc): its identity is that commit
-    return path_fingerprint(run.model) if e.model == "run" else model_fingerprint(e.model, cfg.model.revision)
-
-
-# What the multiple-choice scorer reads of the ``model`` section (xlt.scoring.mc.MCScorer.from_config) when it
-# scores another model than the run's (``eval.model`` not ``run``): these keys affect the train stage, so
-# with eval.model=run they reach results through the train stage's output; for another model they are read
-# by the evaluate stage itself and enter its inputs and every job hash (tests/test_hash_coverage.py walks them).
-MC_MODEL_READS = ("model.max_length", "model.revision", "model.trust_remote_code")
+    return path_fingerprint(run.model) if scorer.scores_run_model(e) else model_fingerprint(e.model, cfg.model.revision)
 
 
 def scorer_model_settings(cfg: Any) -> dict[str, Any] | None:
-    """The ``model`` keys the evaluate stage's scorer reads for an external ``eval.model`` (None otherwise)."""
-    if cfg.eval.scorer != "mc" or cfg.eval.model == "run":
-        return None
-    return {key: OmegaConf.select(cfg, key) for key in MC_MODEL_READS}
+    """The ``model`` keys the evaluate stage's scorer reads of an external ``eval.model`` (its declaration's
+    ``model_reads``; None when it scores the run's own model or reads none). These keys affect the train stage,
+    so with eval.model=run they reach results through the train stage's output; for another model they are read
+    by the evaluate stage itself and enter its inputs and every job hash (tests/test_hash_coverage.py walks them)."""
+    reads = declaration.of(cfg.eval).external_model_reads(cfg.eval)
+    return {key: OmegaConf.select(cfg, key) for key in reads} if reads else None
 
 
 def translate_test_values(cfg: Any) -> dict[str, Any] | None:
@@ -277,12 +276,9 @@ def files(cfg: Any, run: RunDir) -> dict[str, Any]:
     return out
 
 
-def scores_own_model(cfg: Any) -> bool:
-    return cfg.eval.scorer == "mc" and cfg.eval.model == "run"
-
-
 def upstream(cfg: Any) -> tuple[str, ...]:
-    return ("train",) if scores_own_model(cfg) else ()
+    """The train stage, when the scorer scores the run's own model (:mod:`xlt.scoring.declaration`)."""
+    return ("train",) if declaration.scores_run_model(cfg.eval) else ()
 
 
 def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
@@ -290,13 +286,13 @@ def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     damaged or stale one of either reruns the stage (which recomputes exactly those)."""
     out = check_outputs(cfg.eval, run, ctx)
     if before.wanted(cfg.eval):
-        out += before.check_outputs(cfg.model, cfg.eval, run, ctx, train_stage_files(cfg, run), seed=cfg.seed)
+        out += check_outputs(cfg.eval, run.before_training(), before.context(cfg.model, cfg.seed, ctx, train_stage_files(cfg, run)))
     return out
 
 
 def guard(cfg: Any, run: RunDir) -> None:
     """Scoring the run's own model: it must be the one training saved (the user decides otherwise)."""
-    if scores_own_model(cfg):
+    if declaration.scores_run_model(cfg.eval):
         check_model(run)
 
 

@@ -39,6 +39,7 @@ from xlt.reporting.tables import BenchmarkResults, collect, display_frame, proto
 from xlt.run.files import atomic_write_json, atomic_write_text
 from xlt.run.layout import REPORT_FILE, RunDir
 from xlt.run.state import REPORT
+from xlt.scoring import declaration
 from xlt.scoring.before import COLUMN as BEFORE
 from xlt.stages.inputs import local_fingerprint, train_stage_files
 from xlt.tracking import log_report
@@ -49,7 +50,7 @@ log = logging.getLogger("xlt.report")
 def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[str, dict[str, Any]] | None = None) -> str:
     out = [f"# Evaluation report: {cfg.recipe_name}\n", f"Model: `{cfg.eval.model}` (scorer `{cfg.eval.scorer}`); "
            f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
-    if cfg.model.name_or_path in PACKAGED_MODEL_IDS and cfg.eval.model == "run":
+    if cfg.model.name_or_path in PACKAGED_MODEL_IDS and declaration.names_run_model(cfg.eval.model):
         out.append(f"\nBase model `{cfg.model.name}`: {source_text()}.\n")
     source = llm_source(cfg)
     if source:
@@ -77,7 +78,7 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[
 def llm_source(cfg: Any) -> str:
     """For a causal LLM converted from an installed package: where its weights come from and their licence
     notice (:func:`xlt.modeling.packaged_llm.source_text`); empty otherwise."""
-    if cfg.eval.scorer != "llm" or not packaged_llm.is_packaged_llm(cfg.eval.llm.model):
+    if not declaration.of(cfg.eval).scores_llm or not packaged_llm.is_packaged_llm(cfg.eval.llm.model):
         return ""
     return f"LLM `{cfg.eval.llm.model}`: {packaged_llm.source_text()}"
 
@@ -204,7 +205,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     results = collect(cfg.eval, cfg.model, run, ctx.of(cfg, run, "evaluate"), train_stage_files(cfg, run),
                       seed=cfg.seed)
     files = write_report(cfg, run, results, ctx.record())
-    if cfg.eval.model == "run" and run.model_card.is_file():
+    if declaration.names_run_model(cfg.eval.model) and run.model_card.is_file():
         write_hub_card(run.model_card, run.report(), run.model_provenance, model=cfg.model, data=cfg.data,
                        eval_cfg=cfg.eval, model_name=card_model_name(cfg.recipe_name, run), summary=card_summary(results))
     tables = {f"{name}_per_language": r.per_language for name, r in results.items()}
@@ -224,7 +225,7 @@ def files(cfg: Any, run: RunDir) -> dict[str, Any]:
 
 def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     problems = json_problems(run, {run.report(): REPORT})
-    if not problems and cfg.eval.model == "run" and run.model_card.is_file():
+    if not problems and declaration.names_run_model(cfg.eval.model) and run.model_card.is_file():
         # The card the report wrote: another model or report since (a card of the train stage alone) reruns it.
         card = card_problem(run.model_card, run.report(), run.model_provenance)
         problems += [f"model card out of date: {card}"] if card else []

@@ -50,7 +50,12 @@ SPLITS = ("train", "dev")
 
 @dataclass(frozen=True, order=True)
 class Unit:
-    """One piece of work: rows ``start:end`` of ``split`` into ``language``."""
+    """One piece of work: rows ``start:end`` of ``split`` into ``language``.
+
+    The translate stage's job, shaped as the evaluate stage's (:class:`xlt.scoring.jobs.EvalJob`): a frozen,
+    ordered value planned from the config (:func:`plan_units`), sharded by the one rule
+    (:func:`xlt.run.layout.shard`), named by :attr:`key`, and holding the path of what it leaves
+    (:meth:`part_path`)."""
 
     language: str
     split: str
@@ -59,11 +64,21 @@ class Unit:
 
     @property
     def name(self) -> str:
+        """Its part's folder name, ``<split>-<start>-<end>`` (recorded in a merged language's seal)."""
         return f"{self.split}-{self.start:08d}-{self.end:08d}"
+
+    @property
+    def key(self) -> str:
+        """``language/name``: the unit among every language's."""
+        return f"{self.language}/{self.name}"
+
+    def part_path(self, run: RunDir) -> Path:
+        """Its finished part: ``data/translated/.parts/<language>/<name>``."""
+        return run.translation_part(self.language, self.name)
 
 
 def part_dir(run: RunDir, unit: Unit) -> Path:
-    return run.translation_part(unit.language, unit.name)
+    return unit.part_path(run)
 
 
 def load_train_set(run: RunDir) -> DatasetDict:
@@ -86,6 +101,7 @@ def plan_units(sizes: dict[str, int], languages: list[str], rows_per_unit: int) 
 
 
 def shard_units(units: list[Unit], shard_index: int, num_shards: int) -> list[Unit]:
+    """Units of shard ``shard_index`` (0-based) of ``num_shards`` (:func:`xlt.run.layout.shard`, in plan order)."""
     return shard(units, shard_index, num_shards)
 
 

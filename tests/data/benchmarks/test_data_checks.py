@@ -11,7 +11,7 @@ from tests.fixtures.benchmarks import belebele_gold, belebele_rows, write_jsonl
 from xlt import config as xcfg
 from xlt.data.export import read_tsv, to_reference_frame, write_tsv
 from xlt.run.layout import RunDir
-from xlt.scoring.results import Job
+from xlt.scoring.jobs import resolve
 from xlt.stages import evaluate as eval_stage
 
 
@@ -38,7 +38,7 @@ def test_result_has_data_checks_and_ties(tmp_path):
     write_jsonl(tmp_path / "bele" / "data" / "fra_Latn.jsonl", rows)
     cfg = xcfg.validate({"eval": {"bootstrap_samples": 50, "benchmarks": {
         "belebele": {"kind": "belebele", "path": str(tmp_path / "bele")}}}})
-    result = eval_stage.evaluate_job(cfg, RunDir(tmp_path / "run"), Job("belebele", "fra_Latn", "belebele"), TieScorer(2))
+    result = eval_stage.evaluate_job(cfg, RunDir(tmp_path / "run"), resolve(cfg.eval, "belebele", "fra_Latn"), TieScorer(2))
     assert result["n"] == 7
     assert result["ties"] == 2
     assert result["data_checks"] == {"duplicate_ids": 1, "duplicate_options": 1, "empty_options": 2,

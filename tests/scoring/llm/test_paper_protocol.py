@@ -17,10 +17,11 @@ from xlt.data.schema import TRAIN_FEATURES
 from xlt.errors import ConfigError
 from xlt.metrics import draws_accuracy_with_ci, spread
 from xlt.run.layout import RunDir
+from xlt.run.results import item_correct, verified_result
 from xlt.run.state import Damaged
+from xlt.scoring.jobs import job_settings, resolve
 from xlt.scoring.llm import paper
 from xlt.scoring.llm.scorer import LLMScorer
-from xlt.scoring.results import Job, item_correct, job_provenance, job_settings, verified_result
 from xlt.stages import context
 
 
@@ -198,9 +199,7 @@ def test_a_named_training_set_run_directory_or_folder(paper_cfg, loaded_lm, load
 
 
 def _job_hash(cfg, run: RunDir) -> str:
-    return job_provenance(
-        cfg.eval, run, Job("belebele", "fra_Latn", "belebele"), context(cfg, run, "evaluate")
-    )["job"]
+    return resolve(cfg.eval, "belebele", "fra_Latn").provenance(context(cfg, run, "evaluate"))["job"]
 
 
 def test_hashes_differ_between_protocols_and_across_draws_seeds_and_training_sets(
@@ -221,9 +220,7 @@ def test_hashes_differ_between_protocols_and_across_draws_seeds_and_training_set
     assert len(set(hashes.values())) == len(hashes), hashes
     assert _job_hash(base, train_run) == hashes["paper"]  # deterministic
     # The result records the protocol, its draws and the training set's fingerprint.
-    prov = job_provenance(
-        base.eval, train_run, Job("belebele", "fra_Latn", "belebele"), context(base, train_run, "evaluate")
-    )
+    prov = resolve(base.eval, "belebele", "fra_Latn").provenance(context(base, train_run, "evaluate"))
     assert prov["fewshot"] == {
         "protocol": "paper",
         "k": 2,
@@ -240,8 +237,7 @@ def test_the_harness_protocol_hashes_and_settings_are_those_of_a_config_without_
     """The default protocol adds nothing to a result's settings, its job values or the evaluate stage's inputs:
     results made before the protocol existed keep their hashes (and a rerun is byte-identical)."""
     cfg = paper_cfg(protocol="harness", fewshot_draws=5, fewshot_source="/elsewhere")
-    job = Job("belebele", "fra_Latn", "belebele")
-    assert not set(PAPER_KEYS) & set(job_settings(cfg.eval, job)["llm"])
+    assert not set(PAPER_KEYS) & set(job_settings(cfg.eval, "belebele")["llm"])
     assert not [k for k in eval_job_values(cfg.eval, "belebele") if k.rsplit(".", 1)[-1] in PAPER_KEYS]
     plain = paper_cfg(protocol="harness")
     assert _job_hash(plain, train_run) == _job_hash(cfg, train_run)  # paper-only keys: off under harness
@@ -308,7 +304,7 @@ def test_the_evaluate_and_report_stages_average_the_draws(llm_files, train_run, 
     assert all(len(r["draws"]) == 3 and len(r["draw_scores"]) == 3 for r in rows)
     per_draw = [sum(r["draws"][d] == r["gold"] for r in rows) for d in range(3)]
     assert per_draw == res["draws"]["correct"] and sum(per_draw) == res["correct"]
-    assert verified_result(run, Job("belebele", "fra_Latn", "belebele")) == res
+    assert verified_result(run, "belebele", "fra_Latn") == res
     report = (run.path / "report.md").read_text()
     assert "Few-shot protocol: the Belebele paper's" in report and "draw_accuracies" in report
     assert "Not comparable with lm-evaluation-harness" in report
@@ -325,7 +321,7 @@ def test_the_evaluate_and_report_stages_average_the_draws(llm_files, train_run, 
         "".join(json.dumps(r) + "\n" for r in tampered)
     )
     with pytest.raises(Damaged):
-        verified_result(run, Job("belebele", "fra_Latn", "belebele"))
+        verified_result(run, "belebele", "fra_Latn")
 
 
 def test_an_llm_only_run_without_a_training_set_fails_clearly(llm_files, tmp_path):
@@ -410,7 +406,7 @@ def test_the_harness_protocol_keeps_the_hashes_xlt_had_before_the_option(tmp_pat
     ctx = context(cfg, run, "evaluate")
     assert ctx.inputs == "ae47e75843a44e43"
     assert (
-        job_provenance(cfg.eval, run, Job("belebele", "fra_Latn", "belebele"), ctx)["job"]
+        resolve(cfg.eval, "belebele", "fra_Latn").provenance(ctx)["job"]
         == "5d37f442385cc710"
     )
     OmegaConf.update(cfg, "eval.llm.protocol", "paper")

@@ -31,10 +31,12 @@ import numpy as np
 from datasets import Dataset
 from omegaconf import DictConfig, OmegaConf
 
+from xlt.config.llm import PAPER_KEYS
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError
 from xlt.modeling import packaged_llm
 from xlt.run.files import atomic_write_json
+from xlt.scoring.declaration import LLM_MODEL, ScorerDeclaration
 from xlt.scoring.llm import paper, prompts
 from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
 from xlt.scoring.llm.load import llm_config, load_causal_lm
@@ -48,8 +50,20 @@ log = logging.getLogger(__name__)
 PoolSource = Callable[[str, str, str], Dataset]
 
 
+def result_settings(eval_cfg: Any) -> dict[str, Any]:
+    """What an LLM result records of the ``eval`` section: the whole ``eval.llm`` group, less the keys of the
+    Belebele paper's protocol under the harness protocol (a harness result records what it recorded before
+    that protocol existed)."""
+    llm = OmegaConf.to_container(eval_cfg.llm, resolve=True)
+    if eval_cfg.llm.get("protocol", "harness") != "paper":
+        llm = {k: v for k, v in llm.items() if k not in PAPER_KEYS}
+    return {"llm": llm}
+
+
 class LLMScorer:
     """Scores multiple-choice items with a causal LM (see the module docstring)."""
+
+    declaration = ScorerDeclaration(version=1, scores=LLM_MODEL, settings=result_settings)
 
     def __init__(self, cfg: DictConfig, run: Any = None, *, model: Any = None, tokenizer: Any = None,
                  device: Any = None, pool_source: PoolSource | None = None, progress: bool = True,
