@@ -234,7 +234,7 @@ MT_ENGINES = create_registry("mt_engines", "MT engine", "translate.kind / transl
     "echo": "xlt.translation.engines.base:EchoEngine",  # deterministic, no model (tests, demos)
     "transformers": "xlt.translation.engines.hf:TransformersEngine",  # NLLB / M2M100 through generate()
     "ctranslate2": "xlt.translation.engines.ct2:CT2Engine",  # NLLB / M2M100 converted to CTranslate2
-}, attr="name", base="xlt.translation.engines.base:Engine")
+}, attr="name", base="xlt.translation.engines.base:Engine", instantiate=True)
 
 # A check kind is a function ``Check -> Finding`` (xlt/reporting/checks/base.py) that a benchmark's claim
 # names in ``check``; each is marked ``@check_kind("...")`` where it is defined.
