@@ -20,9 +20,15 @@ def plugins(include_path: Sequence[str] = ()) -> list[dict[str, Any]]:
     each entry's ``name`` and ``origin`` (:meth:`xlt.registry.Registry.origin`), after registering the
     definition files of the folders ``include_path``."""
     include(include_path)
-    return [{"what": reg.what, "key": reg.key, "group": reg.group,
-             "entries": [{"name": name, "origin": reg.origin(name)} for name in reg.names()]}
-            for reg in REGISTRIES]
+    return [
+        {
+            "what": reg.what,
+            "key": reg.key,
+            "group": reg.group,
+            "entries": [{"name": name, "origin": reg.origin(name)} for name in reg.names()],
+        }
+        for reg in REGISTRIES
+    ]
 
 
 def format_plugins(listing: list[dict[str, Any]]) -> str:
@@ -38,8 +44,13 @@ def format_plugins(listing: list[dict[str, Any]]) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="xlt plugins", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--include-path", action="append", default=[], metavar="DIR",
-                    help="a folder of definition files to register first (as eval.include_path=[DIR]); repeatable")
+    ap.add_argument(
+        "--include-path",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of definition files to register first (as eval.include_path=[DIR]); repeatable",
+    )
     ap.add_argument("--json", action="store_true", help="print the listing as JSON")
     return ap.parse_args(argv)
 

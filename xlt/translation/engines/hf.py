@@ -6,9 +6,9 @@ import json
 import logging
 from typing import Any
 
-from xlt.hub import hub_resource
 from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
+from xlt.hub import hub_resource
 from xlt.translation.engines.base import Engine, EngineSettings, LanguageTokens, pick_device, pick_dtype
 from xlt.weights import from_pretrained_kwargs, log_weights
 
