@@ -1,5 +1,5 @@
 """``xlt plugins [--include-path DIR ...] [--json]`` (or ``python -m xlt.plugins``): every registered
-benchmark kind, training source, scorer, MT engine and check kind (:data:`xlt.registry.REGISTRIES`), and
+benchmark kind, training source, scorer, MT engine and check kind (``xlt.registry.REGISTRIES``), and
 where each comes from: xlt itself, an installed distribution (``name==version``, by its entry point) or a
 definition file of a folder (``--include-path``, as ``eval.include_path`` adds one to a run)."""
 

@@ -1,4 +1,4 @@
-"""The check kinds a benchmark's claim names (``Claim.check``), each listed in :data:`xlt.registry.CHECKS`
+"""The check kinds a benchmark's claim names (``Claim.check``), each listed in ``xlt.registry.CHECKS``
 (a plug-in's: an entry point in the group ``xlt.checks``, or a definition file of ``eval.include_path``).
 
 Check kinds (``Claim.check``) and their ``params``:

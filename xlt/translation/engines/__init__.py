@@ -1,5 +1,5 @@
 """The MT engines and the translator a ``translate`` config selects, through the registry
-:data:`xlt.registry.MT_ENGINES` (an installed package adds an engine with an entry point in the group
+``xlt.registry.MT_ENGINES`` (an installed package adds an engine with an entry point in the group
 ``xlt.mt_engines``, a definition file of ``eval.include_path`` with a subclass of
 :class:`~xlt.translation.engines.base.Engine`).
 
