@@ -24,6 +24,7 @@ from xlt.registry import (
     CHECKS,
     MT_ENGINES,
     REGISTRIES,
+    SCORERS,
     _entry_point_dists,
     _entry_points,
     include,
@@ -184,6 +185,40 @@ def test_a_check_kind_from_a_definition_file_registers_and_is_listed(tmp_path, c
         finding.verdict == "holds" and finding.why == "0 systems compared" and finding.id == "belebele_always"
     )
     assert CHECKS.identity("always_holds").startswith("file:always.py@sha256:")
+
+
+MIXED = (
+    ENGINE
+    + """
+
+from xlt.registry import SCORERS
+from xlt.scoring.scorers import GoldScorer
+
+
+@SCORERS.named("gold_too")
+def gold_too(cfg, run):
+    return GoldScorer(cfg, run)
+"""
+)
+
+
+def test_one_definition_file_registers_an_mt_engine_and_a_scorer_by_its_content(tmp_path):
+    """``eval.include_path`` loads every kind, not only benchmarks: an MT engine and a scorer from one file,
+    both usable by name and identified by the file's content in the hashes."""
+    from xlt.translation.engines import build_translator, resolved_settings
+
+    folder = tmp_path / "defs"
+    folder.mkdir()
+    (folder / "mixed.py").write_text(MIXED)
+    cfg = compose(
+        "demo_tiny",
+        [f"eval.include_path=[{folder}]", "translate=echo", "translate.kind=reverse", "eval.scorer=gold_too"],
+    )
+    assert build_translator(cfg.translate).translate(["ab"], "eng_Latn", "deu_Latn") == ["<deu_Latn> ba"]
+    digest = MT_ENGINES.identity("reverse")
+    assert digest.startswith("file:mixed.py@sha256:") and SCORERS.identity("gold_too") == digest
+    assert resolved_settings(cfg.translate) == {"kind": "reverse", "definition": digest}
+    assert MT_ENGINES.origin("reverse") == SCORERS.origin("gold_too") == str(folder / "mixed.py")
 
 
 def test_a_definition_file_taking_a_name_of_another_kind_is_an_error_naming_both(tmp_path):
