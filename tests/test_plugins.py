@@ -25,8 +25,7 @@ from xlt.registry import (
     MT_ENGINES,
     REGISTRIES,
     SCORERS,
-    _entry_point_dists,
-    _entry_points,
+    forget_entry_points,
     include,
 )
 from xlt.reporting.checks import Check
@@ -79,12 +78,10 @@ def reverse_engine(tmp_path, monkeypatch):
     """The distribution of :func:`installed_engine` on this process's path (and off it after the test)."""
     site = installed_engine(tmp_path / "site")
     monkeypatch.syspath_prepend(str(site))
-    _entry_points.cache_clear()
-    _entry_point_dists.cache_clear()
+    forget_entry_points()
     yield site
     monkeypatch.undo()
-    _entry_points.cache_clear()
-    _entry_point_dists.cache_clear()
+    forget_entry_points()
     MT_ENGINES._loaded.pop("reverse", None)
 
 
@@ -240,6 +237,32 @@ def test_a_definition_file_taking_a_name_of_another_kind_is_an_error_naming_both
         r"xlt.translation.engines.base:EchoEngine",
     ):
         include([str(engine)])
+
+
+def test_an_installed_package_taking_a_name_of_xlt_is_an_error_naming_both(tmp_path, monkeypatch, capsys):
+    """An entry point registering xlt's own name (or two packages' entry points one name) is not resolved
+    silently: loading it names both definitions, and ``xlt plugins`` shows the conflict."""
+    site = installed_engine(tmp_path / "site")
+    (site / "reverse_mt-0.1.dist-info" / "entry_points.txt").write_text(
+        "[xlt.mt_engines]\necho = reverse_mt:ReverseEngine\n"
+    )
+    monkeypatch.syspath_prepend(str(site))
+    forget_entry_points()
+    MT_ENGINES._loaded.pop("echo", None)
+    try:
+        with pytest.raises(
+            ConfigError,
+            match=r"MT engine 'echo' is registered by xlt \(xlt.translation.engines.base:EchoEngine\) "
+            r"and by reverse-mt==0.1 \(reverse_mt:ReverseEngine\) \(entry point group "
+            r"xlt.mt_engines\); give one another name, or uninstall one",
+        ):
+            MT_ENGINES["echo"]
+        assert plugins_main([]) == 0
+        assert "  echo          CONFLICT: MT engine 'echo' is registered by xlt" in capsys.readouterr().out
+    finally:
+        monkeypatch.undo()
+        forget_entry_points()
+    assert MT_ENGINES.conflict("echo") is None and MT_ENGINES["echo"].name == "echo"
 
 
 def test_plugins_command_lists_every_kind_as_json(capsys):

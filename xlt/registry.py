@@ -51,9 +51,26 @@ def _entry_point_dists(group: str) -> dict[str, str]:
 
 
 @cache
+def _entry_point_providers(group: str) -> dict[str, list[str]]:
+    """Each entry point name of ``group`` provided by more than one definition: ``"dist (module:attr)"`` of each."""
+    seen: dict[str, dict[str, str]] = {}
+    for ep in entry_points(group=group):
+        dist = getattr(ep, "dist", None)
+        who = f"{dist.metadata['Name']}=={dist.version}" if dist is not None else "unknown distribution"
+        seen.setdefault(ep.name, {})[ep.value] = f"{who} ({ep.value})"
+    return {name: sorted(by_ref.values()) for name, by_ref in seen.items() if len(by_ref) > 1}
+
+
+@cache
 def _entry_points(group: str) -> dict[str, str]:
     """The installed packages' entry points of ``group``: name -> ``"module:attr"`` (not loaded)."""
     return {ep.name: ep.value for ep in sorted(entry_points(group=group), key=lambda ep: ep.name)}
+
+
+def forget_entry_points() -> None:
+    """Read the installed packages' entry points afresh at the next lookup (after installing one in-process)."""
+    for cached in (_entry_points, _entry_point_dists, _entry_point_providers):
+        cached.cache_clear()
 
 
 def load_reference(ref: str) -> Any:
@@ -101,6 +118,20 @@ class Registry(MutableMapping[str, T], Generic[T]):
     def __contains__(self, name: object) -> bool:
         return name in self._added or name in self._refs()
 
+    def conflict(self, name: str) -> str | None:
+        """Why ``name`` is ambiguous, or None: xlt's own definition and an installed package's entry point, or
+        two packages' entry points, register different definitions under it."""
+        providers = list(_entry_point_providers(self.group).get(name, []))
+        ep = _entry_points(self.group).get(name)
+        if not providers and ep is not None:
+            providers = [f"{_entry_point_dists(self.group).get(name, 'unknown distribution')} ({ep})"]
+        if name in self._builtin and ep is not None and not (len(providers) == 1 and ep == self._builtin[name]):
+            providers = [f"xlt ({self._builtin[name]})", *providers]
+        if len(providers) < 2:
+            return None
+        return (f"{self.what} {name!r} is registered by {' and by '.join(providers)} (entry point group "
+                f"{self.group}); give one another name, or uninstall one")
+
     def __getitem__(self, name: str) -> T:
         if name in self._added:
             return self._added[name]
@@ -108,6 +139,9 @@ class Registry(MutableMapping[str, T], Generic[T]):
             refs = self._refs()
             if name not in refs:
                 raise KeyError(name)
+            conflict = self.conflict(name)
+            if conflict:
+                raise ConfigError(conflict)
             try:
                 obj = load_reference(refs[name])
             except Exception as err:
@@ -145,6 +179,9 @@ class Registry(MutableMapping[str, T], Generic[T]):
         in code``. A name that is not registered raises :class:`KeyError`."""
         if name in self._added:
             return self._origin.get(name, "registered in code")
+        conflict = self.conflict(name)
+        if conflict:
+            return f"CONFLICT: {conflict}"
         if name in self._builtin:
             return f"xlt ({self._builtin[name]})"
         if name in _entry_points(self.group):
