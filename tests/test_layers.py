@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("contract", ("xlt.contract",)),
     ("stages", ("xlt.stages",)),
     ("entry points", ("xlt.cli", "xlt.__main__", "xlt.train", "xlt.build_data", "xlt.translate", "xlt.finetune",
-                      "xlt.evaluate", "xlt.report", "xlt.prefetch", "xlt.push")),
+                      "xlt.evaluate", "xlt.report", "xlt.prefetch", "xlt.push", "xlt.plugins")),
 )
 
 

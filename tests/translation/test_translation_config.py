@@ -54,7 +54,7 @@ def test_translate_train_all_recipes(recipe):
     ({"precision": "fp16", "compute_type": "int8"}, "both set the number format"),
     ({"engine": "hf", "device": "cuda:0,1"}, "a list of GPUs needs engine=ctranslate2"),
     ({"engine": "ctranslate2", "device": "gpu"}, "translate.device='gpu': use auto, cpu, cuda"),
-    ({"engine": "ct2"}, "translate.engine='ct2' is not allowed; use one of auto, hf, ctranslate2"),
+    ({"engine": "ct2"}, "translate.engine='ct2' is not allowed; use one of auto, transformers, ctranslate2"),
     ({"compute_type": "int4"}, "translate.compute_type='int4' is not allowed"),
 ], ids=["compute_type_hf", "two_formats", "gpu_list_hf", "bad_device", "bad_engine", "bad_compute_type"])
 def test_engine_settings_that_cannot_be_honoured_are_config_errors(settings, message):

@@ -192,7 +192,7 @@ def test_ctranslate2_rejects_other_architectures(tmp_path):
 
     BertConfig(vocab_size=10, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                intermediate_size=8).save_pretrained(tmp_path / "bert")
-    assert ct2.resolve_engine("auto", str(tmp_path / "bert")) == "hf"
+    assert ct2.resolve_engine("auto", str(tmp_path / "bert")) == "transformers"  # "hf" before it was renamed
     with pytest.raises(ConfigError, match="supports NLLB / M2M100"):
         ct2.CT2Translator(str(tmp_path / "bert"), tokenizer=object())
 

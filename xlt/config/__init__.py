@@ -21,6 +21,7 @@ from xlt.config.overrides import checked_run_root
 from xlt.config.paths import CONF_DIR
 from xlt.config.rules import STAGES, cross_field_errors
 from xlt.config.schema import XltConfig
+from xlt.config.translate import normalize_engine
 from xlt.errors import ConfigError
 from xlt.languages import mt_codes
 from xlt.registry import include
@@ -80,6 +81,7 @@ def validate(cfg: DictConfig | dict[str, Any], stages: Sequence[str] | None = No
     # the run's config.yaml finds them from anywhere (report --compare reads them there).
     merged.eval.include_path = [str(Path(str(p)).expanduser().resolve()) for p in merged.eval.include_path]
     include(merged.eval.include_path)
+    normalize_engine(merged.translate)
     errors = check_values(XltConfig, merged) + cross_field_errors(merged, stages)
     if errors:
         raise ConfigError("invalid config:\n  " + "\n  ".join(errors))

@@ -19,6 +19,8 @@ Every schema field is a plain dataclass field; :func:`opt` adds metadata that tw
   not use (``tests/test_hash_coverage.py`` walks every field and holds the schema to this);
   ``omit_default`` marks a key added after results existed that enters the stage and job hashes only when it
   differs from its default (``eval.llm.protocol``: the hashes of results made without it are unchanged).
+  ``hash_as`` maps a renamed value to its old spelling, which the hashes take (``translate.engine``:
+  ``transformers`` hashes as ``hf``, so translations made under the old name keep their hashes).
 
 A nested dataclass field passes its ``affects``/``names_run`` down to its own fields unless they set their
 own. The top-level sections default to the stage that consumes them (``_SECTION_STAGE`` in keys.py).
@@ -40,13 +42,16 @@ def opt(default: Any = dataclasses.MISSING, *, default_factory: Callable[[], Any
         choices: Sequence[str] | Callable[[], Sequence[str]] | None = None, ge: float | None = None, gt: float | None = None,
         le: float | None = None, affects: str | None = INHERIT, names_run: bool | None = None,
         split: bool = False, translator: bool | None = None, when: tuple[str, str] | None = None,
-        per_job: bool = True, why: str | None = None, hint: str = "", omit_default: bool = False) -> Any:
+        per_job: bool = True, why: str | None = None, hint: str = "", omit_default: bool = False,
+        hash_as: dict[str, str] | None = None) -> Any:
     """A dataclass field with validation and key-table metadata (see the module docstring)."""
     meta: dict[str, Any] = {"affects": affects, "split": split, "per_job": per_job}
     if omit_default:  # enters the hashes only when it differs from its default
         meta["omit_default"] = True
     if hint:  # added to a refusal: how to add a value the choices lack
         meta["hint"] = hint
+    if hash_as:  # a renamed value enters the hashes as its old spelling: results made under it keep their hashes
+        meta["hash_as"] = dict(hash_as)
     for name, value in (("translator", translator), ("when", when), ("why", why)):
         if value is not None:
             meta[name] = value

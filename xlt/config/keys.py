@@ -120,6 +120,8 @@ def _walk(cls: type, values: Any, prefix: str, parent: KeyInfo | None, out: dict
             value = "<unresolved>"
         sub = dataclass_of(hints[f.name])
         info = _field_info(f, key, parent, sub is not None)
+        if isinstance(value, str) and value in f.metadata.get("hash_as", {}):
+            value = f.metadata["hash_as"][value]  # a renamed value: its old spelling, as its hashes were made
         if sub is None or value is None:
             if OmegaConf.is_config(value):
                 value = OmegaConf.to_container(value, resolve=True)

@@ -95,15 +95,17 @@ def _translate(cfg: Any, stages: Sequence[str] | None) -> list[str]:
 def _translate_engine(t: Any) -> list[str]:
     """Settings that the chosen engine cannot honour are rejected instead of silently ignored."""
     out = []
-    if t.engine == "hf" and t.compute_type != "auto":
-        out.append(f"translate.compute_type={t.compute_type} applies to engine=ctranslate2 only; with engine=hf "
+    transformers = t.engine in ("transformers", "hf")  # "hf": its old name (xlt.config.translate.OLD_ENGINE_NAMES)
+    if transformers and t.compute_type != "auto":
+        out.append(f"translate.compute_type={t.compute_type} applies to engine=ctranslate2 only; with engine=transformers "
                    "use translate.precision (bf16, fp16, fp32)")
     if t.precision != "auto" and t.compute_type != "auto":
         out.append(f"translate.precision={t.precision} and translate.compute_type={t.compute_type} both set the "
                    "number format; set one (precision: both engines; compute_type: ctranslate2, e.g. int8)")
-    if t.engine == "hf" and "," in str(t.device):
-        out.append(f"translate.device={t.device}: a list of GPUs needs engine=ctranslate2 (engine=hf uses one device)")
-    if t.engine != "hf":
+    if transformers and "," in str(t.device):
+        out.append(f"translate.device={t.device}: a list of GPUs needs engine=ctranslate2 (engine=transformers uses "
+                   "one device)")
+    if not transformers:
         err = device_error(str(t.device))
         if err:
             out.append(err)

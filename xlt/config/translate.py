@@ -5,10 +5,13 @@ See :mod:`xlt.translation` for what each stage does with these settings.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from xlt.config.fields import neutral, opt
+from xlt.errors import ConfigError
+from xlt.registry import MT_ENGINES
 
 
 @dataclass
@@ -43,9 +46,12 @@ class TranslationSamplingConfig:
 
 @dataclass
 class TranslateConfig:
-    # Translator backend: "hf" (any NLLB or M2M100 seq2seq model through transformers) or "echo"
-    # (deterministic test translator: "[<lang>] " + text; no model).
-    kind: str = opt("hf", choices=("hf", "echo"), translator=True)
+    # The translator: "hf" (an NLLB or M2M100 checkpoint, model_name_or_path, run by the MT engine
+    # `engine` names) or the name of an MT engine that translates on its own: "echo" (deterministic test
+    # translator: "[<lang>] " + text; no model) or a plug-in's (xlt.registry.MT_ENGINES; docs/adding-a-benchmark.md).
+    kind: str = opt("hf", choices=lambda: ("hf", *engine_names(checkpoint=False)), translator=True,
+                    hint="a new MT engine is an installed package's entry point (group xlt.mt_engines) or a "
+                         "definition file in a folder given by eval.include_path=[folder]")
     model_name_or_path: str = opt("facebook/nllb-200-distilled-600M", translator=True)
     revision: str | None = opt(None, translator=True)
     # Language of the training set (FLORES-200 code).
@@ -65,11 +71,14 @@ class TranslateConfig:
     num_beams: int = opt(1, ge=1, translator=True)
     # Beam search only: scores are divided by length ** length_penalty (the same rule in both engines).
     length_penalty: float = opt(1.0, translator=True)
-    # Generation engine for kind=hf models: "hf" (transformers' generate), "ctranslate2" (CTranslate2,
-    # NLLB / M2M100 only; pip install 'xlt[ct2]') or "auto": ctranslate2 when it is installed and the
-    # model is NLLB / M2M100, else hf (see README, "Translation engines").
-    engine: str = opt("auto", choices=("auto", "hf", "ctranslate2"), translator=True)
-    # engine=hf: "auto": bf16 on a GPU that supports it, else fp32; or "bf16", "fp16", "fp32".
+    # The MT engine that runs a kind=hf checkpoint: "transformers" (transformers' generate; "hf" is its old
+    # name, still accepted with a warning), "ctranslate2" (CTranslate2, NLLB / M2M100 only;
+    # pip install 'xlt[ct2]'), a plug-in engine that runs checkpoints, or "auto": ctranslate2 when it is
+    # installed and the model is NLLB / M2M100, else transformers (see README, "Translation engines").
+    # "transformers" enters the hashes as "hf", its old name: translations made under it keep their hashes.
+    engine: str = opt("auto", choices=lambda: ("auto", *engine_names(checkpoint=True)), translator=True,
+                      hash_as={"transformers": "hf"})
+    # engine=transformers: "auto": bf16 on a GPU that supports it, else fp32; or "bf16", "fp16", "fp32".
     precision: str = opt("auto", choices=("auto", "bf16", "fp16", "fp32"), translator=True)
     # engine=ctranslate2: "auto": int8 on CPU, bfloat16 (else float16) on GPU; or any CTranslate2 type.
     compute_type: str = opt("auto", choices=("auto", "int8", "int8_float32", "int8_float16", "int8_bfloat16",
@@ -96,6 +105,35 @@ class TranslateConfig:
     # How the union is sampled is decided when training reads it: it affects the train stage only.
     sampling: TranslationSamplingConfig = opt(default_factory=TranslationSamplingConfig, affects="train",
                                               why="how training mixes the translations; translate-test does not read it")
+
+
+# translate.engine's old spelling of "transformers" (it clashed with translate.kind=hf, another axis).
+OLD_ENGINE_NAMES = {"hf": "transformers"}
+
+
+def engine_names(*, checkpoint: bool) -> tuple[str, ...]:
+    """The registered MT engines (:data:`xlt.registry.MT_ENGINES`) that run a ``kind=hf`` checkpoint
+    (``checkpoint=True``: ``translate.engine``'s values) or translate on their own (``translate.kind``'s).
+    An engine that cannot be loaded is listed with those on their own (using it names the error)."""
+    out = []
+    for name in MT_ENGINES.names():
+        try:
+            runs = bool(getattr(MT_ENGINES[name], "checkpoint", False))
+        except ConfigError:
+            runs = False
+        if runs == checkpoint:
+            out.append(name)
+    return tuple(out)
+
+
+def normalize_engine(tcfg: Any) -> None:
+    """Replace an old spelling of ``translate.engine`` (``hf``) by its name (``transformers``), with a
+    deprecation warning; the hashes take the old spelling still (``hash_as``), so nothing is recomputed."""
+    old = str(tcfg.engine)
+    if old in OLD_ENGINE_NAMES:
+        warnings.warn(f"translate.engine={old} is deprecated: it is now translate.engine={OLD_ENGINE_NAMES[old]} "
+                      "(the same engine; hashes and results unchanged)", FutureWarning, stacklevel=2)
+        tcfg.engine = OLD_ENGINE_NAMES[old]
 
 
 def translate_train_all(cfg: Any) -> bool:

@@ -9,8 +9,9 @@ answers); the evaluate stage stores it in that language's result file under ``sc
 
 The registry (:data:`xlt.registry.SCORERS`) holds ``"module:attr"`` references, imported on first use, so
 scorers with heavy or optional dependencies register without being imported; an installed package adds
-one with an entry point in the group ``xlt.scorers``. Each scorer declares its version, the model it scores
-and what it reads (:mod:`xlt.scoring.declaration`).
+one with an entry point in the group ``xlt.scorers``, a definition file of ``eval.include_path`` one marked
+``@SCORERS.named("...")`` (``xlt plugins`` lists them). Each scorer declares its version, the model it
+scores and what it reads (:mod:`xlt.scoring.declaration`).
 """
 
 from __future__ import annotations

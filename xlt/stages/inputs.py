@@ -52,7 +52,7 @@ def translator_inputs(cfg: Any) -> dict[str, Any]:
     commit the Hub cache resolves its revision to) and what it resolves to on this machine (engine, dtype
     or compute type: :func:`xlt.translation.engines.resolved_settings`)."""
     t = cfg.translate
-    hf = t.kind == "hf"
+    hf = engines.reads_checkpoint(t)
     try:
         resolved = engines.resolved_settings(t)
     except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so

@@ -36,7 +36,7 @@ from xlt.run.state import seal
 from xlt.stages.inputs import local_fingerprint, translator_inputs
 from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
-from xlt.translation.engines import build_translator
+from xlt.translation.engines import build_translator, stored_identity
 from xlt.translation.engines.base import Translator
 from xlt.translation.importer import import_translations
 from xlt.translation.quality import QualityStats
@@ -238,17 +238,11 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
             dd, stats = merge_language(run, lang, units)
             per_language[lang] = stats
             rows[lang] = {s: dd[s].num_rows for s in dd}
-    identity = translator.identity if translator is not None else _identity_from_cfg(tcfg)
+    identity = translator.identity if translator is not None else stored_identity(tcfg)
     meta = {"translator": identity, "source_language": tcfg.source_language, "imported": False,
             "provenance": ctx.record()}
     write_report(run, meta, per_language)
     return {"languages": languages, "rows": rows, "report": str(run.translation_report)}
-
-
-def _identity_from_cfg(tcfg: Any) -> str:
-    if tcfg.kind == "echo":
-        return "echo/v1"
-    return f"hf/{tcfg.model_name_or_path}@{tcfg.revision or 'default'}"
 
 
 def files(cfg: Any, run: RunDir) -> dict[str, Any]:

@@ -35,7 +35,6 @@ from xlt.data.benchmarks.loading import (
 )
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource, offline
-from xlt.registry import BENCHMARKS
 
 # The members a definition declared before prompts and reports were data, and what replaced each.
 MOVED = {
@@ -281,9 +280,6 @@ class ConfigPerLanguage(Benchmark):
         ds = convert_split(raw, code, where, fields=self.fields, features=self.features,
                            convert_row=self.convert_row, key_fields=self.key_fields, desc=f"{self.kind} {code}")
         return ds, where
-
-
-BENCHMARKS.base = Benchmark  # a definition file's subclasses with a kind register (xlt.registry.include)
 
 
 # What a definition file imports beside the base class: the declarations (xlt.data.benchmarks.declarations).

@@ -28,7 +28,6 @@ from xlt.data.sources.files import Row, iter_local_split
 from xlt.errors import ConfigError, DataError
 from xlt.hub import hub_resource
 from xlt.progress import progress_bar
-from xlt.registry import SOURCES
 
 log = logging.getLogger(__name__)
 
@@ -318,6 +317,3 @@ class Source:
         }
         check_record(rec, f"{self.dataset} {split} {where}", answer_text)
         return rec
-
-
-SOURCES.base = Source  # a definition file's subclasses with a name register (xlt.registry.include)

@@ -1,4 +1,5 @@
-"""The check kinds a benchmark's claim names (``Claim.check``), each registered where it is defined.
+"""The check kinds a benchmark's claim names (``Claim.check``), each listed in ``xlt.registry.CHECKS``
+(a plug-in's: an entry point in the group ``xlt.checks``, or a definition file of ``eval.include_path``).
 
 Check kinds (``Claim.check``) and their ``params``:
 
@@ -28,7 +29,6 @@ Check kinds (``Claim.check``) and their ``params``:
   Spearman's rho < 0, one-sided permutation test over the languages.
 """
 
-from xlt.reporting.checks import families, groups, rankings, transfer, vocabulary  # noqa: F401 (each registers its check kinds)
 from xlt.reporting.checks.base import CHECKS, FAILS, HOLDS, UNTESTABLE, Check, Finding, check_kind
 
 __all__ = ["CHECKS", "FAILS", "HOLDS", "UNTESTABLE", "Check", "Finding", "check_kind"]

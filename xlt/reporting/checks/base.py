@@ -1,8 +1,8 @@
 """What a check kind gets and returns (:class:`Check`, :class:`Finding`), and the registry of check kinds.
 
-A check kind is a function ``Check -> Finding`` registered under its name with :func:`check_kind`, in the
-module that defines it (:mod:`xlt.reporting.checks`); a claim (:class:`~xlt.data.benchmarks.declarations.Claim`)
-names it in ``check``.
+A check kind is a function ``Check -> Finding`` marked with its name by :func:`check_kind` where it is
+defined (:mod:`xlt.reporting.checks`), and registered in :data:`xlt.registry.CHECKS` like every plug-in; a
+claim (:class:`~xlt.data.benchmarks.declarations.Claim`) names it in ``check``.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from xlt import registry
 from xlt.data.benchmarks import Benchmark
 from xlt.data.benchmarks.declarations import Claim
 from xlt.errors import ConfigError
@@ -69,15 +70,14 @@ class Check:
         return self.finding(UNTESTABLE, why)
 
 
-# The check kinds by name: filled by @check_kind where each is defined.
-CHECKS: dict[str, Callable[[Check], Finding]] = {}
+# The check kinds by name (xlt.registry.CHECKS): xlt's own listed there, an installed package's by an entry
+# point in the group ``xlt.checks``, a definition file's (eval.include_path) marked with @check_kind.
+CHECKS = registry.CHECKS
 
 
 def check_kind(name: str) -> Callable[[Callable[[Check], Finding]], Callable[[Check], Finding]]:
-    """Register the decorated function as the check kind ``name`` (a name taken twice is an error)."""
-    def register(fn: Callable[[Check], Finding]) -> Callable[[Check], Finding]:
-        if name in CHECKS:
-            raise ValueError(f"check kind {name!r} is registered twice ({CHECKS[name].__module__}, {fn.__module__})")
-        CHECKS[name] = fn
-        return fn
-    return register
+    """Mark the decorated function as the check kind ``name`` (:meth:`xlt.registry.Registry.named`): so a
+    definition file of ``eval.include_path`` registers it; xlt's own check kinds are also listed in
+    :data:`xlt.registry.CHECKS` (tests/test_plugins.py holds the two in step). A name taken twice is an error
+    naming both definitions."""
+    return CHECKS.named(name)

@@ -8,10 +8,12 @@ A :class:`Translator` turns a list of texts from one language into another. It e
   commit each batch to the cache before the next one starts (a killed run loses at most one batch).
 
 Batches are made from length-sorted texts (:func:`length_sorted_batches`), so a batch pads little and
-stops generating early. Engines: :class:`~xlt.translation.engines.hf.HFSeq2SeqTranslator` (NLLB, M2M100
-through transformers), :class:`~xlt.translation.engines.ct2.CT2Translator` (the same models through
-CTranslate2), both configured by one :class:`EngineSettings` and sharing :class:`LanguageTokens`; and
-:class:`EchoTranslator` (deterministic, no model: ``"[<lang>] " + text``).
+stops generating early. An MT engine (:class:`Engine`, registered in :data:`xlt.registry.MT_ENGINES`)
+builds a translator from the ``translate`` section. Translators:
+:class:`~xlt.translation.engines.hf.HFSeq2SeqTranslator` (NLLB, M2M100 through transformers),
+:class:`~xlt.translation.engines.ct2.CT2Translator` (the same models through CTranslate2), both configured
+by one :class:`EngineSettings` and sharing :class:`LanguageTokens`; and :class:`EchoTranslator`
+(deterministic, no model: ``"[<lang>] " + text``).
 """
 
 from __future__ import annotations
@@ -107,6 +109,48 @@ class EchoTranslator(Translator):
 
     def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
         return [f"[{tgt_lang}] {t}" for t in texts]
+
+
+class Engine:
+    """An MT engine (:data:`xlt.registry.MT_ENGINES`): builds the translator a ``translate`` section selects
+    and says, without loading it, what of it enters the hashes of what it translates.
+
+    A subclass sets ``name`` (its name in the registry) and ``checkpoint``: True for an engine that runs
+    the checkpoint ``translate.model_name_or_path`` of ``translate.kind=hf`` (selected by
+    ``translate.engine``, like transformers and CTranslate2; the checkpoint's fingerprint enters the
+    hashes), False for one that translates on its own (selected by ``translate.kind``, like echo). It
+    implements :meth:`build`, and may refine :meth:`resolved` and :meth:`stored_identity`. The translator's
+    ``identity`` (cache keys, the translation report) is the translator's own (:class:`Translator`).
+    """
+
+    name: str = ""
+    checkpoint: bool = False
+
+    def build(self, tcfg: TranslateConfig) -> Translator:
+        """The translator for ``translate`` section ``tcfg``."""
+        raise NotImplementedError
+
+    def resolved(self, tcfg: TranslateConfig) -> dict[str, Any]:
+        """What the translator runs as on this machine, found without loading it (e.g. a dtype resolved from
+        ``auto``): it enters the hashes of what it translates, beside the ``translate`` settings."""
+        return {"kind": str(tcfg.kind)}
+
+    def stored_identity(self, tcfg: TranslateConfig) -> str:
+        """The identity the translation report records when every part was translated by earlier processes
+        (no translator was built in this one)."""
+        return f"{self.name}/{tcfg.model_name_or_path}@{tcfg.revision or 'default'}" if self.checkpoint else self.name
+
+
+class EchoEngine(Engine):
+    """``translate.kind=echo``: :class:`EchoTranslator` (deterministic, no model)."""
+
+    name = "echo"
+
+    def build(self, tcfg: TranslateConfig) -> Translator:
+        return EchoTranslator(batch_size=tcfg.batch_size, max_batch_tokens=tcfg.max_batch_tokens)
+
+    def stored_identity(self, tcfg: TranslateConfig) -> str:
+        return "echo/v1"
 
 
 def pick_device(device: str) -> str:

@@ -31,11 +31,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from xlt.config.translate import TranslateConfig, device_error
+from xlt.config.translate import OLD_ENGINE_NAMES, TranslateConfig, device_error
 from xlt.errors import ConfigError
 from xlt.hub import hub_resource
 from xlt.run.fingerprint import resource_fingerprint
-from xlt.translation.engines.base import EngineSettings, LanguageTokens
+from xlt.translation.engines.base import Engine, EngineSettings, LanguageTokens
 from xlt.weights import log_weights, snapshot
 
 log = logging.getLogger(__name__)
@@ -62,14 +62,14 @@ def model_type(model_name_or_path: str, revision: str | None = None) -> str | No
 
 
 def resolve_engine(engine: str, model_name_or_path: str, revision: str | None = None) -> str:
-    """``auto`` -> ``ctranslate2`` when it is installed and the model is NLLB / M2M100, else ``hf``."""
-    if engine in ("hf", "ctranslate2"):
-        return engine
+    """The MT engine ``translate.engine`` names: ``auto`` -> ``ctranslate2`` when it is installed and the
+    model is NLLB / M2M100, else ``transformers``; an old spelling (``hf``) -> its name."""
+    engine = OLD_ENGINE_NAMES.get(engine, engine)
     if engine != "auto":
-        raise ConfigError(f"translate.engine must be auto, hf or ctranslate2; got {engine!r}")
+        return engine
     if available() and model_type(model_name_or_path, revision) in MODEL_TYPES:
         return "ctranslate2"
-    return "hf"
+    return "transformers"
 
 
 def parse_device(device: str) -> tuple[str, list[int]]:
@@ -182,7 +182,7 @@ class CT2Translator(LanguageTokens):
                 tokenizer = AutoTokenizer.from_pretrained(model_name_or_path, revision=s.revision)
         if config.model_type not in MODEL_TYPES:
             raise ConfigError(f"translate.engine=ctranslate2 supports NLLB / M2M100 checkpoints (model_type "
-                              f"{'/'.join(MODEL_TYPES)}); {model_name_or_path} is {config.model_type!r}: use engine=hf")
+                              f"{'/'.join(MODEL_TYPES)}); {model_name_or_path} is {config.model_type!r}: use engine=transformers")
         self.tokenizer = tokenizer
         self.device, self.device_index = parse_device(s.device)
         self.compute_type = resolve_compute_type(compute_type, s.precision, self.device, self.device_index[0])
@@ -231,3 +231,26 @@ class CT2Translator(LanguageTokens):
 def build_ct2_translator(tcfg: TranslateConfig, **kw: Any) -> CT2Translator:
     """The CTranslate2 translator for ``translate`` config ``tcfg``."""
     return CT2Translator(tcfg.model_name_or_path, EngineSettings.from_cfg(tcfg), compute_type=tcfg.compute_type, **kw)
+
+
+class CT2Engine(Engine):
+    """``translate.engine=ctranslate2``: :class:`CT2Translator`; its resolved compute type and CTranslate2's
+    version enter the hashes."""
+
+    name = "ctranslate2"
+    checkpoint = True
+
+    def build(self, tcfg: TranslateConfig) -> CT2Translator:
+        return build_ct2_translator(tcfg)
+
+    def resolved(self, tcfg: TranslateConfig) -> dict[str, Any]:
+        if not available():  # the translator says how to install it
+            return {"engine": self.name, "compute_type": str(tcfg.compute_type)}
+        import ctranslate2
+
+        device, ids = parse_device(str(tcfg.device))
+        compute = resolve_compute_type(tcfg.compute_type, tcfg.precision, device, ids[0])
+        return {"engine": self.name, "compute_type": compute, "ctranslate2": ctranslate2.__version__}
+
+    def stored_identity(self, tcfg: TranslateConfig) -> str:
+        return f"hf/{tcfg.model_name_or_path}@{tcfg.revision or 'default'}"  # as before engines were plug-ins

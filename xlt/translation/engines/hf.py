@@ -1,4 +1,4 @@
-"""The transformers engine (``translate.engine=hf``) for NLLB and M2M100 checkpoints."""
+"""The transformers engine (``translate.engine=transformers``, formerly ``hf``) for NLLB and M2M100 checkpoints."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import json
 import logging
 from typing import Any
 
+from xlt.config.translate import TranslateConfig
+from xlt.errors import ConfigError
 from xlt.hub import hub_resource
-from xlt.translation.engines.base import EngineSettings, LanguageTokens, pick_device, pick_dtype
+from xlt.translation.engines.base import Engine, EngineSettings, LanguageTokens, pick_device, pick_dtype
 from xlt.weights import from_pretrained_kwargs, log_weights
 
 log = logging.getLogger(__name__)
@@ -69,3 +71,24 @@ class HFSeq2SeqTranslator(LanguageTokens):
                 **({"early_stopping": True, "length_penalty": s.length_penalty} if s.num_beams > 1 else {}),
             )
         return [t.strip() for t in self.tokenizer.batch_decode(out, skip_special_tokens=True)]
+
+
+class TransformersEngine(Engine):
+    """``translate.engine=transformers``: :class:`HFSeq2SeqTranslator`. In the hashes it is ``hf``, its old name
+    (the translations made under it keep their hashes)."""
+
+    name = "transformers"
+    checkpoint = True
+
+    def build(self, tcfg: TranslateConfig) -> HFSeq2SeqTranslator:
+        if tcfg.compute_type != "auto":
+            raise ConfigError(f"translate.compute_type={tcfg.compute_type} needs engine ctranslate2, but "
+                              f"translate.engine={tcfg.engine} resolved to transformers (is ctranslate2 installed?)")
+        return HFSeq2SeqTranslator(tcfg.model_name_or_path, EngineSettings.from_cfg(tcfg))
+
+    def resolved(self, tcfg: TranslateConfig) -> dict[str, Any]:
+        dtype = pick_dtype(tcfg.precision, pick_device(str(tcfg.device)))
+        return {"engine": "hf", "dtype": str(dtype).replace("torch.", "")}
+
+    def stored_identity(self, tcfg: TranslateConfig) -> str:
+        return f"hf/{tcfg.model_name_or_path}@{tcfg.revision or 'default'}"
