@@ -3,7 +3,7 @@ completeness record is written, the best one stays, and a real SIGKILL while the
 while old checkpoints are deleted leaves a run that resumes to the uninterrupted run's model, bit for bit.
 
 The killed runs are forked children of the test process (a real process and a real SIGKILL, no second
-start of Python), as in tests/test_run_damage.py."""
+start of Python), as in tests/run/test_run_damage.py."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ Every schema field is a plain dataclass field; :func:`opt` adds metadata that tw
   ``per_job=False`` marks an evaluate key that selects which results exist without changing any one of
   them (``eval.benchmarks.*.languages``); ``why`` gives the reason a key is absent from a hash it would
   otherwise enter: every :func:`neutral` key has one, and so has every ``translate`` key translate-test does
-  not use (``tests/test_hash_coverage.py`` walks every field and holds the schema to this);
+  not use (``tests/config/test_hash_coverage.py`` walks every field and holds the schema to this);
   ``omit_default`` marks a key added after results existed that enters the stage and job hashes only when it
   differs from its default (``eval.llm.protocol``: the hashes of results made without it are unchanged).
   ``hash_as`` maps a renamed value to its old spelling, which the hashes take (``translate.engine``:

@@ -185,7 +185,7 @@ def job_values(cfg: DictConfig | dict[str, Any], benchmark: str) -> dict[str, An
 
 def eval_job_values(eval_cfg: DictConfig | dict[str, Any], benchmark: str) -> dict[str, Any]:
     """:func:`job_values` from the ``eval`` section alone (the same keys and values): every evaluate key, and
-    every key a ``when`` condition of one names, lies under ``eval`` (tests/test_config_sections.py holds it)."""
+    every key a ``when`` condition of one names, lies under ``eval`` (tests/config/test_config_sections.py holds it)."""
     values = OmegaConf.to_container(eval_cfg, resolve=True) if isinstance(eval_cfg, DictConfig) else eval_cfg
     return job_values({"eval": values}, benchmark)
 

@@ -22,7 +22,7 @@ PRECISIONS = ("auto", "bf16", "fp16", "fp32")
 def transformers_enum(module: str, name: str) -> tuple[str, ...]:
     """The values of the string enum ``name`` in ``transformers/<module>.py`` of the installed transformers,
     read from its source: importing that module imports torch (seconds at every command line, before a
-    config error could be shown). tests/test_config_validation.py checks them against the enum itself."""
+    config error could be shown). tests/config/test_config_validation.py checks them against the enum itself."""
     spec = importlib.util.find_spec("transformers")  # finds the package without importing it
     if spec is None or not spec.submodule_search_locations:
         raise ConfigError("transformers is not installed: pip install 'transformers>=5.24'")

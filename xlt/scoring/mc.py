@@ -67,7 +67,7 @@ class MCScorer:
                     "eval.model=/path/to/model (or a Hub id)"
                 )
             source = str(path)
-        # What is read of the model section: declaration.model_reads (tests/test_hash_coverage.py checks the list).
+        # What is read of the model section: declaration.model_reads (tests/config/test_hash_coverage.py checks the list).
         model, tokenizer = load_trained(source, trust_remote_code=cfg.model.trust_remote_code,
                                         revision=None if own else cfg.model.revision)
         return cls(model, tokenizer, max_length=cfg.model.max_length, batch_size=cfg.eval.batch_size)

@@ -249,7 +249,7 @@ def scorer_model_settings(cfg: Any) -> dict[str, Any] | None:
     """The ``model`` keys the evaluate stage's scorer reads of an external ``eval.model`` (its declaration's
     ``model_reads``; None when it scores the run's own model or reads none). These keys affect the train stage,
     so with eval.model=run they reach results through the train stage's output; for another model they are read
-    by the evaluate stage itself and enter its inputs and every job hash (tests/test_hash_coverage.py walks them)."""
+    by the evaluate stage itself and enter its inputs and every job hash (tests/config/test_hash_coverage.py walks them)."""
     reads = declaration.of(cfg.eval).external_model_reads(cfg.eval)
     return {key: OmegaConf.select(cfg, key) for key in reads} if reads else None
 

@@ -361,7 +361,7 @@ def test_an_in_place_rewrite_with_its_mtime_restored_is_noticed(tmp_path, monkey
 
 
 # An empty or cut-short lock is what a kill between create and write leaves: taken over once unchanged for a
-# lease (tests/test_lock_safety.py). Any other damage is not what xlt leaves: the user decides.
+# lease (tests/run/test_lock_safety.py). Any other damage is not what xlt leaves: the user decides.
 @pytest.mark.parametrize("kind", ["garbage", "other_shape", "folder"])
 def test_a_damaged_lock_is_named_with_how_to_remove_it(tmp_path, monkeypatch, kind):
     import xlt.run.lock

@@ -19,7 +19,7 @@ from tests.test_layers import LAYERS
 from xlt.config.keys import eval_job_values, job_values, schema_keys
 from xlt.config.schema import XltConfig
 
-ROOT = Path(__file__).resolve().parent.parent / "xlt"
+ROOT = Path(__file__).resolve().parents[2] / "xlt"
 SECTIONS = {"model", "data", "translate", "training", "eval", "logger"}
 assert SECTIONS < set(XltConfig.__dataclass_fields__)  # the root schema's sections
 

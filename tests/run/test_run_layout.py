@@ -12,7 +12,7 @@ from pathlib import Path
 import xlt.run.layout as layout
 from xlt.run.layout import RunDir
 
-ROOT = Path(__file__).resolve().parent.parent / "xlt"
+ROOT = Path(__file__).resolve().parents[2] / "xlt"
 LAYOUT = ROOT / "run" / "layout.py"
 
 # The data layer never sees a run directory (tests/test_layers.py): a "data" folder there is a dataset's own.

@@ -34,7 +34,7 @@ def test_json_text_is_strict_and_keeps_non_ascii(tmp_path):
 
 def test_xlt_has_one_strict_json_writer():
     """Every JSON result goes through xlt.run.files: no other module sets json's NaN policy or cleans NaN itself."""
-    root = Path(__file__).resolve().parent.parent / "xlt"
+    root = Path(__file__).resolve().parents[2] / "xlt"
     writers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                      if any(k in p.read_text(encoding="utf-8") for k in ("allow_nan", "_json_safe", "def _clean(")))
     assert writers == ["run/files.py"]

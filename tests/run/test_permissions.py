@@ -24,7 +24,7 @@ from tests.reporting.fake_runs import MODELS, write_run
 from xlt.run.files import atomic_dir, atomic_write_json, atomic_write_text
 
 COLLEAGUE_UID, GROUP_GID = 65534, 4242
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(params=[0o002, 0o022], ids=["umask002", "umask022"])
