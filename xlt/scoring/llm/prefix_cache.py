@@ -12,8 +12,15 @@ letter), and one token less makes that case exact without giving up the cache.
 Paths:
 
 * ``prefix_cache`` — the suffix ran against the shared prefix's cache;
+* ``partial_prefix`` — no other question has the same prefix, but another prefix starts with enough of
+  the same tokens (:func:`~xlt.scoring.llm.loglik.worth_reusing`; the harness's first-n few-shot sets
+  of a language's first questions skip the question itself, so question 3's examples are 0, 1, 2, 4, 5
+  where the others' are 0-4): the prefix reuses those tokens' states (the engine encodes prefixes in
+  sorted order, each reusing the leading tokens it shares with the one before) and the suffix runs
+  against the prefix's cache;
 * ``full_no_prefix`` — no few-shot prefix (0-shot) or prefix caching is off / unsupported by the model;
-* ``full_unshared`` — no other question has the same prefix (nothing to share);
+* ``full_unshared`` — no other question has the same prefix or one that starts with enough of the
+  same tokens (nothing to share);
 * ``full_boundary`` — the prefix's own tokens are not the start of the question's tokens;
 * ``full_truncated`` — the context was left-truncated to ``max_length``.
 
@@ -31,9 +38,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xlt.scoring.llm.loglik import ForwardInput, encode_texts
+from xlt.scoring.llm.loglik import ForwardInput, encode_texts, worth_reusing
 
-PATHS = ("prefix_cache", "full_no_prefix", "full_unshared", "full_boundary", "full_truncated")
+PATHS = ("prefix_cache", "partial_prefix", "full_no_prefix", "full_unshared", "full_boundary", "full_truncated")
 
 
 @dataclass
@@ -95,9 +102,13 @@ def plan_prefixes(
                 key[q] = tuple(pre)
                 path[q] = "prefix_cache"
         shared = Counter(k for k in key if k is not None)
+        reuse = _longest_shared_start(list(shared))
         for q in range(n):
             if key[q] is not None and shared[key[q]] < 2:
-                key[q], path[q] = None, "full_unshared"
+                if worth_reusing(reuse[key[q]], len(key[q])):
+                    path[q] = "partial_prefix"
+                else:
+                    key[q], path[q] = None, "full_unshared"
     counts = Counter(path)
     seq_prefix = [key[s.members[0][0]] for s in seqs]
     seq_context = shared_contexts(seqs, seq_prefix) if share_contexts else [0] * len(seqs)
@@ -111,6 +122,17 @@ def plan_prefixes(
         distinct_contexts=len({(pre, tuple(s.tokens[len(pre) : len(pre) + n]))
                                for s, pre, n in zip(seqs, seq_prefix, seq_context, strict=True) if n}),
     )
+
+
+def _longest_shared_start(prefixes: list[tuple[int, ...]]) -> dict[tuple[int, ...], int]:
+    """Per distinct prefix, the most leading tokens it shares with another one (sorted, that other
+    one is a neighbour)."""
+    ordered = sorted(prefixes)
+    out = dict.fromkeys(ordered, 0)
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        n = _common(a, b, 0, min(len(a), len(b)))
+        out[a], out[b] = max(out[a], n), max(out[b], n)
+    return out
 
 
 # A shared context shorter than this is not worth a pass of its own.
