@@ -27,8 +27,10 @@ def first_n_requests(n_questions: int = 8, k: int = 5, seed: int = 3):
     examples other than ``q`` (the harness's first-n rule), then its own 5-40 tokens and two
     continuations of 1 and 2 tokens. Returns the forward inputs and each one's prefix."""
     g = torch.Generator().manual_seed(seed)
-    examples = [torch.randint(3, VOCAB, (int(torch.randint(18, 27, (1,), generator=g)),), generator=g).tolist()
-                for _ in range(k + 1)]
+    examples = [
+        torch.randint(3, VOCAB, (int(torch.randint(18, 27, (1,), generator=g)),), generator=g).tolist()
+        for _ in range(k + 1)
+    ]
     seqs, prefixes = [], []
     for q in range(n_questions):
         pre = [0] + [t for e in [e for e in range(k + 1) if e != q][:k] for t in examples[e]]
@@ -122,8 +124,9 @@ def test_plan_sends_prefixes_sharing_their_first_examples_to_the_partial_path():
     tok = Chars()
     encoded = encode_pairs(tok, contexts, [[" A", " B"]] * 8)
     seqs = build_sequences(encoded, 4096)
-    plan = plan_prefixes(tok, seqs, encoded, prefix_texts(contexts, questions), max_length=4096,
-                         add_bos_token=None)
+    plan = plan_prefixes(
+        tok, seqs, encoded, prefix_texts(contexts, questions), max_length=4096, add_bos_token=None
+    )
     # 5 and 6 share examples 0-4; 1-4 share examples 0..q-1 with them (at least 1/5 of the prefix);
     # 0 shares "Example " only (9 tokens: under 1/8 of its prefix), 7 nothing
     assert plan.paths["prefix_cache"] == 2 and plan.paths["partial_prefix"] == 4
@@ -133,8 +136,9 @@ def test_plan_sends_prefixes_sharing_their_first_examples_to_the_partial_path():
 
 
 @pytest.mark.parametrize("family", ["gemma3", "gemma2"])
-def test_scorer_5shot_first_questions_take_the_partial_path_and_match_the_full_pass(family, loaded_lm,
-                                                                                    make_cfg, load_items):
+def test_scorer_5shot_first_questions_take_the_partial_path_and_match_the_full_pass(
+    family, loaded_lm, make_cfg, load_items
+):
     """LLMScorer, Belebele fixture, 5-shot (the harness's first-n rule): the first questions reuse the
     examples they share with the others; scores equal the cache-off run's."""
     from xlt.scoring.llm.scorer import LLMScorer
@@ -151,6 +155,10 @@ def test_scorer_5shot_first_questions_take_the_partial_path_and_match_the_full_p
     np.testing.assert_allclose(scores["cached"], scores["full"], rtol=0, atol=ATOL)
     assert (scores["cached"].argmax(1) == scores["full"].argmax(1)).all()
     paths = metas["cached"]["prefix_cache"]["questions_per_path"]
-    assert paths["prefix_cache"] == len(items) - 5 and paths["partial_prefix"] == 4 and paths["full_unshared"] == 1
+    assert (
+        paths["prefix_cache"] == len(items) - 5
+        and paths["partial_prefix"] == 4
+        and paths["full_unshared"] == 1
+    )
     forward = metas["cached"]["forward"]
     assert forward["prefix_passes"] == 5 and forward["tokens"] < metas["full"]["forward"]["tokens"]
