@@ -454,7 +454,7 @@ def main() -> None:
     ap.add_argument("--shapes", default="toy,realistic", help=f"comma-separated, of {sorted(SHAPES)}")
     ap.add_argument("--questions", type=int, default=24, help="Belebele questions per language (2 languages)")
     ap.add_argument("--gmmlu-per-subject", type=int, default=6, help="Global-MMLU test questions per subject (x4)")
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=None, help="default: 8; with --model 32 (eval.llm.batch_size's)")
     ap.add_argument("--shots", type=int, default=5)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--text", choices=("fixture", "real"), default="fixture",
@@ -486,7 +486,7 @@ def main() -> None:
         args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
         if not args.variants or any(v not in MODEL_VARIANTS for v in args.variants):
             sys.exit(f"xlt: error: --variants: with --model choose from {list(MODEL_VARIANTS)}")
-        if ap.get_default("batch_size") == args.batch_size:
+        if args.batch_size is None:
             args.batch_size = 32  # eval.llm.batch_size's default
         args.harness_batch = [int(b) for b in args.harness_batch.split(",") if b.strip()]
         root = Path(tempfile.mkdtemp(prefix="xlt_llm_bench_"))
@@ -495,6 +495,8 @@ def main() -> None:
         if args.json:
             args.json.write_text(json.dumps(rep, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         return
+    if args.batch_size is None:
+        args.batch_size = 8
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     unknown = [s for s in shapes if s not in SHAPES]
     if unknown:
