@@ -51,6 +51,8 @@ def worth_reusing(shared: int, length: int) -> bool:
     (Global-MMLU's ``The following are multiple choice questions ...``) does not split questions that
     share nothing else into passes of one row each."""
     return shared >= MIN_REUSED_PREFIX and shared >= MIN_REUSED_PART * length
+
+
 _SEQLEN_ATTRS = ("n_positions", "max_position_embeddings", "n_ctx")
 
 

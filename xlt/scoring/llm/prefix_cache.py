@@ -12,12 +12,12 @@ letter), and one token less makes that case exact without giving up the cache.
 Paths:
 
 * ``prefix_cache`` — the suffix ran against the shared prefix's cache;
-* ``partial_prefix`` — no other question has the same prefix, but another prefix starts with enough of
-  the same tokens (:func:`~xlt.scoring.llm.loglik.worth_reusing`; the harness's first-n few-shot sets
-  of a language's first questions skip the question itself, so question 3's examples are 0, 1, 2, 4, 5
-  where the others' are 0-4): the prefix reuses those tokens' states (the engine encodes prefixes in
-  sorted order, each reusing the leading tokens it shares with the one before) and the suffix runs
-  against the prefix's cache;
+* ``partial_prefix`` — no other question has the same prefix, but it starts with enough of the same
+  tokens as another prefix (:func:`~xlt.scoring.llm.loglik.worth_reusing`; the harness's first-n
+  few-shot sets of a language's first questions skip the question itself, so question 3's examples are
+  0, 1, 2, 4, 5 where the others' are 0-4): those tokens run once for both (the engine encodes
+  prefixes in sorted order, each reusing the states of the leading tokens it shares with the one
+  before it) and the suffix runs against the prefix's cache;
 * ``full_no_prefix`` — no few-shot prefix (0-shot) or prefix caching is off / unsupported by the model;
 * ``full_unshared`` — no other question has the same prefix or one that starts with enough of the
   same tokens (nothing to share);
@@ -102,10 +102,10 @@ def plan_prefixes(
                 key[q] = tuple(pre)
                 path[q] = "prefix_cache"
         shared = Counter(k for k in key if k is not None)
-        reuse = _longest_shared_start(list(shared))
+        linked = _linked(list(shared))
         for q in range(n):
             if key[q] is not None and shared[key[q]] < 2:
-                if worth_reusing(reuse[key[q]], len(key[q])):
+                if key[q] in linked:
                     path[q] = "partial_prefix"
                 else:
                     key[q], path[q] = None, "full_unshared"
@@ -124,14 +124,17 @@ def plan_prefixes(
     )
 
 
-def _longest_shared_start(prefixes: list[tuple[int, ...]]) -> dict[tuple[int, ...], int]:
-    """Per distinct prefix, the most leading tokens it shares with another one (sorted, that other
-    one is a neighbour)."""
+def _linked(prefixes: list[tuple[int, ...]]) -> set[tuple[int, ...]]:
+    """The distinct prefixes whose shared leading tokens run once for two of them: in sorted order (as
+    the engine encodes them) a prefix and the one before it, where the later one reuses the states of
+    the tokens they share (:func:`~xlt.scoring.llm.loglik.worth_reusing`, the engine's own rule).
+    Sorted, a prefix shares the most leading tokens with its neighbours, and dropping the prefixes in
+    no such pair leaves the pairs' neighbours as they were."""
     ordered = sorted(prefixes)
-    out = dict.fromkeys(ordered, 0)
+    out: set[tuple[int, ...]] = set()
     for a, b in zip(ordered, ordered[1:], strict=False):
-        n = _common(a, b, 0, min(len(a), len(b)))
-        out[a], out[b] = max(out[a], n), max(out[b], n)
+        if worth_reusing(_common(a, b, 0, min(len(a), len(b))), len(b)):
+            out.update((a, b))
     return out
 
 
