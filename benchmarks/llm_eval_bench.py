@@ -32,16 +32,20 @@ harness on every question. Wall times include data loading and tokenization on b
 ``--model PATH`` runs a **real** causal LM instead (a transformers folder, e.g. Gemma 3 270M converted
 from its GGUF package; float32) on Belebele 5-shot of real lengths (``--text real``'s files, English and
 German, two questions per passage), each variant in **its own subprocess**, so that its peak memory
-(max RSS, from ``wait4``) is its own: ``xlt`` (prefix cache and shared passages, ``--batch-size``),
-optionally ``xlt prefix-only`` / ``xlt full-pass``, and the harness (its own ``belebele`` task files,
+(max RSS, from ``wait4``) is its own: ``floor`` (optional: torch, transformers and the float32 model
+with every weight read once by a 2-token pass, then its tokenizer, and no scoring: what any float32
+scorer pays), ``xlt`` (prefix cache and shared passages, ``--batch-size``), optionally ``xlt prefix-only``
+/ ``xlt full-pass``, and the harness (its own ``belebele`` task files,
 ``HFLM`` loading the folder itself) at each of ``--harness-batch`` (default ``1,4``: ``HFLM``'s default
 and the largest that fitted a 24 GB machine for Gemma 3 270M, where 8 was killed for memory). Wall and
 CPU time are taken around the scoring (model loading and the harness's task-registry scan excluded, on
 both sides); predictions and per-request log-likelihoods are compared with the harness's. A harness run
 whose estimated memory (``--harness-gb-per-row``) exceeds what the machine has available is skipped and
-said so. ::
+said so. The machine's 1-minute load average is sampled every 5 s while each variant runs (mean, lowest,
+highest); ``--codes`` picks the languages. ::
 
-    OMP_NUM_THREADS=1 python benchmarks/llm_eval_bench.py --model /path/to/gemma3-270m-hf --questions 100
+    OMP_NUM_THREADS=1 python benchmarks/llm_eval_bench.py --model /path/to/gemma3-270m-hf --questions 100 \
+        --codes eng_Latn --variants floor,xlt,harness --harness-batch 1
 """
 
 from __future__ import annotations
@@ -213,11 +217,14 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
         for vname, fn in variants.items():
             counter.reset()
             sync()
-            t0 = time.perf_counter()
+            load0 = os.getloadavg()[0]
+            t0, c0 = time.perf_counter(), time.process_time()
             res = fn(bench)
             sync()
-            rows.setdefault(vname, {})[bench] = {"wall_s": time.perf_counter() - t0, "tokens": counter.tokens,
-                                                 "calls": counter.calls, "forward_s": counter.seconds, **res}
+            rows.setdefault(vname, {})[bench] = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
+                                                 "load_avg": (round(load0, 1), round(os.getloadavg()[0], 1)),
+                                                 "tokens": counter.tokens, "calls": counter.calls,
+                                                 "forward_s": counter.seconds, **res}
     ref_name = "harness" if "harness" in rows else "xlt full-pass"  # --variants without the harness
     ref = {b: rows[ref_name][b]["preds"] for b in benches}
     report = {"shape": {"hidden": hidden, "layers": layers, "vocab": vocab, "head_share": head_share(model.config)},
@@ -229,7 +236,8 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
             same = sum(int(np.argmax(r["preds"][k])) == int(np.argmax(v)) for k, v in ref[b].items())
             base = rows[ref_name][b]
             report["variants"][vname][b] = {
-                "wall_s": round(r["wall_s"], 2), "forward_s": round(r["forward_s"], 2),
+                "wall_s": round(r["wall_s"], 2), "cpu_s": round(r["cpu_s"], 2), "load_avg_start_end": r["load_avg"],
+                "cpu_speedup_vs_harness": round(base["cpu_s"] / r["cpu_s"], 2), "forward_s": round(r["forward_s"], 2),
                 "forward_tokens": r["tokens"], "forward_calls": r["calls"], "same_as_harness": f"{same}/{len(ref[b])}",
                 "speedup_vs_harness": round(base["wall_s"] / r["wall_s"], 2),
                 "forward_speedup_vs_harness": round(base["forward_s"] / r["forward_s"], 2),
@@ -243,19 +251,20 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
 def print_report(name: str, rep: dict, args) -> None:
     s = rep["shape"]
     print(f"\n== {name}: Llama hidden={s['hidden']} layers={s['layers']} vocab={s['vocab']} float32 on {args.device} "
-          f"(LM head {100 * s['head_share']:.0f}% of per-token compute); {2 * args.questions} Belebele + "
+          f"(LM head {100 * s['head_share']:.0f}% of per-token compute); {(len(args.codes) if args.text == 'real' else 2) * args.questions} Belebele + "
           f"{4 * args.gmmlu_per_subject} Global-MMLU Full questions, {args.shots}-shot, batch {args.batch_size}, "
           f"text {args.text}")
     ref = "harness" if rep["reference"] == "harness" else "full"
     for b in rep["variants"][rep["reference"]]:
         print(f"-- {b}")
-        print(f"{'':18}{'fwd tokens':>12}{'fwd s':>9}{'ms/token':>10}{'wall s':>9}{ref + '/x wall':>16}"
-              f"{ref + '/x fwd':>15}{'same':>10}")
+        print(f"{'':18}{'fwd tokens':>12}{'fwd s':>9}{'ms/token':>10}{'wall s':>9}{'cpu s':>9}{ref + '/x wall':>16}"
+              f"{ref + '/x cpu':>15}{ref + '/x fwd':>15}{'same':>10}  load (start, end)")
         for vname, per in rep["variants"].items():
             r = per[b]
             print(f"{vname:18}{r['forward_tokens']:>12,}{r['forward_s']:>9.2f}{r['forward_ms_per_token']:>10.4f}"
-                  f"{r['wall_s']:>9.2f}{str(r['speedup_vs_harness']) + 'x':>16}"
-                  f"{str(r['forward_speedup_vs_harness']) + 'x':>15}{r['same_as_harness']:>10}")
+                  f"{r['wall_s']:>9.2f}{r['cpu_s']:>9.2f}{str(r['speedup_vs_harness']) + 'x':>16}"
+                  f"{str(r['cpu_speedup_vs_harness']) + 'x':>15}"
+                  f"{str(r['forward_speedup_vs_harness']) + 'x':>15}{r['same_as_harness']:>10}  {r['load_avg_start_end']}")
         pc, fp = rep["variants"].get("xlt prefix-cache", {}).get(b), rep["variants"].get("xlt full-pass", {}).get(b)
         if pc and fp:
             print(f"  prefix path forward time per token / full pass's: "
@@ -266,7 +275,7 @@ def print_report(name: str, rep: dict, args) -> None:
 
 # -- a real model, each variant in its own process ------------------------------------------------------
 
-MODEL_VARIANTS = ("xlt", "xlt prefix-only", "xlt full-pass", "harness")
+MODEL_VARIANTS = ("floor", "xlt", "xlt prefix-only", "xlt full-pass", "harness")
 
 
 def _available_gb() -> float:
@@ -288,7 +297,20 @@ def worker(spec: dict) -> None:
 
     codes = spec["codes"]
     t_load = time.perf_counter()
-    if spec["variant"] == "harness":
+    if spec["variant"] == "floor":  # what any float32 scorer pays: torch, transformers, the model, a tokenizer
+        import resource
+
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        model = AutoModelForCausalLM.from_pretrained(spec["model"], dtype=torch.float32).eval()
+        with torch.inference_mode():  # one 2-token pass: every weight read once (safetensors are mapped lazily)
+            model(input_ids=torch.tensor([[2, 100]]), logits_to_keep=1)
+        model_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+        AutoTokenizer.from_pretrained(spec["model"])
+        load_s = time.perf_counter() - t_load
+        wall = cpu = 0.0
+        preds, meta = {}, {"parameters": sum(p.numel() for p in model.parameters()), "model_max_rss_gb": model_gb}
+    elif spec["variant"] == "harness":
         import lm_eval
         from lm_eval.models.huggingface import HFLM
         from lm_eval.tasks import TaskManager
@@ -329,7 +351,7 @@ def worker(spec: dict) -> None:
 
 def run_model(args, root: Path) -> dict:
     """Every variant of ``--model`` in its own subprocess; see the module docstring."""
-    bele = real_length_belebele(root / "belebele", n=args.questions)
+    bele = real_length_belebele(root / "belebele", n=args.questions, codes=args.codes)
     jobs = [(v, args.batch_size) for v in args.variants if v != "harness"]
     if "harness" in args.variants:
         jobs += [("harness", b) for b in args.harness_batch]
@@ -344,13 +366,19 @@ def run_model(args, root: Path) -> dict:
             continue
         out = root / f"result_{len(rows)}.json"
         spec = {"variant": variant, "batch": batch, "model": str(args.model), "bele": str(bele), "root": str(root),
-                "codes": list(REAL_CODES), "shots": args.shots, "out": str(out)}
+                "codes": list(args.codes), "shots": args.shots, "out": str(out)}
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, __file__, "--worker", json.dumps(spec)])
-        _, status, usage = os.wait4(proc.pid, 0)
+        loads = [os.getloadavg()[0]]
+        while True:  # the machine's 1-minute load average every 5 s while the variant runs
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            time.sleep(5)
+            loads.append(os.getloadavg()[0])
         proc.returncode = os.waitstatus_to_exitcode(status)
         row = {"variant": variant, "batch": batch, "process_s": round(time.perf_counter() - t0, 1),
-               "max_rss_gb": round(usage.ru_maxrss / 1e6, 2), "load_avg": round(os.getloadavg()[0], 1)}
+               "max_rss_gb": round(usage.ru_maxrss / 1e6, 2), "load_avg": _load_summary(loads)}
         if proc.returncode != 0:
             row["failed"] = f"exit status {proc.returncode}"
         else:
@@ -362,14 +390,20 @@ def run_model(args, root: Path) -> dict:
     return compare_model_rows(rows)
 
 
+def _load_summary(loads: list[float]) -> dict[str, float]:
+    """Mean, lowest and highest of 1-minute load averages sampled during a run."""
+    return {"mean": round(sum(loads) / len(loads), 1), "min": round(min(loads), 1), "max": round(max(loads), 1)}
+
+
 def compare_model_rows(rows: list[dict]) -> dict:
     """Predictions and log-likelihoods of every run against the first harness run; ratios of wall time,
     CPU time and peak memory of each harness run to the first xlt run."""
     done = [r for r in rows if "preds" in r]
     ref = next((r for r in done if r["variant"] == "harness"), None)
-    xlt = next((r for r in done if r["variant"] != "harness"), None)
+    xlt = next((r for r in done if r["variant"] not in ("harness", "floor")), None)
+    floor = next((r for r in done if r["variant"] == "floor"), None)
     for r in done:
-        if ref is not None:
+        if ref is not None and r["preds"]:
             keys = sorted(ref["preds"])
             r["same_predictions"] = (f"{sum(int(np.argmax(r['preds'][k])) == int(np.argmax(ref['preds'][k])) for k in keys)}"
                                      f"/{len(keys)}")
@@ -382,7 +416,10 @@ def compare_model_rows(rows: list[dict]) -> dict:
                 ratios.append({"harness_batch": r["batch"], "xlt": xlt["variant"], "xlt_batch": xlt["batch"],
                                "wall_speedup": round(r["wall_s"] / xlt["wall_s"], 2),
                                "cpu_speedup": round(r["cpu_s"] / xlt["cpu_s"], 2),
-                               "memory_fraction": round(xlt["max_rss_gb"] / r["max_rss_gb"], 3)})
+                               "memory_fraction": round(xlt["max_rss_gb"] / r["max_rss_gb"], 3),
+                               **({"floor_fraction": round(floor["max_rss_gb"] / r["max_rss_gb"], 3),
+                                   "model_floor_fraction": round(floor["meta"]["model_max_rss_gb"] / r["max_rss_gb"], 3)}
+                                  if floor is not None else {})})
     for r in done:
         r.pop("preds")
     return {"runs": rows, "ratios": ratios}
@@ -390,19 +427,26 @@ def compare_model_rows(rows: list[dict]) -> dict:
 
 def print_model_report(rep: dict, args) -> None:
     print(f"\n== {args.model} float32 on CPU; Belebele 5-shot of real lengths, {args.questions} questions x "
-          f"{len(REAL_CODES)} languages ({', '.join(REAL_CODES)}); OMP_NUM_THREADS="
+          f"{len(args.codes)} language(s) ({', '.join(args.codes)}); OMP_NUM_THREADS="
           f"{os.environ.get('OMP_NUM_THREADS', 'unset')}; load average now {os.getloadavg()[0]:.1f}")
-    print(f"{'':28}{'wall s':>9}{'cpu s':>9}{'max RSS GB':>12}{'same':>10}{'max|dLL|':>11}")
+    print(f"{'':28}{'wall s':>9}{'cpu s':>9}{'max RSS GB':>12}{'same':>10}{'max|dLL|':>11}  load avg (mean, min-max)")
     for r in rep["runs"]:
         name = f"{r['variant']} (batch {r['batch']})"
         if "wall_s" not in r:
             print(f"{name:28}{r.get('skipped') or r.get('failed')}")
             continue
+        if r["variant"] == "floor":
+            print(f"{name:28}{'-':>9}{'-':>9}{r['max_rss_gb']:>12.2f}  (the model after one pass: "
+                  f"{r['meta']['model_max_rss_gb']:.2f} GB; then its tokenizer)")
+            continue
         print(f"{name:28}{r['wall_s']:>9.1f}{r['cpu_s']:>9.1f}{r['max_rss_gb']:>12.2f}{r.get('same_predictions', '-'):>10}"
-              f"{r.get('max_abs_dll_vs_harness', float('nan')):>11.1e}")
+              f"{r.get('max_abs_dll_vs_harness', float('nan')):>11.1e}"
+              f"  {r['load_avg']['mean']} ({r['load_avg']['min']}-{r['load_avg']['max']})")
     for x in rep["ratios"]:
         print(f"harness batch {x['harness_batch']} / {x['xlt']} batch {x['xlt_batch']}: wall {x['wall_speedup']}x, "
-              f"CPU {x['cpu_speedup']}x; xlt's peak memory {x['memory_fraction']} of the harness's")
+              f"CPU {x['cpu_speedup']}x; xlt's peak memory {x['memory_fraction']} of the harness's"
+              + (f" (floor: the float32 model {x['model_floor_fraction']}, with its tokenizer {x['floor_fraction']})"
+                 if "floor_fraction" in x else ""))
 
 
 def main() -> None:
@@ -410,7 +454,7 @@ def main() -> None:
     ap.add_argument("--shapes", default="toy,realistic", help=f"comma-separated, of {sorted(SHAPES)}")
     ap.add_argument("--questions", type=int, default=24, help="Belebele questions per language (2 languages)")
     ap.add_argument("--gmmlu-per-subject", type=int, default=6, help="Global-MMLU test questions per subject (x4)")
-    ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--batch-size", type=int, default=None, help="default: 8; with --model 32 (eval.llm.batch_size's)")
     ap.add_argument("--shots", type=int, default=5)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--text", choices=("fixture", "real"), default="fixture",
@@ -425,18 +469,24 @@ def main() -> None:
     ap.add_argument("--harness-gb-per-row", type=float, default=3.7,
                     help="--model: the harness's memory per batch row, to skip runs that cannot fit (Gemma 3 270M: "
                          "16.8 GB at batch 4)")
+    ap.add_argument("--codes", default=",".join(REAL_CODES),
+                    help="--text real / --model: the Belebele languages (comma-separated, of "
+                         f"{list(REAL_CODES)})")
     ap.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         worker(json.loads(args.worker))
         return
+    args.codes = tuple(c.strip() for c in args.codes.split(",") if c.strip())
+    if not args.codes or any(c not in REAL_CODES for c in args.codes):
+        sys.exit(f"xlt: error: --codes: choose from {list(REAL_CODES)}")
     if args.model is not None:
         if ap.get_default("variants") == args.variants:
             args.variants = "xlt,harness"
         args.variants = [v.strip() for v in args.variants.split(",") if v.strip()]
         if not args.variants or any(v not in MODEL_VARIANTS for v in args.variants):
             sys.exit(f"xlt: error: --variants: with --model choose from {list(MODEL_VARIANTS)}")
-        if ap.get_default("batch_size") == args.batch_size:
+        if args.batch_size is None:
             args.batch_size = 32  # eval.llm.batch_size's default
         args.harness_batch = [int(b) for b in args.harness_batch.split(",") if b.strip()]
         root = Path(tempfile.mkdtemp(prefix="xlt_llm_bench_"))
@@ -445,6 +495,8 @@ def main() -> None:
         if args.json:
             args.json.write_text(json.dumps(rep, indent=2, allow_nan=False) + "\n", encoding="utf-8")
         return
+    if args.batch_size is None:
+        args.batch_size = 8
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     unknown = [s for s in shapes if s not in SHAPES]
     if unknown:
@@ -461,8 +513,8 @@ def main() -> None:
     if not benches or any(b not in BENCHES for b in benches):
         sys.exit(f"xlt: error: --benches: choose from {list(BENCHES)}")
     if args.text == "real":
-        codes = REAL_CODES
-        bele = real_length_belebele(root / "belebele", n=args.questions)
+        codes = args.codes
+        bele = real_length_belebele(root / "belebele", n=args.questions, codes=codes)
     else:
         codes = ("eng_Latn", "fra_Latn")
         bele = write_belebele(root / "belebele", n=args.questions)

@@ -33,7 +33,7 @@ def main() -> None:
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048)
     engine = LoglikelihoodEngine(LlamaForCausalLM(cfg).eval(), device="cpu", progress=False)
     pre = torch.randint(5, 30000, (PREFIX,))
-    past = engine._encode_prefix(tuple(pre.tolist()))
+    past = engine._encode_prefix(tuple(pre.tolist())).kv()
     suf = torch.randint(5, 30000, (BATCH, SUFFIX))
     full = torch.cat([pre[None].expand(BATCH, -1), suf], 1)
     pos_s, pos_f = torch.full((BATCH, 1), SUFFIX - 1), torch.full((BATCH, 1), PREFIX + SUFFIX - 1)

@@ -70,7 +70,10 @@ def test_gemma3_prefix_cache_and_shared_passages_match_the_full_pass(gemma, tmp_
         np.testing.assert_allclose(scores["cached", lang], scores["full", lang], rtol=0, atol=1e-4)
         assert (scores["cached", lang].argmax(1) == scores["full", lang].argmax(1)).all()
         cache = metas["cached", lang]["prefix_cache"]
-        # the first five questions have their own few-shot sets (the harness drops the question itself)
+        # the first five questions have their own few-shot sets (the harness drops the question itself):
+        # each reuses the leading examples (question 0: the passage its first example shares with
+        # example 0) it shares with the others
         assert cache["supported"] and cache["questions_per_path"]["prefix_cache"] == 3
+        assert cache["questions_per_path"]["partial_prefix"] == 5
         assert cache["shared_context_questions"] == 2  # two questions per passage: questions 6 and 7
         assert metas["full", lang]["prefix_cache"]["questions_per_path"]["full_no_prefix"] == 8

@@ -155,7 +155,7 @@ def test_shared_prefix_cache_gives_the_full_pass_scores_with_fewer_tokens(loaded
     encoded = encode_pairs(tok, contexts, [LETTERS] * 5)
     seqs = build_sequences(encoded, 2048)
     plan = plan_prefixes(tok, seqs, encoded, prefixes, max_length=2048, add_bos_token=None)
-    assert plan.paths == {"prefix_cache": 3, "full_no_prefix": 1, "full_unshared": 0, "full_boundary": 1,
+    assert plan.paths == {"prefix_cache": 3, "partial_prefix": 0, "full_no_prefix": 1, "full_unshared": 0, "full_boundary": 1,
                           "full_truncated": 0}
     assert plan.distinct_prefixes == 1 and plan.seq_prefix[3] is None and plan.seq_prefix[0] is not None
     cached = LoglikelihoodEngine(model, device="cpu", batch_size=2, progress=False)
@@ -284,7 +284,7 @@ def test_prefix_path_leaves_the_model_attention_as_it_was(loaded_lm):
     before = model.config._attn_implementation
     engine = LoglikelihoodEngine(model, device="cpu", batch_size=2, progress=False)
     ids = tok("ka lo mi ne su ta ri vo")["input_ids"]
-    past = engine._encode_prefix(tuple(ids[:4]))
+    past = engine._encode_prefix(tuple(ids[:4])).kv()
     with torch.inference_mode():
         got = engine._logits_at(torch.tensor([ids[4:]]), torch.tensor([[0, len(ids) - 5]]), past)
         ref = engine._logits_at(torch.tensor([ids]), torch.tensor([[4, len(ids) - 1]]))

@@ -50,20 +50,51 @@ class PrefixKV:
     layers: list[tuple[torch.Tensor, torch.Tensor]]
     windows: list[int | None]
 
-    @classmethod
-    def from_cache(cls, cache, length: int) -> PrefixKV:
-        """The states of a transformers ``DynamicCache`` (full and sliding-window layers) filled by one
-        forward pass over ``length`` tokens."""
-        layers, windows = [], []
-        for layer in cache.layers:
-            window = getattr(layer, "sliding_window", None) if getattr(layer, "is_sliding", False) else None
-            n = layer.keys.shape[-2]
-            if n != (length if window is None else min(length, window - 1)):
-                raise RuntimeError(f"internal error: a cache layer holds {n} of {length} prefix tokens "
-                                   f"(window {window})")
-            layers.append((layer.keys, layer.values))
-            windows.append(window)
-        return cls(length, layers, windows)
+
+@dataclass
+class PrefixStates:
+    """Every key/value state of a prefix's tokens, on sliding-window layers too, from which the
+    :class:`PrefixKV` of the whole prefix or of any of its leading parts is cut (:meth:`kv`).
+
+    ``layers[l]`` is ``(keys, values)``, each ``[1, kv_heads, len(tokens), head_dim]``; ``windows[l]`` the
+    layer's sliding window (``None``: full attention). Another prefix that starts with the same tokens
+    reuses the states of those tokens (a causal LM's states at position ``i`` depend only on tokens
+    ``0..i``) and runs only the rest.
+    """
+
+    tokens: tuple[int, ...]
+    layers: list[tuple[torch.Tensor, torch.Tensor]]
+    windows: list[int | None]
+
+    def kv(self, length: int | None = None) -> PrefixKV:
+        """The :class:`PrefixKV` of the first ``length`` tokens (all by default): on a sliding-window
+        layer only the last ``window - 1`` of them, as transformers' ``DynamicSlidingWindowLayer`` keeps."""
+        n = len(self.tokens) if length is None else int(length)
+        if not 0 < n <= len(self.tokens):
+            raise ValueError(f"internal error: cannot cut {n} of {len(self.tokens)} prefix tokens")
+        layers = []
+        for (k, v), window in zip(self.layers, self.windows, strict=True):
+            lo = 0 if window is None else max(0, n - (window - 1))
+            if lo == 0 and n == k.shape[-2]:
+                layers.append((k, v))
+            else:
+                layers.append((k[:, :, lo:n].contiguous(), v[:, :, lo:n].contiguous()))
+        return PrefixKV(n, layers, list(self.windows))
+
+    def extended(self, length: int, tail: dict[int, tuple[torch.Tensor, torch.Tensor]],
+                 tokens: tuple[int, ...]) -> PrefixStates:
+        """The states of ``tokens``: this prefix's first ``length`` tokens' states, then ``tail[l]``
+        (``[1, kv_heads, len(tokens) - length, head_dim]`` per layer, the rest's own states)."""
+        if tuple(tokens[:length]) != self.tokens[:length]:
+            raise ValueError("internal error: the new prefix does not start with the reused tokens")
+        layers = []
+        for layer, (k, v) in enumerate(self.layers):
+            tk, tv = tail[layer]
+            if tk.shape[-2] != len(tokens) - length:
+                raise RuntimeError(f"internal error: layer {layer} recorded {tk.shape[-2]} states for "
+                                   f"{len(tokens) - length} tokens")
+            layers.append((torch.cat([k[:, :, :length], tk], dim=-2), torch.cat([v[:, :, :length], tv], dim=-2)))
+        return PrefixStates(tuple(tokens), layers, list(self.windows))
 
 
 @dataclass

@@ -15,7 +15,9 @@ Speed-ups over scoring each option separately (and over the harness):
   reuse its key/value cache: the prefix is encoded once and only each question's suffix is run, the
   batch's suffixes attending to the one unexpanded cache through a cascade attention function registered
   with transformers' ``AttentionInterface`` (:mod:`xlt.scoring.llm.prefix_cache` decides where this is
-  exact);
+  exact); prefixes are encoded in sorted order, and one that starts with the same tokens as the one
+  before it (the harness's first-n few-shot sets of a language's first questions, which skip the
+  question itself) runs only the tokens after the shared ones, against their states;
 * sequences are sorted longest first and batched; the batch size halves on out-of-memory.
 """
 
@@ -31,11 +33,26 @@ import torch
 
 from xlt.batching import AdaptiveBatcher
 from xlt.progress import progress_bar
-from xlt.scoring.llm.cascade import ContextKV, PrefixKV, attending
+from xlt.scoring.llm.cascade import ContextKV, PrefixKV, PrefixStates, attending
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_LENGTH = 2048
+# A prefix reuses the states of the leading tokens it shares with the prefix encoded before it where they
+# are at least this many and at least this part of it (:func:`worth_reusing`).
+MIN_REUSED_PREFIX = 8
+MIN_REUSED_PART = 1 / 8
+
+
+def worth_reusing(shared: int, length: int) -> bool:
+    """Whether a prefix of ``length`` tokens whose first ``shared`` tokens' states exist reuses them (a pass
+    of its own for the rest) rather than running whole: the shared part must be at least
+    :data:`MIN_REUSED_PREFIX` tokens and :data:`MIN_REUSED_PART` of the prefix, so that a common header
+    (Global-MMLU's ``The following are multiple choice questions ...``) does not split questions that
+    share nothing else into passes of one row each."""
+    return shared >= MIN_REUSED_PREFIX and shared >= MIN_REUSED_PART * length
+
+
 _SEQLEN_ATTRS = ("n_positions", "max_position_embeddings", "n_ctx")
 
 
@@ -193,6 +210,7 @@ class LoglikelihoodEngine:
         self.batcher = AdaptiveBatcher(self.batch_size, what="LLM scoring")  # halves on OOM, keeps done batches
         self._reductions_seen = 0
         self._cache_ok: bool | None = None
+        self._windows: list[int | None] = []  # per layer its sliding window (None: full attention)
 
     def scores(self, seqs: list[ForwardInput], n_questions: int, n_options: int,
                prefixes: Sequence[tuple[int, ...] | None] | None = None,
@@ -203,6 +221,8 @@ class LoglikelihoodEngine:
         ``prefixes[i]`` (optional): tokens that ``seqs[i]`` starts with and whose KV cache it may reuse;
         every logit position of the sequence must lie after them (see
         :func:`xlt.scoring.llm.prefix_cache.plan_prefixes`). Each distinct prefix is encoded once.
+        Prefixes are encoded in sorted order; one that shares enough leading tokens with the prefix encoded
+        just before it (:func:`worth_reusing`) reuses their states and runs only the rest.
         ``contexts[i]`` (optional, with a prefix): how many tokens after its prefix ``seqs[i]`` shares
         with other sequences (a passage several questions ask about; 0: none): each distinct shared
         context is run once, against the prefix's cache, and the sequences that continue it read its
@@ -227,8 +247,14 @@ class LoglikelihoodEngine:
                 plain.append((seq, ()))
         bar = progress_bar(total=len(seqs), desc="LLM log-likelihood", unit="seq", disable=not self.progress)
         self._run(plain, out, bar, None)
-        for pre, group in groups.items():
-            self._run(group, out, bar, self._encode_prefix(pre))
+        # Sorted, a prefix shares its longest run of leading tokens with any earlier one with the one just
+        # before it: only that one's states are kept.
+        previous: PrefixStates | None = None
+        for pre in sorted(groups):
+            states = self._encode_prefix(pre, previous)
+            self._run(groups.pop(pre), out, bar, states.kv())
+            previous = states
+        del previous
         bar.close()
         self.stats.batch_size = self.batch_size
         if np.isnan(out[wanted]).any():
@@ -253,6 +279,8 @@ class LoglikelihoodEngine:
                 return False
             cache = _output_cache(out)
             layers = getattr(cache, "layers", None)
+            self._windows = [getattr(layer, "sliding_window", None) if getattr(layer, "is_sliding", False) else None
+                             for layer in layers or []]
             can_set = getattr(self.model, "_can_set_attn_implementation", lambda: False)
             text_cfg = getattr(self.model.config, "text_config", None) or self.model.config
             causal = not getattr(text_cfg, "use_bidirectional_attention", False)
@@ -294,14 +322,58 @@ class LoglikelihoodEngine:
         self.batch_size = self.batcher.batch_size
 
     @torch.inference_mode()
-    def _encode_prefix(self, prefix: tuple[int, ...]) -> PrefixKV:
-        ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1)
+    def _encode_prefix(self, prefix: tuple[int, ...], previous: PrefixStates | None = None) -> PrefixStates:
+        """Every layer's key/value states of ``prefix`` (sliding-window layers too: a later prefix may
+        reuse a leading part of them). With ``previous``, the leading tokens the two share (where
+        :func:`worth_reusing`) keep ``previous``'s states and only the rest runs, through cascade
+        attention against them, which records the rest's states."""
+        if not self.supports_prefix_cache():
+            raise RuntimeError("internal error: a prefix cache was asked of a model that does not support one")
+        shared = 0
+        if previous is not None:
+            limit = min(len(prefix), len(previous.tokens))
+            while shared < limit and prefix[shared] == previous.tokens[shared]:
+                shared += 1
+        if worth_reusing(shared, len(prefix)):
+            rest = prefix[shared:]
+            if not rest:  # a leading part of the previous prefix (not in sorted order, but exact anyway)
+                return PrefixStates(prefix, [(k[:, :, :shared], v[:, :, :shared]) for k, v in previous.layers],
+                                    list(previous.windows))
+            captured: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+            ids = torch.tensor([rest], dtype=torch.long, device=self.device)
+            positions = torch.arange(shared, len(prefix), device=self.device)[None, :]
+            with attending(self.model, previous.kv(shared), capture=captured):
+                self.model(input_ids=ids, position_ids=positions, use_cache=False, logits_to_keep=1)
+            if sorted(captured) != list(range(len(previous.layers))):
+                raise RuntimeError("internal error: not every layer attended through the prefix cascade")
+            states = previous.extended(shared, captured, prefix)
+        else:
+            from transformers import DynamicCache
+
+            rest = prefix
+            ids = torch.tensor([prefix], dtype=torch.long, device=self.device)
+            # a cache of full layers only: the sliding-window layers keep every state too (the model's
+            # masks come from its config, so the pass itself is the same)
+            out = self.model(input_ids=ids, use_cache=True, logits_to_keep=1, **{self._cache_arg(): DynamicCache()})
+            cache = _output_cache(out)
+            layers = [(layer.keys, layer.values) for layer in cache.layers]
+            if len(layers) != len(self._windows) or any(k.shape[-2] != len(prefix) for k, _ in layers):
+                raise RuntimeError(f"internal error: the prefix pass did not keep all {len(prefix)} states of "
+                                   f"its {len(self._windows)} layers")
+            states = PrefixStates(prefix, layers, list(self._windows))
         self.stats.prefix_passes += 1
-        self.stats.prefix_tokens += len(prefix)
-        self.stats.tokens += len(prefix)
-        self.stats.padded_tokens += len(prefix)
-        return PrefixKV.from_cache(_output_cache(out), len(prefix))
+        self.stats.prefix_tokens += len(rest)
+        self.stats.tokens += len(rest)
+        self.stats.padded_tokens += len(rest)
+        return states
+
+    def _cache_arg(self) -> str:
+        """The name under which the model's ``forward`` takes a cache object (transformers 5.x: ``cache``;
+        earlier: ``past_key_values``)."""
+        import inspect
+
+        params = inspect.signature(self.model.forward).parameters
+        return "cache" if "cache" in params else "past_key_values"
 
     @torch.inference_mode()
     def _contexts(self, ctxs: list[tuple[int, ...]], past: PrefixKV,

@@ -12,8 +12,15 @@ letter), and one token less makes that case exact without giving up the cache.
 Paths:
 
 * ``prefix_cache`` — the suffix ran against the shared prefix's cache;
+* ``partial_prefix`` — no other question has the same prefix, but it starts with enough of the same
+  tokens as another prefix (:func:`~xlt.scoring.llm.loglik.worth_reusing`; the harness's first-n
+  few-shot sets of a language's first questions skip the question itself, so question 3's examples are
+  0, 1, 2, 4, 5 where the others' are 0-4): those tokens run once for both (the engine encodes
+  prefixes in sorted order, each reusing the states of the leading tokens it shares with the one
+  before it) and the suffix runs against the prefix's cache;
 * ``full_no_prefix`` — no few-shot prefix (0-shot) or prefix caching is off / unsupported by the model;
-* ``full_unshared`` — no other question has the same prefix (nothing to share);
+* ``full_unshared`` — no other question has the same prefix or one that starts with enough of the
+  same tokens (nothing to share);
 * ``full_boundary`` — the prefix's own tokens are not the start of the question's tokens;
 * ``full_truncated`` — the context was left-truncated to ``max_length``.
 
@@ -31,9 +38,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from xlt.scoring.llm.loglik import ForwardInput, encode_texts
+from xlt.scoring.llm.loglik import ForwardInput, encode_texts, worth_reusing
 
-PATHS = ("prefix_cache", "full_no_prefix", "full_unshared", "full_boundary", "full_truncated")
+PATHS = ("prefix_cache", "partial_prefix", "full_no_prefix", "full_unshared", "full_boundary", "full_truncated")
 
 
 @dataclass
@@ -95,9 +102,13 @@ def plan_prefixes(
                 key[q] = tuple(pre)
                 path[q] = "prefix_cache"
         shared = Counter(k for k in key if k is not None)
+        linked = _linked(list(shared))
         for q in range(n):
             if key[q] is not None and shared[key[q]] < 2:
-                key[q], path[q] = None, "full_unshared"
+                if key[q] in linked:
+                    path[q] = "partial_prefix"
+                else:
+                    key[q], path[q] = None, "full_unshared"
     counts = Counter(path)
     seq_prefix = [key[s.members[0][0]] for s in seqs]
     seq_context = shared_contexts(seqs, seq_prefix) if share_contexts else [0] * len(seqs)
@@ -111,6 +122,20 @@ def plan_prefixes(
         distinct_contexts=len({(pre, tuple(s.tokens[len(pre) : len(pre) + n]))
                                for s, pre, n in zip(seqs, seq_prefix, seq_context, strict=True) if n}),
     )
+
+
+def _linked(prefixes: list[tuple[int, ...]]) -> set[tuple[int, ...]]:
+    """The distinct prefixes whose shared leading tokens run once for two of them: in sorted order (as
+    the engine encodes them) a prefix and the one before it, where the later one reuses the states of
+    the tokens they share (:func:`~xlt.scoring.llm.loglik.worth_reusing`, the engine's own rule).
+    Sorted, a prefix shares the most leading tokens with its neighbours, and dropping the prefixes in
+    no such pair leaves the pairs' neighbours as they were."""
+    ordered = sorted(prefixes)
+    out: set[tuple[int, ...]] = set()
+    for a, b in zip(ordered, ordered[1:], strict=False):
+        if worth_reusing(_common(a, b, 0, min(len(a), len(b))), len(b)):
+            out.update((a, b))
+    return out
 
 
 # A shared context shorter than this is not worth a pass of its own.
