@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,3 +24,10 @@ def start(*args: str, log: Path, env: dict[str, str] | None = None) -> subproces
     with open(log, "w") as out:
         return subprocess.Popen([sys.executable, "-m", *args], cwd=REPO, env={**ENV, **(env or {})},
                                 stdout=out, stderr=subprocess.STDOUT, text=True)
+
+
+def free_port() -> int:
+    """A TCP port free on this host now (for a launcher's rendezvous)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -34,7 +34,7 @@ from xlt.cluster import (
 )
 from xlt.config import CONF_DIR
 from xlt.config.overrides import check_overrides, check_parsable, entry_overrides, new_entries, override_form
-from xlt.errors import XltError
+from xlt.errors import XltError, print_error
 from xlt.run.files import atomic_write_text
 from xlt.run.layout import PREEMPTION_FILE, RunDir, is_main_process, world_size
 from xlt.run.lock import RunLock, check_held, lock_name, lost_error
@@ -46,8 +46,7 @@ log = logging.getLogger("xlt")
 
 
 def _fail(err: XltError) -> None:
-    print(f"\nxlt: error: {err}", file=sys.stderr)
-    sys.exit(2)
+    sys.exit(print_error(err))
 
 
 # Jobs of a Hydra multirun that failed (their overrides, the error): listed once the sweep ends.

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlt.cluster import read_sweep
-from xlt.errors import XltError
+from xlt.errors import XltError, print_error
 from xlt.hub import prefetch_hint  # noqa: F401  (re-exported: the hint is part of prefetch's interface)
 from xlt.resources import Resource, compose, merge, resources_for
 from xlt.weights import BASE_PATTERNS, SAFETENSORS_PATTERNS, describe, snapshot, weights_file
@@ -256,8 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\ndone: run the jobs with HF_HUB_OFFLINE=1.")
         return 0
     except XltError as err:
-        print(f"\nxlt: error: {err}", file=sys.stderr)
-        return 2
+        return print_error(err)
 
 
 if __name__ == "__main__":

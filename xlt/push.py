@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from xlt.contract import output_id
-from xlt.errors import XltError
+from xlt.errors import XltError, print_error
 from xlt.hub import offline
 from xlt.reporting.model_card import card_problem
 from xlt.run.artifacts import model_problem
@@ -321,8 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             up, args.repo_id, private=args.private, revision=args.revision, commit_message=args.commit_message
         )
     except XltError as err:
-        print(f"\nxlt: error: {err}", file=sys.stderr)
-        return 2
+        return print_error(err)
     print(f"pushed {len(up.files)} file(s) to {args.repo_id}: {getattr(info, 'commit_url', info)}")
     return 0
 

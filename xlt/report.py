@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from xlt.cli import make_main
-from xlt.errors import XltError
+from xlt.errors import XltError, print_error
 
 main = make_main(["report"])
 
@@ -44,8 +44,7 @@ def compare_main(argv: list[str]) -> int:
         compare_runs(args.compare, args.out, samples=args.bootstrap_samples, seed=args.seed,
                      include_paths=args.include_path, item_share=share)
     except XltError as err:
-        print(f"\nxlt: error: {err}", file=sys.stderr)
-        return 2
+        return print_error(err)
     print(f"comparison written to {args.out}/compare.md (findings of the papers included; page: compare.html)")
     return 0
 

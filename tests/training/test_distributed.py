@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from tests.cli import free_port
 from tests.training.conftest import write_train_set
 from xlt.run.layout import RunDir, run_name
 
@@ -55,15 +55,9 @@ REL = {"loss": 1e-5, "grad_norm": 1e-3}
 TWO_RANKS = ["training.per_device_train_batch_size=4", "training.gradient_accumulation_steps=2"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _accelerate(n: int, *extra: str) -> list[str]:
     return [sys.executable, "-m", "accelerate.commands.launch", "--num_machines", "1", "--num_processes", str(n),
-            "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(_free_port()), *extra]
+            "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", str(free_port()), *extra]
 
 
 def _run(tmp_path: Path, launcher: list[str], overrides: list[str], module: str = "xlt.finetune") -> RunDir:
@@ -306,7 +300,7 @@ def test_term_to_the_launcher_stops_every_rank_at_the_same_step(tmp_path):
 
 def _torchrun(n: int) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(n), "--master-addr", "127.0.0.1",
-            "--master-port", str(_free_port())]
+            "--master-port", str(free_port())]
 
 
 ARGS = ["+recipe=demo_tiny", *PIPELINE, *TWO_RANKS]

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,12 +48,6 @@ dist.destroy_process_group()
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_the_record_names_another_nodes_files_and_their_damage_is_noticed(tmp_path):
     from xlt.training.checkpoints import COMPLETE_FILE, checkpoint_problem
@@ -65,7 +60,7 @@ def test_the_record_names_another_nodes_files_and_their_damage_is_noticed(tmp_pa
         "OMP_NUM_THREADS": "1",
         "CUDA_VISIBLE_DEVICES": "",
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
         "WORLD_SIZE": "2",
     }
     procs = [

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,12 +50,6 @@ dist.destroy_process_group()
 '''
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 # USR1: a preemption on every rank. A TERM that is no preemption is agreed the same way (Terminated on both):
 # with real launchers, test_term_to_the_launcher_stops_every_rank_at_the_same_step (test_distributed.py).
@@ -63,7 +58,7 @@ def test_a_signal_to_one_rank_makes_every_rank_save_the_same_step(tmp_path, sig,
     script = tmp_path / "child.py"
     script.write_text(CHILD)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": "",
-           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "WORLD_SIZE": "2"}
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": "2"}
     procs = [subprocess.Popen([sys.executable, str(script), str(tmp_path), sig], env={**env, "RANK": str(r)},
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in (0, 1)]
     results = []

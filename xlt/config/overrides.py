@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from xlt.config.data import source_names
 from xlt.config.keys import key_info, leaves
 from xlt.config.schema import XltConfig
-from xlt.errors import ConfigError
+from xlt.errors import ConfigError, print_error
 from xlt.secrets import reject_secret_overrides
 
 # Override keys that are not config values: the recipe group and Hydra's own settings.
@@ -133,6 +133,5 @@ def checked_run_root(root: str) -> str:
     try:
         check_run_root(root)
     except ConfigError as err:
-        print(f"\nxlt: error: {err}", file=sys.stderr)
-        sys.exit(2)
+        sys.exit(print_error(err))
     return root
