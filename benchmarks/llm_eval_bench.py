@@ -125,7 +125,7 @@ class ForwardCounter:
         self.seconds = 0.0
         self.sync = sync
         model.register_forward_pre_hook(self._pre, with_kwargs=True)
-        model.register_forward_hook(self._post)
+        model.register_forward_hook(self._post, always_call=True)  # also when a K/V-only pass stops early
 
     def reset(self):
         self.tokens = self.calls = 0
@@ -181,7 +181,7 @@ def run_shape(name: str, args, bele: Path, gmmlu: Path, texts: list[str], root: 
                   "global_mmlu": {"kind": "global_mmlu", "path": str(gmmlu)}}
     jobs = {"belebele": [("belebele", c) for c in codes], "global_mmlu": [("global_mmlu", "en")]}
     cfg = llm_root_config(benchmarks, {"model": str(model_dir), "num_fewshot": args.shots,
-                                       "batch_size": args.batch_size, "device": args.device, "dtype": "float32"})
+                                       "batch_size": args.xlt_batch_size or args.batch_size, "device": args.device, "dtype": "float32"})
     tasks = {t: v for t, v in write_harness_tasks(root / f"tasks_{name}", bele, gmmlu, codes=codes).items()
              if v[0] != "global_mmlu_lite"}
     task_manager = TaskManager(include_path=str(root / f"tasks_{name}"))  # registry scan: not timed
@@ -252,7 +252,8 @@ def print_report(name: str, rep: dict, args) -> None:
     s = rep["shape"]
     print(f"\n== {name}: Llama hidden={s['hidden']} layers={s['layers']} vocab={s['vocab']} float32 on {args.device} "
           f"(LM head {100 * s['head_share']:.0f}% of per-token compute); {(len(args.codes) if args.text == 'real' else 2) * args.questions} Belebele + "
-          f"{4 * args.gmmlu_per_subject} Global-MMLU Full questions, {args.shots}-shot, batch {args.batch_size}, "
+          f"{4 * args.gmmlu_per_subject} Global-MMLU Full questions, {args.shots}-shot, batch {args.batch_size}"
+          f"{f' (xlt {args.xlt_batch_size})' if args.xlt_batch_size else ''}, "
           f"text {args.text}")
     ref = "harness" if rep["reference"] == "harness" else "full"
     for b in rep["variants"][rep["reference"]]:
@@ -455,6 +456,9 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=24, help="Belebele questions per language (2 languages)")
     ap.add_argument("--gmmlu-per-subject", type=int, default=6, help="Global-MMLU test questions per subject (x4)")
     ap.add_argument("--batch-size", type=int, default=None, help="default: 8; with --model 32 (eval.llm.batch_size's)")
+    ap.add_argument("--xlt-batch-size", type=int, default=None,
+                    help="xlt's batch size where it differs from the harness's (--batch-size), e.g. 32 "
+                         "(eval.llm.batch_size's default)")
     ap.add_argument("--shots", type=int, default=5)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--text", choices=("fixture", "real"), default="fixture",

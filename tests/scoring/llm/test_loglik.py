@@ -264,6 +264,34 @@ def test_cascade_attention_equals_attention_over_prefix_context_and_suffix(case,
     torch.testing.assert_close(got.double(), ref, rtol=1e-5, atol=1e-6)
 
 
+def test_passes_for_states_only_stop_at_the_last_layers_attention(loaded_lm):
+    """A shared passage's pass is run for its key/value states only: it stops once the last layer's
+    states are recorded, so that layer's MLP never sees its tokens (only the prefix's pass and the
+    questions' own ones), and the scores are the full pass's."""
+    from xlt.scoring.llm.prefix_cache import plan_prefixes, prefix_texts
+
+    model, tok = loaded_lm
+    questions = [f"P: su ta ri vo pe ka lo mi ne su ta ri vo pe da ka lo mi ne su.\nQ: {q}\nA: pe\nB: da\nAnswer:" for q in ("Ri vo?", "Mine?", "Da?", "Ne?")]
+    contexts = [SHARED + q for q in questions]
+    encoded = encode_pairs(tok, contexts, [LETTERS] * 4)
+    seqs = build_sequences(encoded, 2048)
+    plan = plan_prefixes(tok, seqs, encoded, prefix_texts(contexts, questions), max_length=2048, add_bos_token=None)
+    cached = LoglikelihoodEngine(model, device="cpu", batch_size=2, progress=False)
+    assert cached.supports_prefix_cache()  # its probe pass before the hook
+    seen = []
+    handle = model.model.layers[-1].mlp.register_forward_hook(lambda _m, args, _o: seen.append(tuple(args[0].shape[:2])))
+    try:
+        got = cached.scores(seqs, 4, 4, plan.seq_prefix, plan.seq_context)
+    finally:
+        handle.remove()
+    ref = LoglikelihoodEngine(model, device="cpu", batch_size=2, progress=False).scores(seqs, 4, 4)
+    np.testing.assert_allclose(got, ref, atol=1e-5)
+    assert cached.stats.context_passes >= 1 and cached.stats.context_tokens > 0
+    assert seen[0] == (1, len(plan.seq_prefix[0]))  # the prefix's own pass, then one entry per question batch
+    assert len(seen) == 1 + cached.stats.batches
+    assert sum(b * t for b, t in seen[1:]) + cached.stats.context_tokens <= cached.stats.padded_tokens - seen[0][1]
+
+
 def test_cascade_attention_refuses_a_window_its_cache_was_not_kept_for():
     from types import SimpleNamespace
 

@@ -130,12 +130,19 @@ def register() -> None:
     AttentionInterface.register(CASCADE, prefix_cascade_attention)
 
 
+class _StatesRecorded(Exception):
+    """Raised by the last layer's attention in a capturing pass: every state has been recorded, and
+    nothing after it (that layer's attention output, its MLP, the final norm, the head) is needed."""
+
+
 @contextmanager
 def attending(model, prefix: PrefixKV, context: ContextKV | None = None,
               capture: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None) -> Iterator[None]:
     """Inside the block, ``model`` attends through :func:`prefix_cascade_attention` to ``prefix`` (and,
-    per row, ``context``); with ``capture`` each layer's own key/value states are stored in it by layer
-    index. The model's attention implementation is restored afterwards."""
+    per row, ``context``). With ``capture`` the block runs for the key/value states only: each layer's
+    own states are stored in it by layer index, and the forward pass stops once the last layer's are
+    (its output is never made: the block ends there, without an error). The model's attention
+    implementation is restored afterwards."""
     register()
     before = model.config._attn_implementation
     model.set_attn_implementation(CASCADE)
@@ -144,6 +151,8 @@ def attending(model, prefix: PrefixKV, context: ContextKV | None = None,
     token = _STATE.set(_State(prefix, context, capture))
     try:
         yield
+    except _StatesRecorded:
+        pass
     finally:
         _STATE.reset(token)
         model.set_attn_implementation(before)
@@ -170,6 +179,8 @@ def prefix_cascade_attention(module, query, key, value, attention_mask=None, sca
                            f"its prefix cache was kept for a window of {window}")
     if state.capture is not None:
         state.capture[layer] = (key, value)
+        if len(state.capture) == len(state.prefix.layers):  # the last layer's states: all that is needed
+            raise _StatesRecorded
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     b, _, t, _ = query.shape
     ctx = state.context
@@ -232,11 +243,13 @@ def _cascade_fused(query, key, value, prefix, context, masks: _Masks, scale: flo
     Prefix block: every query of the batch attends to the same prefix keys, so the batch (and the query
     heads of one kv head) fold into the query length, ``[1, kv_heads, groups * batch * len, dim]``
     against the prefix's ``[1, kv_heads, n, dim]``: one call, the cache neither expanded nor copied.
-    Context block: each row against its own context keys (query heads folded into the length). Own
-    block: each row against its own keys, causal. With each block's output ``o`` and log-sum-exp ``l``
-    of its scaled scores, the attention over all is ``sum(o e^l) / sum(e^l)``, taken in float32. A query
-    that sees no key of a block (outside its window, or a row without context) gets ``l = -inf`` there
-    (the kernel reports 0 for such a row).
+    Context and own blocks in one call: each row against its context's keys followed by its own keys
+    (query heads folded into the length, so no key is repeated per head), the context's padding and the
+    causal (or windowed) order masked; without a context and without grouped heads, the kernel's own
+    causal path. With each block's output ``o`` and log-sum-exp ``l`` of its scaled scores, the
+    attention over all is ``sum(o e^l) / sum(e^l)``, taken in float32. A query that sees no prefix key
+    (outside its window) gets ``l = -inf`` there (the kernel reports 0 for such a row); every query sees
+    at least itself in the second block.
     """
     b, h, t, d = query.shape
     kvh = key.shape[1]
@@ -256,25 +269,27 @@ def _cascade_fused(query, key, value, prefix, context, masks: _Masks, scale: flo
     outs.append(o)
     lses.append(lse)
 
-    if context is not None:
-        ck, cv = context
-        qc = query.unflatten(1, (kvh, g)).reshape(b, kvh, g * t, d)
-        mask = _additive(masks.context[:, None].expand(b, g, t, -1).reshape(b, 1, g * t, -1), query.dtype)
-        o, lse = _FLASH_CPU(qc, ck, cv, 0.0, False, attn_mask=mask, scale=scale)
-        outs.append(o.reshape(b, kvh, g, t, d).permute(0, 3, 1, 2, 4))
-        lses.append(lse.reshape(b, kvh, g, t).permute(0, 3, 1, 2)
-                    .masked_fill(~masks.context.any(-1)[:, :, None, None], float("-inf")))
-
-    if g > 1:
-        key, value = key.repeat_interleave(g, dim=1), value.repeat_interleave(g, dim=1)
-    if masks.own is None:
+    # context and own blocks: each row against its context's keys and its own in one call, the query
+    # heads of a kv head folded into the length (no repeated keys), causal through the mask
+    if context is None and g == 1 and masks.own is None:
         o, lse = _FLASH_CPU(query, key, value, 0.0, True, scale=scale)
+        outs.append(o.unflatten(1, (kvh, g)).permute(0, 3, 1, 2, 4))
+        lses.append(lse.unflatten(1, (kvh, g)).permute(0, 3, 1, 2))
     else:
-        o, lse = _FLASH_CPU(query, key, value, 0.0, False, attn_mask=_additive(masks.own, query.dtype)[None, None],
-                            scale=scale)
+        own = masks.own if masks.own is not None else torch.ones(t, t, dtype=torch.bool, device=query.device).tril()
+        if context is not None:
+            ck, cv = context
+            key, value = torch.cat([ck, key], dim=2), torch.cat([cv, value], dim=2)
+            visible = torch.cat([masks.context, own[None].expand(b, -1, -1)], dim=-1)  # [b, t, n_ctx + t]
+        else:
+            visible = own[None]
+        mask = _additive(visible, query.dtype)[:, None, None].expand(-1, 1, g, -1, -1)
+        mask = mask.reshape(visible.shape[0], 1, g * t, visible.shape[-1])
+        qo = query.unflatten(1, (kvh, g)).reshape(b, kvh, g * t, d)
+        o, lse = _FLASH_CPU(qo, key, value, 0.0, False, attn_mask=mask, scale=scale)
+        outs.append(o.reshape(b, kvh, g, t, d).permute(0, 3, 1, 2, 4))
+        lses.append(lse.reshape(b, kvh, g, t).permute(0, 3, 1, 2))
     # everything viewed as [batch, len, kv_heads, groups, (dim)]: the layout the model reads back
-    outs.append(o.unflatten(1, (kvh, g)).permute(0, 3, 1, 2, 4))
-    lses.append(lse.unflatten(1, (kvh, g)).permute(0, 3, 1, 2))
     return _merge(outs, lses, query.dtype).reshape(b, t, h, d)
 
 

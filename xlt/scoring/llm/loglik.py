@@ -34,6 +34,7 @@ import torch
 from xlt.batching import AdaptiveBatcher
 from xlt.progress import progress_bar
 from xlt.scoring.llm.cascade import ContextKV, PrefixKV, PrefixStates, attending
+from xlt.scoring.llm.encoding import encode_group
 
 log = logging.getLogger(__name__)
 
@@ -83,29 +84,36 @@ def _encode_kwargs(tokenizer, text: str, add_bos_token: bool | None) -> dict:
     return {}
 
 
-def encode_texts(tokenizer, texts: list[str], add_bos_token: bool | None) -> list[list[int]]:
-    """Token ids of ``texts`` as the harness's ``tok_encode`` gives them, encoded in batches."""
+def encode_texts(tokenizer, texts: list[str], add_bos_token: bool | None,
+                 heads: Sequence[str] | None = None) -> list[list[int]]:
+    """Token ids of ``texts`` as the harness's ``tok_encode`` gives them, encoded in batches; ``heads[i]``
+    (optional) a head ``texts[i]`` shares with other texts, encoded once where that is exact
+    (:func:`xlt.scoring.llm.encoding.encode_group`)."""
     out: list[list[int] | None] = [None] * len(texts)
     buckets: dict[tuple, list[int]] = {}
     for i, t in enumerate(texts):
         buckets.setdefault(tuple(sorted(_encode_kwargs(tokenizer, t, add_bos_token).items())), []).append(i)
     for kw, idx in buckets.items():
-        enc = tokenizer([texts[i] for i in idx], **dict(kw))["input_ids"]
+        enc = encode_group(tokenizer, [texts[i] for i in idx], dict(kw),
+                           [heads[i] for i in idx] if heads is not None else None)
         for i, ids in zip(idx, enc, strict=True):
-            out[i] = list(ids)
+            out[i] = ids
     return out  # type: ignore[return-value]
 
 
 def encode_pairs(
-    tokenizer, contexts: Sequence[str], continuations: Sequence[Sequence[str]], add_bos_token: bool | None = None
+    tokenizer, contexts: Sequence[str], continuations: Sequence[Sequence[str]], add_bos_token: bool | None = None,
+    heads: Sequence[str] | None = None,
 ) -> list[tuple[list[int], list[list[int]]]]:
     """``[(context_tokens, [continuation_tokens per option])]`` exactly as the harness's ``_encode_pair``.
 
-    All contexts must be non-empty (the benchmarks' prompts always are).
+    All contexts must be non-empty (the benchmarks' prompts always are). ``heads[q]`` (optional): the
+    text context ``q`` starts with and shares with others (its few-shot examples), see :func:`encode_texts`.
     """
     ctx_texts: list[str] = []
     whole_texts: list[str] = []
-    for ctx, conts in zip(contexts, continuations, strict=True):
+    whole_heads: list[str] = []
+    for q, (ctx, conts) in enumerate(zip(contexts, continuations, strict=True)):
         if not ctx:
             raise ValueError("empty context: every prompt must have text before the answer")
         n_spaces = len(ctx) - len(ctx.rstrip())
@@ -114,8 +122,10 @@ def encode_pairs(
             ctx = ctx[:-n_spaces]
         ctx_texts.append(ctx)
         whole_texts.extend(ctx + c for c in conts)
-    ctx_enc = encode_texts(tokenizer, ctx_texts, add_bos_token)
-    whole_enc = encode_texts(tokenizer, whole_texts, add_bos_token)
+        if heads is not None:
+            whole_heads.extend([heads[q]] * len(conts))
+    ctx_enc = encode_texts(tokenizer, ctx_texts, add_bos_token, heads)
+    whole_enc = encode_texts(tokenizer, whole_texts, add_bos_token, whole_heads if heads is not None else None)
     out = []
     k = 0
     for q, conts in enumerate(continuations):

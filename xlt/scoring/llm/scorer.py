@@ -198,10 +198,11 @@ class LLMScorer:
         ctx = [self._render(t) for t in turns]
         delim = "" if self.llm.chat_template else prompts.TARGET_DELIMITER
         conts = [[delim + c for c in bench.doc_to_choice(rec)] for rec in items]
-        encoded = encode_pairs(self.tokenizer, ctx, conts, self.llm.add_bos_token)
+        heads = prefix_texts(ctx, [q for _, q in turns])
+        encoded = encode_pairs(self.tokenizer, ctx, conts, self.llm.add_bos_token, heads)
         seqs = build_sequences(encoded, self.max_length, share=self.share_passes)
         use_cache = self.prefix_cache and self.engine.supports_prefix_cache()
-        plan = plan_prefixes(self.tokenizer, seqs, encoded, prefix_texts(ctx, [q for _, q in turns]),
+        plan = plan_prefixes(self.tokenizer, seqs, encoded, heads,
                              max_length=self.max_length, add_bos_token=self.llm.add_bos_token, enabled=use_cache,
                              share_contexts=self.share_contexts)
         before = self.engine.stats.as_dict()

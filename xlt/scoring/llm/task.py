@@ -85,7 +85,7 @@ class HarnessTask:
         groups: dict[Any, list[int]] = {}
         for i, g in enumerate(pool[key] if key is not None else [None] * len(pool)):
             groups.setdefault(g, []).append(i)
-        pool_ids = pool["id"]
+        pool_ids = list(pool["id"])  # a list: indexing a datasets Column reads Arrow per item
         rngs: dict[Any, random.Random] = {}
         draw = k + 1 if same else k
         out = []

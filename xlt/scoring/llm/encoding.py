@@ -1,0 +1,140 @@
+"""Token ids of texts exactly as lm-evaluation-harness's ``tok_encode`` gives them, encoded fast.
+
+The k-shot contexts of one language begin with the same few-shot examples (thousands of characters),
+and the harness encodes every context and every context + continuation whole. Where it is exact, xlt
+encodes a shared head once and only the rest of each text (:func:`encode_texts` with ``heads``):
+
+* the tokenizer must be a fast one whose pipeline splits text into pieces that are tokenized on their
+  own, by a rule that looks only forward and only a few characters: no normalizer, a byte-level
+  pre-tokenizer with the GPT-2 split (``ByteLevel(use_regex=True)``) or one of the known split patterns
+  of :data:`LOCAL_SPLIT_PATTERNS` (GPT-4's, Llama 3's, Qwen 2's) before a byte-level mapping, no prefix
+  space, and a BPE model without dropout (:func:`split_safe`). SentencePiece-style tokenizers (Gemma,
+  Llama 2, XLM-R: a space marker prepended, or one piece for the whole text) are always encoded whole;
+* the cut ``c`` is the start of the last piece of the head without its trailing whitespace (at least
+  three characters before the head's end): the pieces before it end where they end whatever follows
+  the head, and the rest is split from ``c`` on exactly as on its own;
+* the head's tokens before ``c`` (with the tokenizer's leading special tokens) + the tokens of
+  ``text[c:]`` without special tokens are the text's tokens; a text with an added token near the cut is
+  encoded whole.
+
+Every call encodes a sample of the texts whole too and compares: a difference (a tokenizer this module
+reasons about wrongly) sends every text of the call through whole encoding and is logged.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+
+log = logging.getLogger(__name__)
+
+# Split patterns whose matches look at most a few characters past their end and never behind.
+LOCAL_SPLIT_PATTERNS = frozenset({
+    # GPT-4 (cl100k) and Llama 3
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+    # Qwen 2 / 2.5 / 3
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
+})
+SAMPLE = 4  # texts per call also encoded whole and compared
+MIN_HEAD = 64  # characters: a shorter shared head is not worth a cut
+
+
+def _byte_level(pre: dict, use_regex: bool) -> bool:
+    return (pre.get("type") == "ByteLevel" and not pre.get("add_prefix_space", True)
+            and bool(pre.get("use_regex", True)) == use_regex)
+
+
+def split_safe(tokenizer) -> bool:
+    """Whether a shared head of ``tokenizer``'s texts may be encoded once (see the module's docstring)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or not getattr(tokenizer, "is_fast", False):
+        return False
+    try:
+        spec = json.loads(backend.to_str())
+    except Exception:  # noqa: BLE001 - a backend that cannot describe itself is encoded whole
+        return False
+    if spec.get("normalizer") is not None or spec.get("truncation") or spec.get("padding"):
+        return False
+    model = spec.get("model") or {}
+    if model.get("type") != "BPE" or model.get("dropout"):
+        return False
+    pre = spec.get("pre_tokenizer") or {}
+    if _byte_level(pre, use_regex=True):
+        return True
+    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else None
+    if not steps or len(steps) != 2:
+        return False
+    split, byte = steps
+    return (split.get("type") == "Split" and split.get("behavior") == "Isolated" and not split.get("invert")
+            and (split.get("pattern") or {}).get("Regex") in LOCAL_SPLIT_PATTERNS and _byte_level(byte, use_regex=False))
+
+
+def _cut(tokenizer, head: str) -> int:
+    """Where texts starting with ``head`` are cut (0: nowhere): the start of the last piece of the head
+    without its trailing whitespace, at least three characters before the head's end, after a character
+    that is not whitespace."""
+    body = head.rstrip()
+    pieces = tokenizer.backend_tokenizer.pre_tokenizer.pre_tokenize_str(body)
+    for _, (start, _end) in reversed(pieces):
+        if start >= MIN_HEAD and start + 3 <= len(head) and not head[start - 1].isspace():
+            return start
+    return 0
+
+
+def _leading_specials_only(tokenizer, kw: dict) -> bool:
+    """Whether the tokenizer adds special tokens only before a text (a BOS), none after it (an EOS)."""
+    probe = "xlt probe"
+    bare = tokenizer(probe, add_special_tokens=False)["input_ids"]
+    full = tokenizer(probe, **kw)["input_ids"]
+    return len(full) >= len(bare) and list(full[len(full) - len(bare):]) == list(bare)
+
+
+def _call(tokenizer, texts: list[str], kw: dict) -> list[list[int]]:
+    return [list(ids) for ids in tokenizer(texts, **kw)["input_ids"]]
+
+
+def encode_group(tokenizer, texts: list[str], kw: dict, heads: Sequence[str] | None) -> list[list[int]]:
+    """``texts`` encoded with the tokenizer call's keywords ``kw``; with ``heads`` (``heads[i]`` a string
+    ``texts[i]`` starts with, shared with other texts), each distinct head's part before its cut once."""
+    if heads is None or not texts or not split_safe(tokenizer):
+        return _call(tokenizer, texts, kw)
+    specials = kw.get("add_special_tokens", True)
+    added = list(tokenizer.backend_tokenizer.get_added_tokens_decoder().values())
+    longest = max((len(t.content) for t in added), default=0)
+    cuts: dict[str, int] = {}
+    split: list[int] = []  # texts encoded as head + rest
+    pieces: list[str] = []
+    for i, (text, head) in enumerate(zip(texts, heads, strict=True)):
+        if len(head) < MIN_HEAD or not text.startswith(head):
+            continue
+        if head not in cuts:
+            cuts[head] = _cut(tokenizer, head)
+        c = cuts[head]
+        near = text[max(0, c - longest): c + longest]
+        if c and not any(t.content in near for t in added):
+            split.append(i)
+            pieces.append(text[c:])
+    out: list[list[int] | None] = [None] * len(texts)
+    if split:
+        backend = tokenizer.backend_tokenizer
+        lead = {h: list(ids) for h, ids in zip(
+            [h for h, c in cuts.items() if c],
+            tokenizer([h[:c] for h, c in cuts.items() if c], **kw)["input_ids"], strict=True)}
+        if specials and not _leading_specials_only(tokenizer, kw):
+            return _call(tokenizer, texts, kw)
+        rests = backend.encode_batch_fast(pieces, add_special_tokens=False)
+        for i, rest in zip(split, rests, strict=True):
+            out[i] = lead[heads[i]] + list(rest.ids)
+    whole = [i for i, ids in enumerate(out) if ids is None]
+    if whole:
+        for i, ids in zip(whole, _call(tokenizer, [texts[i] for i in whole], kw), strict=True):
+            out[i] = ids
+    if split:
+        step = max(1, len(split) // SAMPLE)
+        sample = split[::step][:SAMPLE] + [split[-1]]
+        if _call(tokenizer, [texts[i] for i in sample], kw) != [out[i] for i in sample]:
+            log.warning("encoding a shared head once differed from encoding whole for %s: every text is "
+                        "encoded whole", type(tokenizer).__name__)
+            return _call(tokenizer, texts, kw)
+    return out  # type: ignore[return-value]
