@@ -55,7 +55,9 @@ def test_a_shared_head_encoded_once_gives_the_whole_texts_ids(make, monkeypatch)
     cuts = []
     real_cut = encoding._cut
     monkeypatch.setattr(encoding, "_cut", lambda t, h: cuts.append(real_cut(t, h)) or cuts[-1])
-    heads = [HEAD, HEAD.rstrip("\n"), HEAD + "  ", HEAD[:-2] + " \n\n\n", HEAD.replace("\n\n", "\n \n")]
+    foreign = "P: Die Größe der Straße ist groß, 东京的人口 ist 1.234 — naïve 🙂 café.\nAnswer: C\n\n"
+    heads = [HEAD, HEAD.rstrip("\n"), HEAD + "  ", HEAD[:-2] + " \n\n\n", HEAD.replace("\n\n", "\n \n"),
+             foreign + HEAD + foreign]
     for head in heads:
         texts = [head + rest for rest in random_rests(rng, 300)]
         for add_bos in (None, False):

@@ -10,9 +10,10 @@ encodes a shared head once and only the rest of each text (:func:`encode_texts` 
   of :data:`LOCAL_SPLIT_PATTERNS` (GPT-4's, Llama 3's, Qwen 2's) before a byte-level mapping, no prefix
   space, and a BPE model without dropout (:func:`split_safe`). SentencePiece-style tokenizers (Gemma,
   Llama 2, XLM-R: a space marker prepended, or one piece for the whole text) are always encoded whole;
-* the cut ``c`` is the start of the last piece of the head without its trailing whitespace (at least
-  three characters before the head's end): the pieces before it end where they end whatever follows
-  the head, and the rest is split from ``c`` on exactly as on its own;
+* the cut ``c`` is the start of a late piece of the head without its trailing whitespace (at least
+  three characters before that part's end, after a character that is not whitespace): the pieces before
+  it end where they end whatever follows the head, and the rest is split from ``c`` on exactly as on
+  its own;
 * the head's tokens before ``c`` (with the tokenizer's leading special tokens) + the tokens of
   ``text[c:]`` without special tokens are the text's tokens; a text with an added token near the cut is
   encoded whole.
@@ -71,13 +72,14 @@ def split_safe(tokenizer) -> bool:
 
 
 def _cut(tokenizer, head: str) -> int:
-    """Where texts starting with ``head`` are cut (0: nowhere): the start of the last piece of the head
-    without its trailing whitespace, at least three characters before the head's end, after a character
-    that is not whitespace."""
+    """Where texts starting with ``head`` are cut (0: nowhere): the start of a piece of the head without
+    its trailing whitespace, the last one at least three characters before that part's end (the split
+    patterns look at most two characters past a piece) and after a character that is not whitespace (so
+    the head's part before the cut ends in the same pieces on its own)."""
     body = head.rstrip()
     pieces = tokenizer.backend_tokenizer.pre_tokenizer.pre_tokenize_str(body)
     for _, (start, _end) in reversed(pieces):
-        if start >= MIN_HEAD and start + 3 <= len(head) and not head[start - 1].isspace():
+        if start >= MIN_HEAD and start + 3 <= len(body) and not head[start - 1].isspace():
             return start
     return 0
 
@@ -123,7 +125,8 @@ def encode_group(tokenizer, texts: list[str], kw: dict, heads: Sequence[str] | N
             tokenizer([h[:c] for h, c in cuts.items() if c], **kw)["input_ids"], strict=True)}
         if specials and not _leading_specials_only(tokenizer, kw):
             return _call(tokenizer, texts, kw)
-        rests = backend.encode_batch_fast(pieces, add_special_tokens=False)
+        fast = getattr(backend, "encode_batch_fast", backend.encode_batch)  # the same ids, without offsets
+        rests = fast(pieces, add_special_tokens=False)
         for i, rest in zip(split, rests, strict=True):
             out[i] = lead[heads[i]] + list(rest.ids)
     whole = [i for i, ids in enumerate(out) if ids is None]

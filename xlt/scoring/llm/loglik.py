@@ -18,6 +18,11 @@ Speed-ups over scoring each option separately (and over the harness):
   exact); prefixes are encoded in sorted order, and one that starts with the same tokens as the one
   before it (the harness's first-n few-shot sets of a language's first questions, which skip the
   question itself) runs only the tokens after the shared ones, against their states;
+* passes run only for the key/value states of their tokens (a shared context, the rest of a partial
+  prefix) stop once the last layer's states are recorded (:func:`~xlt.scoring.llm.cascade.attending`
+  with ``capture``);
+* a few-shot head shared by many contexts is tokenized once where that gives the same ids
+  (:mod:`xlt.scoring.llm.encoding`);
 * sequences are sorted longest first and batched; the batch size halves on out-of-memory.
 """
 
