@@ -46,21 +46,26 @@ def _byte_level(pre: dict, use_regex: bool) -> bool:
             and bool(pre.get("use_regex", True)) == use_regex)
 
 
+def _spec(component) -> dict:
+    """A pipeline component's own settings (its JSON; not the whole tokenizer's, which holds the vocabulary)."""
+    return json.loads(component.__getstate__()) if component is not None else {}
+
+
 def split_safe(tokenizer) -> bool:
     """Whether a shared head of ``tokenizer``'s texts may be encoded once (see the module's docstring)."""
+    from tokenizers.models import BPE
+
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not getattr(tokenizer, "is_fast", False):
         return False
+    if backend.normalizer is not None or backend.truncation or backend.padding:
+        return False
+    if not isinstance(backend.model, BPE) or backend.model.dropout:
+        return False
     try:
-        spec = json.loads(backend.to_str())
-    except Exception:  # noqa: BLE001 - a backend that cannot describe itself is encoded whole
+        pre = _spec(backend.pre_tokenizer)
+    except Exception:  # noqa: BLE001 - a pre-tokenizer that cannot describe itself: encoded whole
         return False
-    if spec.get("normalizer") is not None or spec.get("truncation") or spec.get("padding"):
-        return False
-    model = spec.get("model") or {}
-    if model.get("type") != "BPE" or model.get("dropout"):
-        return False
-    pre = spec.get("pre_tokenizer") or {}
     if _byte_level(pre, use_regex=True):
         return True
     steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else None
@@ -119,12 +124,11 @@ def encode_group(tokenizer, texts: list[str], kw: dict, heads: Sequence[str] | N
             pieces.append(text[c:])
     out: list[list[int] | None] = [None] * len(texts)
     if split:
-        backend = tokenizer.backend_tokenizer
-        lead = {h: list(ids) for h, ids in zip(
-            [h for h, c in cuts.items() if c],
-            tokenizer([h[:c] for h, c in cuts.items() if c], **kw)["input_ids"], strict=True)}
         if specials and not _leading_specials_only(tokenizer, kw):
             return _call(tokenizer, texts, kw)
+        cut_heads = [h for h, c in cuts.items() if c]
+        lead = dict(zip(cut_heads, _call(tokenizer, [h[: cuts[h]] for h in cut_heads], kw), strict=True))
+        backend = tokenizer.backend_tokenizer
         fast = getattr(backend, "encode_batch_fast", backend.encode_batch)  # the same ids, without offsets
         rests = fast(pieces, add_special_tokens=False)
         for i, rest in zip(split, rests, strict=True):
