@@ -49,9 +49,9 @@ done
 if [[ -n "$FIRST_TTA" && "$SHARDS" -gt 0 ]]; then
     mapfile -t TTA_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$FIRST_TTA")
     DATA_JOB=$(sbatch --parsable "${OPTS[@]}" --job-name=xlt-build-data "$HERE/stage.sbatch" build_data "${TTA_ARGS[@]}" "${EXTRA[@]}")
-    TR_JOB=$(sbatch --parsable "${OPTS[@]}" --dependency="afterok:${DATA_JOB%%;*}" --array="0-$((SHARDS - 1))" \
+    TR_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${DATA_JOB%%;*}" --array="0-$((SHARDS - 1))" \
         "$HERE/translate_array.sbatch" "${TTA_ARGS[@]}" "${EXTRA[@]}")
-    DEP=(--dependency="afterok:${TR_JOB%%;*}")
+    DEP=(--kill-on-invalid-dep=yes --dependency="afterok:${TR_JOB%%;*}")
     echo "translation: build_data ${DATA_JOB%%;*}, array ${TR_JOB%%;*} (${SHARDS} shards)"
 fi
 
@@ -62,6 +62,6 @@ echo "training array: ${TRAIN_JOB%%;*} (${N} runs, ${PARALLEL} at a time)"
 
 # 3. comparison
 mapfile -t DIRS < <("$PYTHON" -m xlt.cluster rundirs "$SWEEP" "${EXTRA[@]}")
-CMP_JOB=$(sbatch --parsable "${OPTS[@]}" --dependency="afterok:${TRAIN_JOB%%;*}" --job-name=xlt-compare \
+CMP_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${TRAIN_JOB%%;*}" --job-name=xlt-compare \
     "$HERE/stage.sbatch" compare "${DIRS[@]}" --out "${ROOT}/paper_compare")
 echo "comparison: ${CMP_JOB%%;*} -> ${ROOT}/paper_compare/compare.md"

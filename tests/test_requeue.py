@@ -30,6 +30,7 @@ def handlers(monkeypatch):
     old = {s: signal.getsignal(getattr(signal, s)) for s in cluster.SIGNALS}
     monkeypatch.setitem(cluster._requested, "signal", None)
     monkeypatch.setitem(cluster._requested, "preemption", False)
+    monkeypatch.setitem(cluster._requested, "cause", None)
     cluster.install_signal_handlers()
     yield
     for s, h in old.items():
@@ -64,6 +65,7 @@ def test_usr1_is_always_a_preemption_and_wins_over_an_earlier_term(handlers, mon
     assert cluster.is_preemption()
     monkeypatch.setitem(cluster._requested, "signal", "SIGTERM")  # a TERM first (the agent died of the USR1)
     monkeypatch.setitem(cluster._requested, "preemption", False)
+    monkeypatch.setitem(cluster._requested, "cause", None)
     with pytest.raises(cluster.Preempted):
         _signal(signal.SIGUSR1)
     assert cluster.preemption_requested() == "SIGUSR1"

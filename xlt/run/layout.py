@@ -18,7 +18,8 @@ Layout (the constants below; :class:`RunDir` joins them)::
         stages/<stage>.json     done-markers with a short summary per finished stage
         stages/<stage>.attempt  rank 0's decision per launch; <stage>.failed: rank 0 failed it
         locks/<name>.json       who holds the run (xlt.run.lock)
-        preempted.json          the record of a preempted run (xlt.cluster)
+        preempted.json          the record of a preempted run (xlt.cluster.signals)
+        failed.json             the record of a call that failed: exit status, error (xlt.cli; xlt status)
         data/train_set          the English training set (build_data); train_set.tsv, build_report.{json,md}
         data/translated/        merged translations per language (<lang>/xlt_translation.json seals each),
                                 .parts/<lang>/<unit> while shards translate; translation_report.{json,md}
@@ -55,6 +56,7 @@ CALLS_FILE = "calls.jsonl"
 MARKERS_DIR = "stages"
 LOCKS_DIR = "locks"  # <name>.json: who holds the run (xlt.run.lock)
 PREEMPTION_FILE = "preempted.json"
+FAILURE_FILE = "failed.json"
 DATA_DIR = "data"
 TRAIN_SET_DIR = "data/train_set"
 TRAIN_SET_TSV = "data/train_set.tsv"
@@ -149,6 +151,10 @@ class RunDir:
     @property
     def preemption(self) -> Path:
         return self.path / PREEMPTION_FILE
+
+    @property
+    def failure(self) -> Path:
+        return self.path / FAILURE_FILE
 
     # --- build_data and translate ---
     @property
