@@ -123,7 +123,7 @@ xlt_exec() {
         # A TERM to the batch shell itself, without the scheduler's USR1 first: only the scheduler knows why.
         cause="$(SLURM_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}" "$XLT_PYTHON" -m xlt.cluster stop-cause 2>/dev/null)"
         cause="${cause:-stop the scheduler could not be asked (python -m xlt.cluster stop-cause failed)}"
-        xlt_log "TERM from SLURM: ${cause#* }"
+        xlt_log "why the TERM came: ${cause#* }"
         case "${cause%% *}" in
             requeued-by-slurm) by_slurm=1 ;;
             requeue) XLT_REQUEUE=1 ;;

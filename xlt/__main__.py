@@ -1,13 +1,15 @@
 """`xlt <command> [args]` (the console script) and `python -m xlt <command>`: the same entry points as
 `python -m xlt.<command>`, e.g. `xlt train +recipe=demo`, `xlt report --compare runs/a runs/b --out cmp/`,
-`xlt push runs/demo/default --repo-id me/demo --dry-run`, `xlt plugins` (what is registered, and from where)."""
+`xlt push runs/demo/default --repo-id me/demo --dry-run`, `xlt plugins` (what is registered, and from where),
+`xlt status runs/` (a sweep's state at a glance)."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-COMMANDS = ("train", "build_data", "translate", "finetune", "evaluate", "report", "prefetch", "push", "plugins")
+COMMANDS = ("train", "build_data", "translate", "finetune", "evaluate", "report", "prefetch", "push", "plugins",
+            "status")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,7 +25,7 @@ def main(argv: list[str] | None = None) -> None:
     if command == "report" and "--compare" in argv[1:]:
         sys.exit(module.compare_main(argv[1:]))
     result = module.main()
-    if command in ("prefetch", "push", "plugins"):  # argparse tools returning their exit status
+    if command in ("prefetch", "push", "plugins", "status"):  # argparse tools returning their exit status
         sys.exit(result)
 
 

@@ -50,7 +50,7 @@ def scontrol_job(job_id: str) -> tuple[dict[str, str] | None, str]:
         return None, f"scontrol could not be run ({type(err).__name__}: {err})"
     line = proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else ""
     fields = dict(_FIELD.findall(line))
-    if proc.returncode != 0 or "JobState" not in fields:
+    if proc.returncode != 0 or not fields:
         said = (proc.stderr or proc.stdout).strip().splitlines()
         return None, f"scontrol show job {job_id} said nothing of the job ({said[-1] if said else f'status {proc.returncode}'})"
     return fields, ""
