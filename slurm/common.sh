@@ -57,7 +57,8 @@ XLT_TERMINATED=0
 xlt_log() { echo "[xlt $(date '+%F %T')] $*" >&2; }
 
 xlt_on_usr1() {
-    xlt_log "USR1: time limit near; sending TERM to pid ${XLT_CHILD} (checkpoint and stop), then requeueing"
+    xlt_log "USR1 from the scheduler (its warning before the time limit, or a preemption's user signal):" \
+            "sending TERM to pid ${XLT_CHILD} (checkpoint and stop), then requeueing"
     XLT_REQUEUE=1
     # First the notice (the workers take the TERM that follows for a preemption), then the TERM.
     [[ -n "${XLT_PREEMPTION_NOTICE:-}" ]] && echo "USR1 $(date +%s) job ${SLURM_JOB_ID:-local}" > "$XLT_PREEMPTION_NOTICE"

@@ -4,7 +4,7 @@
 #   python -m xlt.prefetch --sweep sweeps/paper.txt         # first, on the login node (network)
 #   slurm/paper_sweep.sh [-p PARTITION] [-A ACCOUNT] [-n TRANSLATE_SHARDS] [-j PARALLEL] [overrides...]
 #
-# 1. translation, once: build_data + a translation array (-n shards) for the first translate-train-all run,
+# 1. translation, once: build_data + a translation array (-n shards) for the first run with a translate stage,
 #    filling the shared translation cache (XLT_TRANSLATION_CACHE, added as translate.cache_dir);
 # 2. the training array over the sweep file (-j elements at a time), after 1: every run builds its data,
 #    translates (cache hits), trains, evaluates on Belebele + Global-MMLU and writes its report;
@@ -39,12 +39,12 @@ N=$("$PYTHON" -m xlt.cluster count "$SWEEP")
 ROOT="runs"
 for o in "${EXTRA[@]}"; do [[ "$o" == run_root=* ]] && ROOT="${o#run_root=}"; done
 
-# 1. translate once (the first translate-train-all line of the sweep)
+# 1. translate once (the first line of the sweep whose run has a translate stage)
 DEP=()
 FIRST_TTA=""
 for i in $(seq 1 "$N"); do
-    LINE="$("$PYTHON" -m xlt.cluster line "$SWEEP" "$i")"
-    if [[ "$LINE" == *translate_train_all* ]]; then FIRST_TTA=$i; break; fi
+    mapfile -t LINE_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$i")
+    if "$PYTHON" -m xlt.cluster stages "${LINE_ARGS[@]}" "${EXTRA[@]}" | grep -qx translate; then FIRST_TTA=$i; break; fi
 done
 if [[ -n "$FIRST_TTA" && "$SHARDS" -gt 0 ]]; then
     mapfile -t TTA_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$FIRST_TTA")

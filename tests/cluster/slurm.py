@@ -2,12 +2,14 @@
 ``slurmdbd`` on a MariaDB server of its own, so that ``sacct`` answers), in a state folder of its own, on free
 ports, started and stopped by :class:`Cluster`.
 
-The nodes declare what the sbatch scripts ask for (``SlurmdParameters=config_overrides``: 16 CPUs, 128 GB, two
-"GPUs" backed by ``/dev/null`` and ``/dev/zero``), so xlt's scripts run unchanged. Nodes ``n1`` and ``n2`` (two
+The nodes declare what the sbatch scripts ask for (``SlurmdParameters=config_overrides``: 64 CPUs, 512 GB, eight
+"GPUs" backed by device files such as ``/dev/null``), so xlt's scripts run unchanged, several jobs a node. Nodes ``n1`` and ``n2`` (two
 ``slurmd`` on this host, one port each) form the default partition ``main`` (the multi-node script runs one task
-on each); node ``n3`` carries the preemption partitions: ``low`` (``PriorityTier=1``, ``PreemptMode=REQUEUE``, a
-``GraceTime``) under ``high`` (``PriorityTier=10``). ``send_user_signal=True`` starts the cluster with
-``PreemptParameters=send_user_signal``. The node names resolve through an ``/etc/hosts`` line (the multi-node
+on each); nodes ``n3`` and ``n4`` carry the preemption partitions: ``low`` on n3 (``PriorityTier=1``,
+``PreemptMode=REQUEUE``: SLURM 22.05 requeues the job at once, TERM then KILL after ``KillWait``) and
+``lowcancel`` on n4 (``PreemptMode=CANCEL`` with a ``GraceTime``: the job is not requeued by SLURM), both under
+``high`` (``PriorityTier=10``). ``send_user_signal=True`` starts the cluster with
+``PreemptParameters=send_user_signal`` (SLURM >= 23.02; ``SchedulerParameters=preempt_send_user_signal`` before). The node names resolve through an ``/etc/hosts`` line (the multi-node
 script's ``MASTER_ADDR``), added once and left (it names only loopback).
 
 Run by hand: ``python tests/cluster/slurm.py up DIR`` starts one and prints the environment to use it
@@ -28,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
-NODES = ("n1", "n2", "n3")
+NODES = ("n1", "n2", "n3", "n4")
 # How long a requeued job waits before it may start again: SLURM holds it for the credential lifetime
 # (AuthInfo cred_expire, default 120 s); the tests' cluster shortens it.
 CRED_EXPIRE_S = 10
@@ -39,6 +41,13 @@ def missing() -> list[str]:
     """The programs this module needs that are not installed (empty: a cluster can start)."""
     return [name for name in (*DAEMONS, "sbatch", "scontrol", "squeue", "scancel")
             if not shutil.which(name) and not Path("/usr/sbin", name).exists()]
+
+
+def version() -> tuple[int, int]:
+    """SLURM's version (``slurmctld -V``: ``slurm 22.05.8``)."""
+    out = subprocess.run([_exe("slurmctld"), "-V"], capture_output=True, text=True).stdout
+    found = re.search(r"(\d+)\.(\d+)", out)
+    return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
 
 
 def _exe(name: str) -> str:
@@ -69,6 +78,7 @@ class Cluster:
     root: Path
     send_user_signal: bool = False
     accounting: bool = True
+    first_job_id: int = 1  # clusters side by side write their logs into one folder: ids apart
     ports: dict[str, int] = field(default_factory=dict)
     procs: list[subprocess.Popen] = field(default_factory=list)
 
@@ -188,7 +198,7 @@ class Cluster:
         host = socket.gethostname()
         r = self.root
         lines = [
-            "ClusterName=xlt", f"SlurmctldHost={host}", f"SlurmctldPort={self.ports['ctld']}",
+            "ClusterName=xlt", f"FirstJobId={self.first_job_id}", f"SlurmctldHost={host}", f"SlurmctldPort={self.ports['ctld']}",
             "AuthType=auth/munge", f"AuthInfo=socket={self.munge_socket},cred_expire={CRED_EXPIRE_S}",
             "CredType=cred/munge", "SlurmUser=root", "SlurmdUser=root",
             f"StateSaveLocation={r / 'state'}", f"SlurmdSpoolDir={r / 'spool-%n'}",
@@ -196,14 +206,18 @@ class Cluster:
             f"SlurmctldLogFile={r / 'log' / 'slurmctld.log'}", f"SlurmdLogFile={r / 'log' / 'slurmd-%n.log'}",
             "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "MpiDefault=none",
             "JobAcctGatherType=jobacct_gather/none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
-            "SchedulerType=sched/backfill", "SchedulerParameters=sched_interval=2,bf_interval=2",
+            "SchedulerType=sched/backfill", "DefMemPerCPU=4096", "SchedulerParameters=sched_interval=2,bf_interval=2",
             "SlurmdParameters=config_overrides", "GresTypes=gpu", "ReturnToService=2",
             "MinJobAge=3600", "KillWait=30", "InactiveLimit=0", "SlurmctldTimeout=30", "SlurmdTimeout=60",
             "JobRequeue=1", "SlurmctldDebug=info", "SlurmdDebug=info",
             "PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE",
         ]
-        if self.send_user_signal:
-            lines.append("PreemptParameters=send_user_signal")
+        if self.send_user_signal:  # SLURM 23.02 moved it from SchedulerParameters to PreemptParameters
+            if version() >= (23, 2):
+                lines.append("PreemptParameters=send_user_signal")
+            else:
+                lines = [f"{line},preempt_send_user_signal" if line.startswith("SchedulerParameters=") else line
+                         for line in lines]
         if self.has_accounting:
             lines += ["AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
                       f"AccountingStoragePort={self.ports['dbd']}", "JobCompType=jobcomp/none",
@@ -212,15 +226,23 @@ class Cluster:
         else:
             lines += ["AccountingStorageType=accounting_storage/none"]
         for node in NODES:
-            lines.append(f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={self.ports[node]} CPUs=16 "
-                         "RealMemory=131072 Gres=gpu:2 State=UNKNOWN")
+            lines.append(f"NodeName={node} NodeHostname={host} NodeAddr=127.0.0.1 Port={self.ports[node]} CPUs=64 "
+                         "RealMemory=524288 Gres=gpu:8 State=UNKNOWN")
         lines += [
             "PartitionName=main Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP PriorityTier=5 PreemptMode=OFF",
-            f"PartitionName=low Nodes=n3 MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime={GRACE_S}",
-            "PartitionName=high Nodes=n3 MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF",
+            # SLURM 22.05 requeues a PreemptMode=REQUEUE job at once (TERM, then KILL after KillWait); a GraceTime
+            # (and, with send_user_signal, the job's own --signal) applies to PreemptMode=CANCEL.
+            "PartitionName=low Nodes=n3 MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE",
+            f"PartitionName=lowcancel Nodes=n4 MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=CANCEL GraceTime={GRACE_S}",
+            "PartitionName=high Nodes=n3,n4 MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF",
         ]
         self.conf.write_text("\n".join(lines) + "\n")
-        (self.conf.parent / "gres.conf").write_text("Name=gpu File=/dev/null\nName=gpu File=/dev/zero\n")
+        # Eight "GPUs" per node: one file each (gres.conf refuses a Count without files).
+        (self.root / "dev").mkdir(exist_ok=True)
+        devices = [self.root / "dev" / f"gpu{i}" for i in range(8)]
+        for d in devices:
+            d.touch()
+        (self.conf.parent / "gres.conf").write_text("".join(f"Name=gpu File={d}\n" for d in devices))
         if self.has_accounting:
             (self.conf.parent / "slurmdbd.conf").chmod(0o600)
             # The cluster, an account and root's association, as an admin registers them.

@@ -12,7 +12,7 @@ the TERM came from                     ``scontrol show job`` says      xlt
 =====================================  ==============================  ===========================
 a preemption, ``PreemptMode=REQUEUE``  ``Restarts`` above the count    checkpoint, record, exit 75;
                                        the job started with            SLURM requeues it (xlt not)
-a preemption, ``PreemptMode=CANCEL``   ``JobState=PREEMPTED``          the same; xlt requeues it
+a preemption, ``PreemptMode=CANCEL``   ``PreemptTime`` set             the same; xlt requeues it
 the time limit                         ``Reason=TimeLimit``            the same; xlt requeues it
 ``scancel``                            ``COMPLETING``/``CANCELLED``,   stop, exit 143, no requeue
                                        ``Restarts`` unchanged
@@ -102,8 +102,10 @@ def stop_cause(env: Any = None) -> StopCause:
     if restarts > started:
         return StopCause("preempted", True, True, f"{said}, the job started as restart {started}: SLURM requeued "
                          "it (a preemption with PreemptMode=REQUEUE, or scontrol requeue)")
-    if state == "PREEMPTED" or reason.startswith("Preempt"):
-        return StopCause("preempted", True, False, f"{said}: preempted and not requeued by SLURM's policy")
+    preempt_time = fields.get("PreemptTime", "None")
+    if state == "PREEMPTED" or preempt_time not in ("None", "Unknown", ""):
+        return StopCause("preempted", True, False, f"{said} PreemptTime={preempt_time}: preempted, and SLURM's "
+                         "policy does not requeue it (PreemptMode=CANCEL)")
     if state == "TIMEOUT" or reason == "TimeLimit":
         return StopCause("time limit", True, False, f"{said}: the job reached its time limit")
     if state == "RUNNING":
