@@ -38,9 +38,11 @@ GRACE_S = 30
 
 
 def missing() -> list[str]:
-    """The programs this module needs that are not installed (empty: a cluster can start)."""
-    return [name for name in (*DAEMONS, "sbatch", "scontrol", "squeue", "scancel")
-            if not shutil.which(name) and not Path("/usr/sbin", name).exists()]
+    """What this module needs that is missing here: programs not installed, root (the daemons run as root);
+    empty: a cluster can start."""
+    out = [name for name in (*DAEMONS, "sbatch", "scontrol", "squeue", "scancel")
+           if not shutil.which(name) and not Path("/usr/sbin", name).exists()]
+    return out + ([] if os.geteuid() == 0 else ["root (the daemons run as root)"])
 
 
 def version() -> tuple[int, int]:

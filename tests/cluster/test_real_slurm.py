@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -66,6 +67,7 @@ class Matrix:
         self._results: dict[str, Any] = {}
         self._errors: dict[str, str] = {}
         self.events: dict[str, threading.Event] = {}
+        self._compose = threading.Lock()
 
     # -- plumbing ---------------------------------------------------------------------------------------
 
@@ -94,13 +96,16 @@ class Matrix:
         return (cluster or self.cluster).sbatch(*args, cwd=self.work, env={**self.env, **env})
 
     def script(self, name: str, *args: str, **env: str) -> str:
-        proc = self.cluster.run("bash", str(REPO / "slurm" / name), *args, cwd=self.work, env={**self.env, **env})
+        # Generous: the scripts compose recipes (python -m xlt.cluster ...), seconds each on a loaded machine.
+        proc = self.cluster.run("bash", str(REPO / "slurm" / name), *args, cwd=self.work, env={**self.env, **env},
+                                timeout=900)
         return proc.stdout
 
     def run_dir(self, *args: str) -> Path:
         from xlt.cluster import run_dir
 
-        return Path(run_dir(list(args)))
+        with self._compose:  # Hydra's composition is global state: one thread at a time
+            return Path(run_dir(list(args)))
 
     def wait_training(self, run: Path, job: str, cluster: slurm.Cluster | None = None, min_step: int = 3,
                       restart: str = "0", timeout: float = WAIT_S) -> dict[str, Any]:
@@ -225,15 +230,17 @@ def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node:
     needs its node."""
     args = ["+recipe=demo_tiny", "seed=4", *LONG[:-2], "training.max_steps=300", "training.eval_steps=150",
             f"run_root={m.work / f'runs_{name}'}"]
-    job = m.sbatch("-p", partition, str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=cluster)
     run = m.run_dir(*args)
-    m.wait_training(run, job, cluster=cluster)
-    # Long enough for `xlt status` to see the run preempted while SLURM holds it back.
-    high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", "sleep 60",
-                    cluster=cluster)
-    recs = m.wait(job, cluster=cluster, until=lambda r: int(r[0]["Restarts"]) >= 1)
-    m._results[f"{name}_preempted"] = {"run": run, "job": job}
-    m.event(f"{name}_preempted").set()
+    try:
+        job = m.sbatch("-p", partition, str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=cluster)
+        m.wait_training(run, job, cluster=cluster)
+        # Long enough for `xlt status` to see the run preempted while SLURM holds it back.
+        high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", "sleep 60",
+                        cluster=cluster)
+        recs = m.wait(job, cluster=cluster, until=lambda r: int(r[0]["Restarts"]) >= 1)
+        m._results[f"{name}_preempted"] = {"run": run, "job": job}
+    finally:  # a case waiting for this one never waits for ever
+        m.event(f"{name}_preempted").set()
     return {"run": run, "job": job, "high": high, "at_preemption": recs, "records": m.wait(job, cluster=cluster),
             "high_records": m.wait(high, cluster=cluster)}
 
@@ -293,38 +300,75 @@ def case_hydra(m: Matrix) -> dict[str, Any]:
             "runs": [m.run_dir("+recipe=demo_tiny", f"seed={s}", *TINY, f"run_root={root}") for s in (31, 32)]}
 
 
+def case_hydra_timeout(m: Matrix) -> dict[str, Any]:
+    """Hydra's slurm launcher: an element brought near its time limit once training is under way (as in
+    :func:`case_time_limit`): submitit's USR2, its requeue, and the requeued element resumes from the last
+    checkpoint."""
+    root = m.work / "runs_hydra_timeout"
+    args = ["+recipe=demo_tiny", "seed=34", *LONG[:-1], "training.eval_steps=100", f"run_root={root}"]
+    cmd = [sys.executable, "-m", "xlt.train", "-m", *args, "hydra/launcher=slurm", "hydra.launcher.partition=main",
+           "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=4", "hydra.launcher.timeout_min=10",
+           "hydra.launcher.signal_delay_s=110", "hydra.launcher.name=xlt-timeout"]
+    proc = subprocess.Popen(cmd, cwd=m.work, env={**m.cluster.env, **m.env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        job = ""
+        deadline = time.monotonic() + WAIT_S
+        while not job and time.monotonic() < deadline and proc.poll() is None:
+            job = m.cluster.run("squeue", "-h", "-n", "xlt-timeout", "-o", "%i", check=False).stdout.strip()
+            time.sleep(1)
+        assert job, f"no job of the multirun in the queue: {proc.communicate()}"
+        run = m.run_dir(*args)
+        m.wait_training(run, job, min_step=110)  # past the first regular checkpoint (step 100)
+        minutes = math.ceil((_seconds(m.cluster.job(job)["RunTime"]) + 70) / 60)
+        m.cluster.run("scontrol", "update", f"JobId={job}", f"TimeLimit={minutes}")
+        m.wait(job, until=lambda recs: int(recs[0]["Restarts"]) >= 1)
+        m.cluster.run("scontrol", "update", f"JobId={job}", "TimeLimit=00:10:00")
+        out, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    logs = "\n".join(_log(p) for p in sorted(root.rglob("*_log.err")))
+    return {"returncode": proc.returncode, "stderr": err, "job": job, "records": m.wait(job), "run": run,
+            "logs": logs}
+
+
 def case_status(m: Matrix) -> dict[str, Any]:
     """`xlt status` in the middle of it all: one run running, one preempted, one failed, one done."""
     args = ["+recipe=demo_tiny", "seed=40", *LONG[:-2], "training.max_steps=100000", f"run_root={m.work / 'runs_busy'}"]
     busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
-    m.wait_training(m.run_dir(*args), busy)
-    assert m.event("requeue_preempted").wait(WAIT_S)
-    runs = [str(m.result("sweep")["runs"][0]), str(m._results["requeue_preempted"]["run"]), str(m.result("crash")["run"]),
-            str(m.run_dir(*args))]
-    cmd = [sys.executable, "-m", "xlt", "status", *runs]
-    env = {**m.cluster.env, **m.env}
-    data = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=300)
-    squeue = m.cluster.run("squeue", "-h", "-o", "%i %P %T %r").stdout
-    text = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
-    m.cluster.run("scancel", busy)
+    try:
+        m.wait_training(m.run_dir(*args), busy)
+        assert m.event("requeue_preempted").wait(WAIT_S) and "requeue_preempted" in m._results
+        runs = [str(m.result("sweep")["runs"][0]), str(m._results["requeue_preempted"]["run"]),
+                str(m.result("crash")["run"]), str(m.run_dir(*args))]
+        cmd = [sys.executable, "-m", "xlt", "status", *runs]
+        env = {**m.cluster.env, **m.env}
+        data = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=300)
+        squeue = m.cluster.run("squeue", "-h", "-o", "%i %P %T %r").stdout
+        text = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        m.cluster.run("scancel", busy, check=False)
     return {"text": text, "json": data, "runs": runs, "squeue": squeue}
 
 
 CASES = {"sweep": case_sweep, "eval": case_eval, "eval_fails": case_eval_fails, "translate": case_translate,
          "paper": case_paper, "time_limit": case_time_limit, "cancel": case_cancel, "crash": case_crash,
-         "cap": case_cap, "multinode": case_multinode, "hydra": case_hydra}
+         "cap": case_cap, "multinode": case_multinode, "hydra": case_hydra, "hydra_timeout": case_hydra_timeout}
 
 
 @pytest.fixture(scope="module")
-def matrix(tmp_path_factory):
+def matrix():
     missing = slurm.missing()
     if missing:
         why = f"SLURM is not installed here (missing {', '.join(missing)}): apt-get install slurm-wlm munge"
         if os.environ.get("XLT_REQUIRE_SLURM") == "1":
             pytest.fail(why)
         pytest.skip(why)
-    root = Path(tempfile_dir := tmp_path_factory.mktemp("slurm"))
-    os.chmod(tempfile_dir, 0o755)
+    # A folder of its own, not pytest's basetemp: pytest removes old basetemps while another session runs
+    # (the slow tier beside this one), and the daemons live for the whole module.
+    root = Path(tempfile.mkdtemp(prefix="xlt-slurm-"))
+    os.chmod(root, 0o755)
     cluster = slurm.Cluster(root / "a")
     signalling = slurm.Cluster(root / "b", send_user_signal=True, accounting=False, first_job_id=50000)
     try:
@@ -341,6 +385,8 @@ def matrix(tmp_path_factory):
     finally:
         signalling.stop()
         cluster.stop()
+        if not os.environ.get("XLT_KEEP_SLURM_DIR"):
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _state(recs: list[dict[str, str]]) -> list[str]:
@@ -482,6 +528,15 @@ def test_a_hydra_multirun_through_submitit(matrix):
         assert (run / "report.json").exists(), run
     assert re.search(r"_0\|xlt\|COMPLETED\|0:0", res["sacct"]) and re.search(r"_1\|xlt\|COMPLETED\|0:0", res["sacct"]), \
         res["sacct"]
+
+
+def test_a_hydra_element_at_its_time_limit_is_requeued_by_submitit_and_resumes(matrix):
+    res = matrix.result("hydra_timeout")
+    assert res["returncode"] == 0, res["stderr"][-4000:]
+    rec = res["records"][0]
+    assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", rec
+    assert "Requeued job" in res["logs"] or "requeue" in res["logs"].lower(), res["logs"][-4000:]
+    assert _train(res["run"])["resumed_from"], "the requeued element did not resume from a checkpoint"
 
 
 def test_status_in_the_middle_of_a_sweep(matrix):
