@@ -122,8 +122,19 @@ xlt_exec() {
     local cause="" by_slurm=0
     if [[ "$XLT_TERMINATED" == 1 && "$XLT_REQUEUE" == 0 && -n "${SLURM_JOB_ID:-}" ]]; then
         # A TERM to the batch shell itself, without the scheduler's USR1 first: only the scheduler knows why.
-        cause="$(SLURM_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}" "$XLT_PYTHON" -m xlt.cluster stop-cause 2>/dev/null)"
-        cause="${cause:-stop the scheduler could not be asked (python -m xlt.cluster stop-cause failed)}"
+        if [[ -f "$XLT_PREEMPTION_RECORD" ]]; then
+            # The command asked it already (xlt.cluster.scheduler.stop_cause) and says so in its record: no
+            # second question, no interpreter start-up inside the grace time.
+            cause="$(grep -o '"cause": *"[^"]*"' "$XLT_PREEMPTION_RECORD" | head -n1 | sed 's/^"cause": *"//; s/"$//')"
+            if grep -q '"requeued_by_scheduler": *true' "$XLT_PREEMPTION_RECORD"; then
+                cause="requeued-by-slurm ${cause}"
+            else
+                cause="requeue ${cause}"
+            fi
+        else
+            cause="$(SLURM_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}" "$XLT_PYTHON" -m xlt.cluster stop-cause 2>/dev/null)"
+            cause="${cause:-stop the scheduler could not be asked (python -m xlt.cluster stop-cause failed)}"
+        fi
         xlt_log "why the TERM came: ${cause#* }"
         case "${cause%% *}" in
             requeued-by-slurm) by_slurm=1 ;;

@@ -34,7 +34,7 @@ NODES = ("n1", "n2", "n3", "n4")
 # How long a requeued job waits before it may start again: SLURM holds it for the credential lifetime
 # (AuthInfo cred_expire, default 120 s); the tests' cluster shortens it.
 CRED_EXPIRE_S = 10
-GRACE_S = 30
+GRACE_S = 60  # a preempted job's grace (PreemptMode=CANCEL) and KillWait: a checkpoint fits under load
 
 
 def missing() -> list[str]:
@@ -210,7 +210,7 @@ class Cluster:
             "JobAcctGatherType=jobacct_gather/none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
             "SchedulerType=sched/backfill", "DefMemPerCPU=4096", "SchedulerParameters=sched_interval=2,bf_interval=2",
             "SlurmdParameters=config_overrides", "GresTypes=gpu", "ReturnToService=2",
-            "MinJobAge=3600", "KillWait=30", "InactiveLimit=0", "SlurmctldTimeout=30", "SlurmdTimeout=60",
+            "MinJobAge=3600", f"KillWait={GRACE_S}", "InactiveLimit=0", "SlurmctldTimeout=30", "SlurmdTimeout=60",
             "JobRequeue=1", "SlurmctldDebug=info", "SlurmdDebug=info",
             "PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE",
         ]
@@ -279,8 +279,8 @@ class Cluster:
         return parse_fields(proc.stdout.splitlines()[0])
 
     def jobs(self, job_id: str) -> list[dict[str, str]]:
-        """Every record ``scontrol show job`` has for a job id (an array: one per element)."""
-        proc = self.run("scontrol", "show", "job", "-o", job_id, check=False)
+        """Every record ``scontrol show job`` has for a job id (an array: one per element; "": every job)."""
+        proc = self.run("scontrol", "show", "job", "-o", *([job_id] if job_id else []), check=False)
         return [parse_fields(line) for line in proc.stdout.splitlines() if line.strip()] if proc.returncode == 0 else []
 
     def states(self, job_id: str) -> dict[str, str]:
