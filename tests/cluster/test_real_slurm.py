@@ -245,8 +245,8 @@ def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node:
 
 
 # name -> (cluster: "a" plain, "b" with the user signal at preemption; partition; node)
-PREEMPTIONS = {"requeue": ("a", "low", "n3"), "cancel": ("a", "lowcancel", "n4"),
-               "requeue_user_signal": ("b", "low", "n3"), "cancel_user_signal": ("b", "lowcancel", "n4")}
+PREEMPTIONS = {"mode_requeue": ("a", "low", "n3"), "mode_cancel": ("a", "lowcancel", "n4"),
+               "mode_requeue_user_signal": ("b", "low", "n3"), "mode_cancel_user_signal": ("b", "lowcancel", "n4")}
 
 
 def case_cancel(m: Matrix) -> dict[str, Any]:
@@ -338,8 +338,8 @@ def case_status(m: Matrix) -> dict[str, Any]:
     busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
     try:
         m.wait_training(m.run_dir(*args), busy)
-        assert m.event("requeue_preempted").wait(WAIT_S) and "requeue_preempted" in m._results
-        runs = [str(m.result("sweep")["runs"][0]), str(m._results["requeue_preempted"]["run"]),
+        assert m.event("mode_requeue_preempted").wait(WAIT_S) and "mode_requeue_preempted" in m._results
+        runs = [str(m.result("sweep")["runs"][0]), str(m._results["mode_requeue_preempted"]["run"]),
                 str(m.result("crash")["run"]), str(m.run_dir(*args))]
         cmd = [sys.executable, "-m", "xlt", "status", *runs]
         env = {**m.cluster.env, **m.env}
@@ -475,10 +475,10 @@ def test_a_partition_preemption_is_logged_as_one_and_resumes(matrix, name):
     assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", rec  # requeued once, never twice
     assert res["high_records"][0]["JobState"] == "COMPLETED"
     log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
-    if name.startswith("requeue"):  # SIGTERM: the scheduler says why, and requeues the job itself
+    if name.startswith("mode_requeue"):  # SIGTERM: the scheduler says why, and requeues the job itself
         assert "DUE TO PREEMPTION" in log and "why the TERM came: preempted: a preemption" in log, log[-4000:]
         assert "requeued by SLURM itself" in log and "requeueing job" not in log, log[-4000:]
-    elif name == "cancel":  # SIGTERM at the grace time's start; SLURM will not requeue: xlt does
+    elif name == "mode_cancel":  # SIGTERM at the grace time's start; SLURM will not requeue: xlt does
         assert "why the TERM came: preempted: a preemption" in log and "PreemptTime=" in log, log[-4000:]
         assert f"requeueing job {res['job']} (requeue 1 of at most" in log, log[-4000:]
     else:  # the user signal: SLURM 22.05 sends the batch shell a TERM all the same (its B:USR1 is not delivered

@@ -53,6 +53,27 @@ def test_atomic_writes_follow_the_umask(tmp_path, umask):
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]  # no temporary left
 
 
+def test_what_a_library_writes_owner_only_follows_the_umask(tmp_path, umask):
+    """safetensors writes 0600 whatever the umask (safetensors#782): inside an atomic folder (a model, a
+    converted package) and in a checkpoint xlt marks complete, the file gets the umask's mode."""
+    import torch
+    from safetensors.torch import save_file
+
+    from xlt.training.checkpoints import mark_complete
+
+    with atomic_dir(tmp_path / "model") as tmp:
+        save_file({"w": torch.zeros(2)}, str(tmp / "model.safetensors"))
+        assert _mode(tmp / "model.safetensors") == 0o600  # what the library does (the reason for this code)
+        (tmp / "run.sh").write_text("#!/bin/sh\n")
+        os.chmod(tmp / "run.sh", 0o700)
+    checkpoint = tmp_path / "checkpoints" / "checkpoint-15"
+    checkpoint.mkdir(parents=True)
+    save_file({"w": torch.zeros(2)}, str(checkpoint / "model.safetensors"))
+    mark_complete(checkpoint)
+    assert _mode(tmp_path / "model" / "model.safetensors") == _mode(checkpoint / "model.safetensors") == 0o666 & ~umask
+    assert _mode(tmp_path / "model" / "run.sh") == 0o777 & ~umask  # an executable stays one
+
+
 def test_a_setgid_group_folder_keeps_its_group_and_bit(tmp_path):
     group = tmp_path / "group"
     group.mkdir()

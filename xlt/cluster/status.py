@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -222,6 +223,27 @@ def run_status(path: str | Path, overrides: list[str] | None = None, stages: boo
     return status
 
 
+# What makes a folder a run directory for `xlt status` (any one of them; xlt.run.layout names them).
+_RUN_MARKS = ("calls.jsonl", "config.yaml", "stages", "locks", "failed.json", "preempted.json")
+
+
+def _is_run(path: Path) -> bool:
+    return any((path / mark).exists() for mark in _RUN_MARKS)
+
+
+def _runs_below(root: Path, depth: int = 4) -> list[Path]:
+    """The run directories below a run root (``<run_root>/<recipe>/<name>``; a few levels, not into a run)."""
+    found, todo = [], [(root, 0)]
+    while todo:
+        folder, level = todo.pop()
+        for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if _is_run(child):
+                found.append(child)
+            elif level + 1 < depth:
+                todo.append((child, level + 1))
+    return sorted(found)
+
+
 def find_runs(paths: list[str], overrides: list[str]) -> list[tuple[str, list[str] | None]]:
     """The run directories ``paths`` name (see the module docstring), with their overrides where known."""
     from xlt.cluster.sweeps import read_sweep, run_dir  # lazy: start-up time
@@ -232,14 +254,13 @@ def find_runs(paths: list[str], overrides: list[str]) -> list[tuple[str, list[st
         if path.is_file():
             for args in read_sweep(path):
                 out.append((run_dir([*args, *overrides]), [*args, *overrides]))
-        elif (path / "calls.jsonl").exists() or (path / "stages").is_dir() or (path / "locks").is_dir():
+        elif path.is_dir() and _is_run(path):
             out.append((str(path), None))
         elif path.is_dir():
-            found = sorted({p.parent for p in path.rglob("calls.jsonl")} | {p.parent for p in path.rglob("locks")
-                                                                             if p.is_dir()})
-            out.extend((str(p), None) for p in found)
+            found = _runs_below(path)
             if not found:
-                raise XltError(f"{path}: no run directory below it (none holds calls.jsonl or locks/)")
+                raise XltError(f"{path}: no run directory below it (none holds {', '.join(_RUN_MARKS)})")
+            out.extend((str(p), None) for p in found)
         else:
             raise XltError(f"{path}: neither a run directory, a run root nor a sweep file")
     return out
@@ -252,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="one JSON object per run, in a list")
     parser.add_argument("--no-stages", action="store_true", help="skip the stage check (faster)")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    paths = [p for p in args.paths if "=" not in p]
-    overrides = [p for p in args.paths if "=" in p]
+    # key=value is an override; a run directory's own name holds '=' too, but a path is not a dotted key
+    overrides = [p for p in args.paths if re.match(r"[+~]?[A-Za-z_][\w.]*=", p) and not Path(p).exists()]
+    paths = [p for p in args.paths if p not in overrides]
     try:
         runs = [run_status(path, over, stages=not args.no_stages) for path, over in find_runs(paths, overrides)]
     except XltError as err:
