@@ -227,12 +227,13 @@ def _seconds(runtime: str) -> int:
 def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node: str) -> dict[str, Any]:
     """A training in a low-priority partition, preempted once under way by a job of the ``high`` partition that
     needs its node."""
-    args = ["+recipe=demo_tiny", "seed=4", *LONG[:-2], "training.max_steps=300", "training.eval_steps=150",
-            f"run_root={m.work / f'runs_{name}'}"]
+    args = ["+recipe=demo_tiny", "seed=4", *LONG, f"run_root={m.work / f'runs_{name}'}"]
     run = m.run_dir(*args)
     try:
         job = m.sbatch("-p", partition, str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=cluster)
         m.wait_training(run, job, cluster=cluster)
+        if name == "mode_requeue":  # the run `xlt status` sees preempted: once the status case's busy run trains
+            assert m.event("busy_training").wait(WAIT_S)
         # Long enough for `xlt status` to see the run preempted while SLURM holds it back.
         high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", "sleep 60",
                         cluster=cluster)
@@ -337,7 +338,10 @@ def case_status(m: Matrix) -> dict[str, Any]:
     args = ["+recipe=demo_tiny", "seed=40", *LONG[:-2], "training.max_steps=100000", f"run_root={m.work / 'runs_busy'}"]
     busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
     try:
-        m.wait_training(m.run_dir(*args), busy)
+        try:
+            m.wait_training(m.run_dir(*args), busy)
+        finally:
+            m.event("busy_training").set()
         assert m.event("mode_requeue_preempted").wait(WAIT_S) and "mode_requeue_preempted" in m._results
         runs = [str(m.result("sweep")["runs"][0]), str(m._results["mode_requeue_preempted"]["run"]),
                 str(m.result("crash")["run"]), str(m.run_dir(*args))]
