@@ -234,8 +234,10 @@ def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node:
         m.wait_training(run, job, cluster=cluster)
         if name == "mode_requeue":  # the run `xlt status` sees preempted: once the status case's busy run trains
             assert m.event("busy_training").wait(WAIT_S)
-        # Long enough for `xlt status` to see the run preempted while SLURM holds it back.
-        high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", "sleep 60",
+        # Long enough for `xlt status` (two calls, seconds to a minute each on a loaded machine) to see the run
+        # preempted while SLURM holds it back.
+        hold = 240 if name == "mode_requeue" else 30
+        high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", f"sleep {hold}",
                         cluster=cluster)
         recs = m.wait(job, cluster=cluster, until=lambda r: int(r[0]["Restarts"]) >= 1)
         m._results[f"{name}_preempted"] = {"run": run, "job": job}
