@@ -82,6 +82,10 @@ def evaluate_job(cfg: Any, run: RunDir, job: EvalJob, scorer: Any, translate_tes
         draw_preds = [predictions(d) for d in draw_scores]
         draw_correct = np.stack([p == gold for p, _ in draw_preds])
         ties = sum(t for _, t in draw_preds)
+    # Per option, whether its continuation is the LLM's greedy one (lm-evaluation-harness's is_greedy; the harness
+    # protocol): kept in the predictions so that the harness's sample logs can be written from them.
+    greedy_fn = getattr(scorer, "greedy", None)
+    greedy = greedy_fn(job.benchmark, job.language) if callable(greedy_fn) else None
     ids = items["id"]
     tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
     masks = definition.item_subsets(items)  # "full" and the benchmark's own subsets, if any
@@ -93,6 +97,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: EvalJob, scorer: Any, translate_tes
         json_text({"id": ids[i], "language": job.language, "gold": int(gold[i]),
                    "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag,
                    **({"subsets": [name for name, m in own.items() if m[i]]} if own else {}),
+                   **({"greedy": [bool(g) for g in greedy[i, :counts[i]]]} if greedy is not None else {}),
                    # each draw's prediction and scores; `prediction`/`scores`: of the draws' mean scores
                    **({"draws": [int(p[i]) for p, _ in draw_preds],
                        "draw_scores": [[float(x) for x in d[i, :counts[i]]] for d in draw_scores]} if draws else {})},

@@ -24,7 +24,7 @@ from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 
 from xlt import languages as langtab
 from xlt.config.eval import BenchmarkConfig
-from xlt.data.benchmarks.declarations import Claim, Prompt, Report, Subset
+from xlt.data.benchmarks.declarations import Claim, HarnessTasks, Prompt, Report, Subset
 from xlt.data.benchmarks.loading import (
     check_items,
     convert_split,
@@ -80,6 +80,9 @@ class Benchmark(ABC):
     fewshot_split: str | None = None
     prompt: Prompt = Prompt()
     report: Report = Report()
+    # lm-evaluation-harness's names of its tasks, their targets, metrics and groups (None: the harness has no
+    # such task; xlt neither writes nor reads its files for this benchmark: xlt.reporting.harness).
+    harness: HarnessTasks | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A definition written before prompts and reports were declared as data is refused, naming the
@@ -151,6 +154,13 @@ class Benchmark(ABC):
     @abstractmethod
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         """Every item of one language in the evaluation schema, and where it was read (for errors)."""
+
+    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
+        """One language's rows as the source holds them (before conversion; :meth:`load_all` converts the same
+        rows in the same order), and where they were read: what lm-evaluation-harness logs as each sample's
+        ``doc`` (:mod:`xlt.reporting.harness`). A definition that does not give them cannot be exported."""
+        raise DataError(f"{self.kind}: its definition does not give its upstream rows (upstream_rows), which the "
+                        "harness's sample logs hold")
 
     def load_checked(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
         """The scorable items of one language and their data checks.
@@ -262,6 +272,13 @@ class ConfigPerLanguage(Benchmark):
 
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
+        raw, where = self.upstream_rows(bcfg, language, split)
+        ds = convert_split(raw, code, where, fields=self.fields, features=self.features,
+                           convert_row=self.convert_row, key_fields=self.key_fields, desc=f"{self.kind} {code}")
+        return ds, where
+
+    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
+        code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:
             if not (root / code).is_dir():
@@ -277,11 +294,9 @@ class ConfigPerLanguage(Benchmark):
             with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
                 raw = load_dataset(hub_id, code, split=split, revision=bcfg.revision)
             where = f"{hub_id}[{code}/{split}]"
-        ds = convert_split(raw, code, where, fields=self.fields, features=self.features,
-                           convert_row=self.convert_row, key_fields=self.key_fields, desc=f"{self.kind} {code}")
-        return ds, where
+        return raw, where
 
 
 # What a definition file imports beside the base class: the declarations (xlt.data.benchmarks.declarations).
-__all__ = ["Benchmark", "Claim", "ConfigPerLanguage", "Prompt", "Report", "Subset", "check_items", "convert_split",
+__all__ = ["Benchmark", "Claim", "ConfigPerLanguage", "HarnessTasks", "Prompt", "Report", "Subset", "check_items", "convert_split",
            "data_checks", "load_local_file", "require_columns", "text"]
