@@ -162,6 +162,11 @@ class Benchmark(ABC):
         raise DataError(f"{self.kind}: its definition does not give its upstream rows (upstream_rows), which the "
                         "harness's sample logs hold")
 
+    def convert_upstream(self, raw: Dataset, language: str, where: str) -> Dataset:
+        """Upstream rows (as :meth:`upstream_rows` gives them, or as another tool logged them) in the evaluation
+        schema, each row checked; errors name ``where`` and the 1-based row."""
+        raise DataError(f"{self.kind}: its definition does not convert upstream rows (convert_upstream)")
+
     def load_checked(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
         """The scorable items of one language and their data checks.
 
@@ -273,9 +278,11 @@ class ConfigPerLanguage(Benchmark):
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
         raw, where = self.upstream_rows(bcfg, language, split)
-        ds = convert_split(raw, code, where, fields=self.fields, features=self.features,
-                           convert_row=self.convert_row, key_fields=self.key_fields, desc=f"{self.kind} {code}")
-        return ds, where
+        return self.convert_upstream(raw, code, where), where
+
+    def convert_upstream(self, raw: Dataset, language: str, where: str) -> Dataset:
+        return convert_split(raw, language, where, fields=self.fields, features=self.features,
+                             convert_row=self.convert_row, key_fields=self.key_fields, desc=f"{self.kind} {language}")
 
     def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)

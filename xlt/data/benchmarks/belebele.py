@@ -109,9 +109,11 @@ class Belebele(Benchmark):
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
         raw, where = self.upstream_rows(bcfg, language, split)
-        ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_row=convert_row,
-                           key_fields=KEY_FIELDS, desc=f"{self.kind} {code}")
-        return ds, where
+        return self.convert_upstream(raw, code, where), where
+
+    def convert_upstream(self, raw: Dataset, language: str, where: str) -> Dataset:
+        return convert_split(raw, language, where, fields=FIELDS, features=FEATURES, convert_row=convert_row,
+                             key_fields=KEY_FIELDS, desc=f"{self.kind} {language}")
 
     def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
