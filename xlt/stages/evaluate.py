@@ -16,12 +16,14 @@ it to the contract.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from omegaconf import OmegaConf
 
 from xlt.config.eval import uses_translator
+from xlt.config.llm import selected as llm_selected
 from xlt.contract import StageContext, StageSpec
 from xlt.data.schema import option_counts
 from xlt.metrics import accuracy_with_ci, chance_level, draws_accuracy_with_ci, spread
@@ -29,7 +31,7 @@ from xlt.progress import progress_bar
 from xlt.run.artifacts import check_model
 from xlt.run.files import atomic_write_json, atomic_write_text, json_text
 from xlt.run.fingerprint import path_fingerprint
-from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
+from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir, is_main_process
 from xlt.run.results import read_result
 from xlt.scoring import before, declaration
 from xlt.scoring.jobs import (
@@ -197,6 +199,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
             log.info("before fine-tuning (%s/): %s", EVAL_BEFORE_DIR,
                      missing_message(missing_before, int(cfg.eval.num_shards)))
         return None
+    harness_output(cfg, run)
     summary: dict[str, Any] = {}
     for name in enabled_benchmarks(cfg.eval):
         results = [read_result(run, j.benchmark, j.language) for j in jobs if j.benchmark == name]
@@ -204,6 +207,19 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         summary[name] = {"n_languages": len(results), "mean_accuracy": float(np.mean(accs)),
                          "n_questions": int(sum(r["n"] for r in results))}
     return summary
+
+
+def harness_output(cfg: Any, run: RunDir) -> None:
+    """With ``eval.llm.harness_output`` (true: the run's ``harness/`` folder, or a folder), write every result as
+    lm-evaluation-harness's output folder (:mod:`xlt.reporting.harness.export`); the main process only."""
+    where = cfg.eval.llm.get("harness_output") if llm_selected(cfg.eval) else None
+    if where is None or where is False or not is_main_process():
+        return
+    from xlt.reporting.harness.export import export_results  # lazy: start-up time
+
+    folder = run.harness_output if where is True else Path(str(where)).expanduser()
+    written = export_results(cfg, run, folder)
+    log.info("lm-evaluation-harness's files of the results: %s", written)
 
 
 def score_jobs(cfg: Any, run: RunDir, ctx: Any, jobs: list[EvalJob], mine: list[EvalJob], make_scorer: Any,

@@ -38,13 +38,13 @@ SYSTEMS_DIR = "harness_systems"  # in a comparison's folder: the harness folders
 
 
 def harness_system(path: str | Path, out: str | Path, runs: list[RunInfo], samples: int = 1000, seed: int = 0,
-                   include_paths: Any = ()) -> RunInfo:
+                   include_paths: Any = (), *, into: str | Path | None = None) -> RunInfo:
     """The harness output folder ``path`` as a compared system (see the module docstring), matched against the
-    xlt ``runs``; written under ``out``. Its label is ``harness:<folder>``; it is never one seed group with an xlt
-    run."""
+    xlt ``runs``; written under ``out`` (or into the folder ``into``). Its label is ``harness:<folder>``; it is
+    never one seed group with an xlt run."""
     folder = read_folder(path)
     name = hf.sanitize_model_name(run_label(Path(path))).replace("/", "__")
-    run = RunDir(Path(out) / SYSTEMS_DIR / name)
+    run = RunDir(Path(into) if into is not None else Path(out) / SYSTEMS_DIR / name)
     entries: dict[str, tuple[str, Any, str | None]] = {}
     for task in folder.tasks.values():
         if task.kind not in entries:
