@@ -104,9 +104,9 @@ def report_folder(folder: str, out: str, *, samples: int = 1000, seed: int = 0) 
         harness_provenance,
         harness_system,
     )
+    from xlt.reporting.run_report import write_report  # lazy: start-up time
     from xlt.run.files import atomic_write_text  # lazy: start-up time
     from xlt.run.layout import RunDir  # lazy: start-up time
-    from xlt.stages.report import write_report  # lazy: start-up time
 
     info = harness_system(folder, out, [], samples, seed, into=out)
     cfg = validate(info.config)

@@ -195,8 +195,10 @@ def harness_markdown(provenance: dict[str, dict[str, Any]]) -> str:
                      f"transformers {p.get('transformers_version')}; results `{p['results_file']}`"
                      + (f"; tasks not read (no benchmark xlt knows): {', '.join(p['ignored_tasks'])}"
                         if p.get("ignored_tasks") else "") + "\n")
-    lines.append("\nEach harness task's documents are matched to xlt's items by the item id their content gives and "
-                 "by the document's hash; per language, accuracy pools the language's tasks, and its interval is "
+    lines.append("\nEach harness task's documents become xlt's items through the benchmark's own row conversion (the "
+                 "item id comes from the document's content); in a comparison each is matched to the compared xlt "
+                 "run's item by that id and by the document's hash. Per language, accuracy pools the language's "
+                 "tasks, and its interval is "
                  "xlt's bootstrap over the documents (the harness's own stderr is the sample standard deviation / "
                  "sqrt(n)).\n")
     return "".join(lines)
