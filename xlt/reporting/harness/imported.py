@@ -25,7 +25,7 @@ from omegaconf import OmegaConf
 from xlt.config import validate
 from xlt.config.eval import is_machine_translated
 from xlt.data.benchmarks import get_benchmark
-from xlt.errors import DataError
+from xlt.errors import XltError
 from xlt.metrics import accuracy_with_ci, chance_level
 from xlt.reporting.harness import format as hf
 from xlt.reporting.harness.read import HarnessFolder, HarnessFolderError, Sample, read_folder
@@ -100,7 +100,7 @@ def _match(kind: str, lang: str, docs: list[tuple[str, Sample]], bcfg: Any, labe
     try:
         rows, where = definition.upstream_rows(full, lang, full.split)
         items = definition.convert_upstream(rows, definition.canonical(lang), where)
-    except DataError as err:
+    except XltError as err:  # a language the data lacks (ConfigError), a file it cannot read (DataError)
         task = docs[0][0]
         raise HarnessFolderError(f"task {task}: language {lang!r} is not in the {kind} data of {label} ({err}); "
                                  "compare runs of the same languages") from None
