@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from xlt.cli import make_main
 from xlt.errors import XltError, print_error
@@ -84,42 +83,14 @@ def harness_report_main(argv: list[str]) -> int:
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
     args = parser.parse_args(argv)
+    from xlt.cli import harness_report  # lazy: start-up time
+
     try:
-        path = report_folder(args.harness, args.out, samples=args.bootstrap_samples, seed=args.seed)
+        path = harness_report(args.harness, args.out, samples=args.bootstrap_samples, seed=args.seed)
     except XltError as err:
         return print_error(err)
     print(f"report written to {path}")
     return 0
-
-
-def report_folder(folder: str, out: str, *, samples: int = 1000, seed: int = 0) -> Path:
-    """Write the lm-evaluation-harness output folder ``folder`` as an xlt run directory ``out``
-    (:func:`xlt.reporting.harness.imported.harness_system`) and its report (``report.md``, ``.html``, ``.csv``,
-    ``.json``, ``.tex``, plots), as the report stage writes a run's; returns ``report.md``."""
-    from omegaconf import OmegaConf  # lazy: start-up time
-
-    from xlt.config import validate  # lazy: start-up time
-    from xlt.reporting.harness.imported import (  # lazy: start-up time
-        harness_markdown,
-        harness_provenance,
-        harness_system,
-    )
-    from xlt.reporting.run_report import write_report  # lazy: start-up time
-    from xlt.run.files import atomic_write_text  # lazy: start-up time
-    from xlt.run.layout import RunDir  # lazy: start-up time
-
-    info = harness_system(folder, out, [], samples, seed, into=out)
-    cfg = validate(info.config)
-    # No xlt data source to read the items' texts from: the item report counts without them.
-    cfg = OmegaConf.merge(cfg, {"recipe_name": f"lm-evaluation-harness folder {folder}",
-                                "eval": {"bootstrap_samples": samples, "bootstrap_seed": seed}})
-    OmegaConf.set_struct(cfg, False)
-    cfg.eval.benchmarks = {}
-    run = RunDir(out)
-    provenance = harness_provenance([info])
-    write_report(cfg, run, info.results, {"harness": provenance.get(info.label)})
-    atomic_write_text(run.report("md"), run.report("md").read_text(encoding="utf-8") + harness_markdown(provenance))
-    return run.report("md")
 
 
 def option_main(argv: list[str]) -> int | None:

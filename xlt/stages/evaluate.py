@@ -218,7 +218,7 @@ def harness_output(cfg: Any, run: RunDir) -> None:
     from xlt.reporting.harness.export import export_results  # lazy: start-up time
 
     folder = run.harness_output if where is True else Path(str(where)).expanduser()
-    written = export_results(cfg, run, folder)
+    written = export_results(cfg.eval, run, folder)
     log.info("lm-evaluation-harness's files of the results: %s", written)
 
 

@@ -228,9 +228,9 @@ def test_what_is_not_the_harness_s_computation_is_refused(parity_setup):
     from xlt.errors import ConfigError
     from xlt.reporting.harness.export import refusal
 
-    assert refusal(_config(parity_setup)) is None
+    assert refusal(_config(parity_setup).eval) is None
     generate = _config(parity_setup, mode="generate", num_fewshot=0)
-    assert "mode=generate" in refusal(generate)
+    assert "mode=generate" in refusal(generate.eval)
     with pytest.raises(ConfigError, match="harness_output"):
         validate(OmegaConf.merge(generate, {"eval": {"llm": {"harness_output": True}}}), ["evaluate"])
     with pytest.raises(ConfigError, match="use false, true"):

@@ -65,12 +65,11 @@ def export_run(run_dir: str | Path, out: str | Path, *, samples: bool = True, no
     returns the model's folder in it. Its config.yaml is read as ``report --compare`` reads it (checked against
     what its stages ran with)."""
     cfg = validate(read_config(Path(run_dir)))
-    return export_results(cfg, RunDir(run_dir), out, samples=samples, now=now)
+    return export_results(cfg.eval, RunDir(run_dir), out, samples=samples, now=now)
 
 
-def refusal(cfg: DictConfig) -> str | None:
-    """Why the run's results are not the harness's computation (None: they are)."""
-    e = cfg.eval
+def refusal(e: DictConfig) -> str | None:
+    """Why the results of the ``eval`` section ``e`` are not the harness's computation (None: they are)."""
     if not llm_selected(e):
         return f"eval.scorer={e.scorer}: the harness's files hold a causal LLM's results (eval.scorer=llm)"
     if e.llm.mode != "loglikelihood" or e.llm.get("protocol", "harness") != "harness":
@@ -80,21 +79,21 @@ def refusal(cfg: DictConfig) -> str | None:
     return None
 
 
-def export_results(cfg: DictConfig, run: RunDir, out: str | Path, *, samples: bool = True,
+def export_results(eval_cfg: DictConfig, run: RunDir, out: str | Path, *, samples: bool = True,
                    now: datetime | None = None, tokenizer: Any = None) -> Path:
-    """Write ``run``'s results (config ``cfg``) as lm-evaluation-harness's output folder ``out`` (see the module
-    docstring); ``tokenizer``: the scorer's, else loaded. Returns the model's folder."""
-    why = refusal(cfg)
+    """Write ``run``'s results (its ``eval`` section ``eval_cfg``) as lm-evaluation-harness's output folder ``out``
+    (see the module docstring); ``tokenizer``: the scorer's, else loaded. Returns the model's folder."""
+    why = refusal(eval_cfg)
     if why:
         raise HarnessExportError(f"{run.path}: not written as lm-evaluation-harness's files: {why}")
-    llm = llm_config(cfg.eval.llm)
+    llm = llm_config(eval_cfg.llm)
     tokenizer = tokenizer if tokenizer is not None else load_tokenizer(llm)
-    requests = HarnessRequests(cfg, tokenizer)
+    requests = HarnessRequests(eval_cfg, tokenizer)
     tasks: dict[str, Task] = {}
     metas: list[dict[str, Any]] = []
     languages: dict[str, set[str]] = {}
     skipped = []
-    for name, bcfg in enabled_benchmarks(cfg.eval).items():
+    for name, bcfg in enabled_benchmarks(eval_cfg).items():
         definition = get_benchmark(str(bcfg.kind))
         if definition.harness is None:
             skipped.append(f"{name} ({bcfg.kind}: the harness has no such task)")
@@ -113,7 +112,7 @@ def export_results(cfg: DictConfig, run: RunDir, out: str | Path, *, samples: bo
     if not tasks:
         raise HarnessExportError(f"{run.path}: no result of a benchmark the harness has a task for"
                                  + (f" (left out: {'; '.join(skipped)})" if skipped else ""))
-    results = _results(cfg, tasks, languages, metas, tokenizer, llm, run, samples)
+    results = _results(eval_cfg, tasks, languages, metas, tokenizer, llm, run, samples)
     folder = Path(out) / hf.sanitize_model_name(str(llm.model))
     date = hf.date_id(now or datetime.now())
     if samples:
@@ -222,7 +221,7 @@ def _groups(tasks: dict[str, Task], languages: dict[str, set[str]]) -> dict[str,
     return out
 
 
-def _results(cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, set[str]], metas: list[dict[str, Any]],
+def _results(eval_cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, set[str]], metas: list[dict[str, Any]],
              tokenizer: Any, llm: Any, run: RunDir, samples: bool) -> dict[str, Any]:
     """The results file's content, in the harness's order of keys."""
     per_task = {name: hf.task_results(name, t.per_doc) for name, t in sorted(tasks.items())}
@@ -237,7 +236,7 @@ def _results(cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, set[s
     dtype = str(first.get("dtype") or llm.dtype)
     max_length = first.get("max_length")
     k = int(llm.num_fewshot)
-    caps = {b.max_questions for b in cfg.eval.benchmarks.values() if b.enabled and b.max_questions is not None}
+    caps = {b.max_questions for b in eval_cfg.benchmarks.values() if b.enabled and b.max_questions is not None}
     chat = tokenizer.chat_template if llm.chat_template and isinstance(getattr(tokenizer, "chat_template", None), str) else None
     versions = {name: get_benchmark(t.kind).harness.version for name, t in tasks.items()}
     versions.update({g: get_benchmark(tasks[m[0]].kind).harness.group_version for g, m in groups.items()})

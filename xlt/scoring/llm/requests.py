@@ -27,18 +27,18 @@ PoolSource = Callable[[str, str, str], Dataset]
 
 
 class HarnessRequests:
-    """The k-shot contexts and continuations of ``cfg``'s LLM evaluation (the harness protocol), without a model.
+    """The k-shot contexts and continuations of an LLM evaluation (the harness protocol), without a model.
 
-    ``cfg``: the whole config (or the ``eval.llm`` section alone); ``tokenizer``: needed only with
+    ``section``: the ``eval`` section (its ``llm`` and ``benchmarks``), or the ``eval.llm`` section alone (no
+    benchmark entries then: each benchmark is its kind's defaults); ``tokenizer``: needed only with
     ``eval.llm.chat_template`` (the template renders the context); ``pool_source``: where few-shot pools come
     from (default: the configured benchmark entry, without ``max_questions``).
     """
 
-    def __init__(self, cfg: Any, tokenizer: Any = None, pool_source: PoolSource | None = None) -> None:
-        self.cfg = cfg
-        # The scorer protocol hands over the whole config (xlt.scoring.scorers); an LLM section itself is taken too.
-        evaluation = cfg.get("eval") if isinstance(cfg, (dict, DictConfig)) and "eval" in cfg else None
-        self.llm = llm_config(evaluation.get("llm") if evaluation is not None else cfg)
+    def __init__(self, section: Any, tokenizer: Any = None, pool_source: PoolSource | None = None) -> None:
+        evaluation = section if isinstance(section, (dict, DictConfig)) and "llm" in section else None
+        self.benchmarks = evaluation.get("benchmarks") if evaluation is not None else None
+        self.llm = llm_config(evaluation.get("llm") if evaluation is not None else section)
         self.tokenizer = tokenizer
         self.pool_source = pool_source or self._registry_pool
 
@@ -98,8 +98,7 @@ class HarnessRequests:
                                                                multiturn=bool(self.llm.fewshot_as_multiturn)))
 
     def _bcfg(self, benchmark: str) -> DictConfig | None:
-        benchmarks = OmegaConf.select(self.cfg, "eval.benchmarks") if isinstance(self.cfg, DictConfig) else None
-        return benchmarks.get(benchmark) if benchmarks is not None else None
+        return self.benchmarks.get(benchmark) if self.benchmarks is not None else None
 
     def _kind(self, benchmark: str) -> str:
         bcfg = self._bcfg(benchmark)

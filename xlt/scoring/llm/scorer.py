@@ -66,7 +66,10 @@ class LLMScorer(HarnessRequests):
     def __init__(self, cfg: DictConfig, run: Any = None, *, model: Any = None, tokenizer: Any = None,
                  device: Any = None, pool_source: PoolSource | None = None, progress: bool = True,
                  share_passes: bool = True, prefix_cache: bool | None = None, share_contexts: bool = True) -> None:
-        super().__init__(cfg, tokenizer, pool_source)
+        self.cfg = cfg
+        # The scorer protocol hands over the whole config (xlt.scoring.scorers); an LLM section itself is taken too.
+        super().__init__(cfg.get("eval") if isinstance(cfg, (dict, DictConfig)) and "eval" in cfg else cfg, tokenizer,
+                         pool_source)
         # False scores every option in its own forward pass (the baseline of benchmarks/llm_eval_bench.py).
         self.share_passes = share_passes
         # None: eval.llm.prefix_cache decides (benchmarks/llm_eval_bench.py compares both).
