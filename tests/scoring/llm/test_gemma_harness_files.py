@@ -69,7 +69,7 @@ def test_gemma_written_folder_is_the_harness_s(tmp_path):
     cfg = llm_root_config(
         {"belebele": {"kind": "belebele", "path": str(bele), "max_questions": LIMIT},
          "xcopa": {"kind": "xcopa", "path": str(xcopa)}},
-        {"model": str(model), "num_fewshot": 5, "batch_size": 4, "dtype": "float32", "device": "cpu",
+        {"model": str(model), "num_fewshot": 5, "batch_size": 1, "dtype": "float32", "device": "cpu",
          "harness_output": str(tmp_path / "xlt")},
     )
     cfg.eval.bootstrap_samples = 100

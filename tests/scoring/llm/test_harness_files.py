@@ -235,3 +235,29 @@ def test_what_is_not_the_harness_s_computation_is_refused(parity_setup):
         validate(OmegaConf.merge(generate, {"eval": {"llm": {"harness_output": True}}}), ["evaluate"])
     with pytest.raises(ConfigError, match="use false, true"):
         validate(OmegaConf.merge(_config(parity_setup), {"eval": {"llm": {"harness_output": 3}}}), ["evaluate"])
+
+
+def test_a_folder_without_sample_logs_reports_what_needs_no_question(xlt_run, harness_f32_run, tmp_path):
+    from xlt.reporting.compare_runs import compare_runs
+
+    copy = tmp_path / "harness"
+    shutil.copytree(harness_f32_run["output"], copy)
+    for f in _model_folder(copy).glob("samples_*.jsonl"):
+        f.unlink()
+    payload = compare_runs([xlt_run.path, copy], tmp_path / "cmp", samples=100)
+    label = payload["runs"][1]
+    assert payload["without_per_question_data"] == [label]
+    assert [s["system"] for s in payload["systems"]] == [payload["runs"][0]]  # the findings' systems
+    for bench, langs in LANGUAGES.items():
+        entry = payload["benchmarks"][bench]
+        for row in entry["side_by_side"]:  # the accuracy per language: the harness's acc,none, pooled
+            assert row[label] == pytest.approx(row[payload["runs"][0]], abs=1e-9)
+        assert [d["n"] for d in entry["differences"]] == [0] * len(langs)
+        assert all("no per-question data" in d["note"] for d in entry["differences"])
+    md = (tmp_path / "cmp" / "compare.md").read_text(encoding="utf-8")
+    assert "Systems without per-question data" in md and "sample logs" in md
+    assert report_cli.option_main(["--harness", str(copy), "--out", str(tmp_path / "rep"),
+                                   "--bootstrap-samples", "50"]) == 0
+    report = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
+    xcopa = {r["language"]: r for r in report["benchmarks"]["xcopa"]["per_language"]}
+    assert xcopa["it"]["n"] == 8 and xcopa["it"]["chance"] == 50.0

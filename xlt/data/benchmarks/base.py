@@ -53,6 +53,18 @@ MOVED = {
 }
 
 
+def datasets_rows(path: Path) -> Dataset:
+    """A local JSONL or Parquet file's rows as the datasets library reads them (``load_dataset("json" |
+    "parquet", data_files=...)``: lm-evaluation-harness's reading of a task with that ``dataset_path``, its
+    type inference included); unreadable: a :class:`DataError` naming the file."""
+    kind = "parquet" if path.suffix == ".parquet" else "json"
+    try:
+        return load_dataset(kind, data_files=str(path), split="train")
+    except Exception as err:  # noqa: BLE001 - the datasets library's parse and schema errors
+        raise DataError(f"{path}: the datasets library cannot read it ({type(err).__name__}: "
+                        f"{str(err).splitlines()[0] if str(err) else ''})") from None
+
+
 class Benchmark(ABC):
     """One benchmark, one definition: everything xlt needs to know about it (see the module docstring).
 
@@ -155,10 +167,15 @@ class Benchmark(ABC):
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         """Every item of one language in the evaluation schema, and where it was read (for errors)."""
 
-    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
+    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test", *,
+                      as_datasets_reads: bool = True) -> tuple[Dataset, str]:
         """One language's rows as the source holds them (before conversion; :meth:`load_all` converts the same
         rows in the same order), and where they were read: what lm-evaluation-harness logs as each sample's
-        ``doc`` (:mod:`xlt.reporting.harness`). A definition that does not give them cannot be exported."""
+        ``doc`` (:mod:`xlt.reporting.harness`). ``as_datasets_reads``: a local file is read by the datasets
+        library (:func:`datasets_rows`), as the harness reads ``dataset_path: json`` or ``parquet``, with its
+        type inference (a date string becomes a timestamp); else by xlt's own checked reader
+        (:func:`load_local_file`, what :meth:`load_all` converts). A definition that does not give them cannot
+        be exported."""
         raise DataError(f"{self.kind}: its definition does not give its upstream rows (upstream_rows), which the "
                         "harness's sample logs hold")
 
@@ -277,14 +294,15 @@ class ConfigPerLanguage(Benchmark):
 
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
-        raw, where = self.upstream_rows(bcfg, language, split)
+        raw, where = self.upstream_rows(bcfg, language, split, as_datasets_reads=False)
         return self.convert_upstream(raw, code, where), where
 
     def convert_upstream(self, raw: Dataset, language: str, where: str) -> Dataset:
         return convert_split(raw, language, where, fields=self.fields, features=self.features,
                              convert_row=self.convert_row, key_fields=self.key_fields, desc=f"{self.kind} {language}")
 
-    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
+    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test", *,
+                      as_datasets_reads: bool = True) -> tuple[Dataset, str]:
         code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:
@@ -294,7 +312,7 @@ class ConfigPerLanguage(Benchmark):
             if file is None:
                 raise DataError(f"{root / code}: no '{split}' split file ({split}-00000-of-00001.parquet, "
                                 f"{split}.parquet or {split}.jsonl)")
-            raw = load_local_file(file)
+            raw = datasets_rows(file) if as_datasets_reads else load_local_file(file)
             where = str(file)
         else:
             hub_id = self.hub_id(bcfg)
@@ -305,5 +323,5 @@ class ConfigPerLanguage(Benchmark):
 
 
 # What a definition file imports beside the base class: the declarations (xlt.data.benchmarks.declarations).
-__all__ = ["Benchmark", "Claim", "ConfigPerLanguage", "HarnessTasks", "Prompt", "Report", "Subset", "check_items", "convert_split",
+__all__ = ["Benchmark", "Claim", "ConfigPerLanguage", "HarnessTasks", "datasets_rows", "Prompt", "Report", "Subset", "check_items", "convert_split",
            "data_checks", "load_local_file", "require_columns", "text"]

@@ -25,6 +25,7 @@ from xlt.data.benchmarks.base import (
     Prompt,
     Report,
     convert_split,
+    datasets_rows,
     load_local_file,
     text,
 )
@@ -108,21 +109,22 @@ class Belebele(Benchmark):
 
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
-        raw, where = self.upstream_rows(bcfg, language, split)
+        raw, where = self.upstream_rows(bcfg, language, split, as_datasets_reads=False)
         return self.convert_upstream(raw, code, where), where
 
     def convert_upstream(self, raw: Dataset, language: str, where: str) -> Dataset:
         return convert_split(raw, language, where, fields=FIELDS, features=FEATURES, convert_row=convert_row,
                              key_fields=KEY_FIELDS, desc=f"{self.kind} {language}")
 
-    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
+    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test", *,
+                      as_datasets_reads: bool = True) -> tuple[Dataset, str]:
         code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:
             files = self._local_files(root)
             if code not in files:
                 raise langtab.unknown_code_error(code, sorted(files), f"belebele language code (in {root})")
-            raw = load_local_file(files[code])
+            raw = datasets_rows(files[code]) if as_datasets_reads else load_local_file(files[code])
             where = str(files[code])
         else:
             hub_id = self.hub_id(bcfg)

@@ -76,7 +76,8 @@ class HarnessTasks:
     ``task``: a :meth:`str.format` template of a task name over ``{language}`` (the benchmark's own code) and
     item columns (their values through :func:`slug`), e.g. ``belebele_{language}``,
     ``global_mmlu_full_{language}_{subject}``; ``language``: the regular expression of a language code in a
-    task name. ``target``: what a sample log's ``target`` holds (``index``: the gold option's index;
+    task name. ``options``: each document's number of options (the chance level of a task read without its sample
+    logs). ``target``: what a sample log's ``target`` holds (``index``: the gold option's index;
     ``letter``: its letter, as Global-MMLU's ``doc_to_target: answer``). ``metrics``: the task's
     ``metric_list`` (``acc``, ``acc_norm``); ``version``: its ``metadata.version``; ``dataset_path``: the Hub
     dataset its YAML names. ``group``: the harness group over the tasks (a template over ``{language}``;
@@ -87,6 +88,7 @@ class HarnessTasks:
 
     task: str
     language: str = r"[a-z]{2,3}"
+    options: int = 4
     target: str = "index"
     metrics: tuple[str, ...] = ("acc",)
     version: float = 0.0

@@ -93,7 +93,7 @@ class XCOPA(ConfigPerLanguage):
                                 "alternative that is its more plausible cause or effect, as the premise's last word says.")
 
     # The harness's tasks xcopa_<code> (version 1.0) and their group `xcopa`.
-    harness = HarnessTasks("xcopa_{language}", version=1.0, dataset_path="cambridgeltl/xcopa", group="xcopa",
+    harness = HarnessTasks("xcopa_{language}", options=2, version=1.0, dataset_path="cambridgeltl/xcopa", group="xcopa",
                            group_version=1.0)
 
     def known_languages(self) -> tuple[str, ...]:

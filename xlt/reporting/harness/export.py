@@ -133,7 +133,9 @@ def _language(requests: HarnessRequests, run: RunDir, name: str, bcfg: Any, defi
     where_preds = run.predictions(name, lang)
     items = definition.load_checked(bcfg, lang, split=bcfg.split)[0]
     rows, where = definition.upstream_rows(bcfg, lang, bcfg.split)
-    converted = definition.load_all(bcfg, lang, bcfg.split)[0]
+    converted = definition.load_all(bcfg, lang, bcfg.split)[0]  # the same rows, in the same order, as xlt reads them
+    if len(converted) != len(rows):
+        raise HarnessExportError(f"{where}: the datasets library reads {len(rows)} rows, xlt {len(converted)}")
     if [str(p["id"]) for p in preds] != [str(i) for i in items["id"]] or any(
             int(p["gold"]) != int(g) for p, g in zip(preds, items["label"], strict=True)):
         raise HarnessExportError(f"{where_preds}: its questions are not those {where} gives now (another data "
@@ -247,8 +249,8 @@ def _results(eval_cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, 
         model_args["revision"] = str(llm.revision)
     if llm.tokenizer:
         model_args["tokenizer"] = str(llm.tokenizer)
-    if max_length is not None:
-        model_args["max_length"] = int(max_length)
+    if llm.max_length is not None:  # as given (the harness's model_args); the resolved one is max_length below
+        model_args["max_length"] = int(llm.max_length)
     out: dict[str, Any] = {
         "results": results,
         **({"groups": group_entries} if group_entries else {}),

@@ -51,23 +51,28 @@ def harness_system(path: str | Path, out: str | Path, runs: list[RunInfo], sampl
             entries[task.kind] = _entry(task.kind, runs)
     by_lang: dict[tuple[str, str], list[tuple[str, Sample]]] = {}
     for task in sorted(folder.tasks.values(), key=lambda t: t.name):
+        by_lang.setdefault((task.kind, task.language), [])
         for s in task.samples or []:
-            by_lang.setdefault((task.kind, task.language), []).append((task.name, s))
+            by_lang[(task.kind, task.language)].append((task.name, s))
     benchmarks: dict[str, Any] = {}
     for (kind, lang), docs in sorted(by_lang.items()):
         entry, bcfg, label = entries[kind]
-        matched = _match(kind, lang, docs, bcfg, label) if bcfg is not None else [s for _, s in docs]
-        _write_language(run, folder, entry, kind, lang, matched, samples, seed)
+        if folder.has_samples:
+            matched = _match(kind, lang, docs, bcfg, label) if bcfg is not None else [s for _, s in docs]
+            _write_language(run, folder, entry, kind, lang, matched, samples, seed)
+        else:
+            tasks = sorted(t for t, d in folder.tasks.items() if d.kind == kind and d.language == lang)
+            if bcfg is not None:
+                _rows(kind, lang, tasks[0], bcfg, label)  # a language the compared run's data lacks: named
+            _write_results_only(run, folder, entry, kind, lang, tasks, samples, seed)
         benchmarks.setdefault(entry, {"kind": kind, "languages": [], **_source(kind, bcfg)})["languages"].append(lang)
-    if not by_lang:
-        raise HarnessFolderError(f"{folder.path}: no sample logs (samples_<task>_<date>.jsonl); a comparison pairs "
-                                 "questions, so it needs them: rerun the harness with --log_samples")
     for entry, b in benchmarks.items():
         atomic_write_json(run.plan(entry), {"benchmark": entry, "kind": b["kind"], "languages": b["languages"]})
     atomic_write_text(run.config, OmegaConf.to_yaml(_config(folder, benchmarks)))
     info = RunInfo(run.path, include_paths)
     info.label = f"harness:{run_label(Path(path))}"
     info.key = f"harness:{Path(path).resolve()}"
+    info.per_question = folder.has_samples  # without sample logs: accuracy per language only
     return info
 
 
@@ -95,15 +100,7 @@ def _source(kind: str, bcfg: Any) -> dict[str, Any]:
 def _match(kind: str, lang: str, docs: list[tuple[str, Sample]], bcfg: Any, label: str | None) -> list[Sample]:
     """The documents of one language, each matched to the entry's item by its id and its document's hash; in the
     entry's order of items."""
-    definition = get_benchmark(kind)
-    full = OmegaConf.merge(bcfg, {"max_questions": None})
-    try:
-        rows, where = definition.upstream_rows(full, lang, full.split)
-        items = definition.convert_upstream(rows, definition.canonical(lang), where)
-    except XltError as err:  # a language the data lacks (ConfigError), a file it cannot read (DataError)
-        task = docs[0][0]
-        raise HarnessFolderError(f"task {task}: language {lang!r} is not in the {kind} data of {label} ({err}); "
-                                 "compare runs of the same languages") from None
+    rows, items, where = _rows(kind, lang, docs[0][0], bcfg, label)
     position = {str(i): n for n, i in enumerate(items["id"])}
     out: list[tuple[int, Sample]] = []
     for task, s in docs:
@@ -118,6 +115,49 @@ def _match(kind: str, lang: str, docs: list[tuple[str, Sample]], bcfg: Any, labe
                                      f"from {where}'s row of that item (field {field!r}); another data revision")
         out.append((n, s))
     return [s for _, s in sorted(out, key=lambda x: x[0])]
+
+
+def _rows(kind: str, lang: str, task: str, bcfg: Any, label: str | None) -> tuple[Any, Any, str]:
+    """The compared run's entry's rows of ``lang`` as the source holds them, converted, and where they were read;
+    a language the entry's data lacks is an error naming the harness ``task``."""
+    definition = get_benchmark(kind)
+    full = OmegaConf.merge(bcfg, {"max_questions": None})
+    try:
+        rows, where = definition.upstream_rows(full, lang, full.split)
+        return rows, definition.convert_upstream(rows, definition.canonical(lang), where), where
+    except XltError as err:  # a language the data lacks (ConfigError), a file it cannot read (DataError)
+        raise HarnessFolderError(f"task {task}: language {lang!r} is not in the {kind} data of {label} ({err}); "
+                                 "compare runs of the same languages") from None
+
+
+def _write_results_only(run: RunDir, folder: HarnessFolder, entry: str, kind: str, lang: str, tasks: list[str],
+                        samples: int, seed: int) -> None:
+    """One language's result from the results file alone (no sample logs): its accuracy pools the tasks'
+    ``acc,none`` by their ``n-samples`` effective; the interval is the bootstrap over that many right and wrong
+    answers (a percentile bootstrap of a proportion depends on nothing else); no predictions."""
+    definition = get_benchmark(kind)
+    n = correct = 0
+    for t in tasks:
+        data = folder.tasks[t]
+        if data.n is None:
+            raise HarnessFolderError(f"{folder.results_file}: field 'n-samples.{t}.effective' missing; without "
+                                     "sample logs it is the task's number of documents")
+        right = data.acc * data.n
+        if abs(right - round(right)) > 1e-6:
+            raise HarnessFolderError(f"{folder.results_file}: field 'results.{t}.acc,none' ({data.acc}) is not a "
+                                     f"whole number of right answers out of its {data.n} documents")
+        n, correct = n + data.n, correct + round(right)
+    result = {
+        "benchmark": entry, "kind": kind, "language": lang, "code": definition.table_code(lang), "split": "test",
+        "scorer": "llm", "model": folder.model, "translate_test": False, "settings": {},
+        **accuracy_with_ci(np.arange(n) < correct, samples, seed), "chance": 100 / definition.harness.options,
+        "ties": 0, "truncated": None,
+        "data_checks": {}, "per_question": False,
+        "per_question_note": f"{folder.path} has no sample logs (lm_eval --log_samples): results only",
+        "scorer_meta": {"comparable_to_harness": True, "harness": {
+            "tasks": tasks, "acc": {t: folder.tasks[t].acc for t in tasks}, **folder.provenance()}},
+    }
+    atomic_write_json(run.result(entry, lang), result)
 
 
 def _write_language(run: RunDir, folder: HarnessFolder, entry: str, kind: str, lang: str, docs: list[Sample],
