@@ -16,6 +16,7 @@ documents are taken as they are (their ids still come from their content).
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -110,11 +111,16 @@ def _match(kind: str, lang: str, docs: list[tuple[str, Sample]], bcfg: Any, labe
                                      f"{where} that {label} evaluated; another data revision or source")
         row = dict(rows[n])
         if hf.doc_hash(row) != hf.doc_hash(s.doc):
-            field = next((k for k in sorted(set(row) | set(s.doc)) if row.get(k) != s.doc.get(k)), "?")
+            field = next((k for k in sorted(set(row) | set(s.doc)) if _dumped(row.get(k)) != _dumped(s.doc.get(k))), "?")
             raise HarnessFolderError(f"task {task}, document {s.doc_id} (item {s.item['id']}): its document differs "
                                      f"from {where}'s row of that item (field {field!r}); another data revision")
         out.append((n, s))
     return [s for _, s in sorted(out, key=lambda x: x[0])]
+
+
+def _dumped(value: Any) -> str:
+    """A document field as the harness's JSON holds it (a timestamp as its text)."""
+    return json.dumps(value, default=hf.json_default, ensure_ascii=False)
 
 
 def _rows(kind: str, lang: str, task: str, bcfg: Any, label: str | None) -> tuple[Any, Any, str]:
