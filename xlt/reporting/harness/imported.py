@@ -12,6 +12,10 @@ content gives, then by the document itself (its ``doc_hash`` against that of the
 another data revision, a language the entry lacks or a document it does not hold is an error naming the task
 and the document, never a silent pairing by position. Without a compared xlt run of that benchmark, the
 documents are taken as they are (their ids still come from their content).
+
+A folder without sample logs gives each language's accuracy from the results file alone (``per_question:
+false``, no predictions: :class:`xlt.run.results.NoPerQuestionData`); what needs per-question data (paired
+differences, the item report, the findings) says so and leaves it out.
 """
 
 from __future__ import annotations
