@@ -8,8 +8,9 @@ and the benchmark's data: the document as the source holds it (:meth:`~xlt.data.
 the contexts and continuations the scorer fed the model (:class:`~xlt.scoring.llm.requests.HarnessRequests`),
 each option's log-likelihood and ``is_greedy`` (the predictions' ``scores`` and ``greedy``). Only the harness
 protocol in log-likelihood mode is the harness's computation; anything else is refused, naming why. Values are
-computed as :mod:`xlt.reporting.harness.format` says (the harness's formulas); files are written atomically,
-the results file last.
+computed as :mod:`xlt.reporting.harness.format` says (the harness's formulas) and written as the harness's tracker
+writes them (its JSON, not xlt's strict JSON: a document's NaN stays NaN, so that its ``doc_hash`` holds);
+files are written atomically, the results file last.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from xlt.data.schema import LETTERS
 from xlt.errors import DataError
 from xlt.reporting.harness import format as hf
 from xlt.reporting.run_tables import read_config
-from xlt.run.files import atomic_write_text, json_text
+from xlt.run.files import atomic_write_text
 from xlt.run.layout import RunDir
 from xlt.run.results import read_plan, read_predictions, read_result
 from xlt.scoring.jobs import enabled_benchmarks
@@ -118,8 +119,8 @@ def export_results(eval_cfg: DictConfig, run: RunDir, out: str | Path, *, sample
     if samples:
         for task in tasks.values():
             atomic_write_text(folder / hf.samples_name(task.name, date),
-                              "".join(json_text(s, indent=None) + "\n" for s in task.samples))
-    atomic_write_text(folder / hf.results_name(date), json_text(results) + "\n")  # last: the folder is whole
+                              "".join(hf.dumps(s) + "\n" for s in task.samples))
+    atomic_write_text(folder / hf.results_name(date), hf.dumps(results, indent=2))  # last: the folder is whole
     log.info("lm-evaluation-harness files of %d task(s) written to %s", len(tasks), folder)
     return folder
 

@@ -55,6 +55,12 @@ def json_default(o: Any) -> Any:
     return str(o)
 
 
+def dumps(obj: Any, *, indent: int | None = None) -> str:
+    """JSON text as the harness's tracker writes its files (``default=handle_non_serializable``, non-ASCII kept;
+    a sample one line, the results file indented by 2)."""
+    return json.dumps(obj, indent=indent, default=json_default, ensure_ascii=False)
+
+
 def doc_hash(doc: dict[str, Any]) -> str:
     """A sample's ``doc_hash``: of the document as the harness dumps it (indented, non-ASCII kept)."""
     return hash_string(json.dumps(doc, indent=2, default=json_default, ensure_ascii=False))
