@@ -239,7 +239,8 @@ def _results(eval_cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, 
     dtype = str(first.get("dtype") or llm.dtype)
     max_length = first.get("max_length")
     k = int(llm.num_fewshot)
-    caps = {b.max_questions for b in eval_cfg.benchmarks.values() if b.enabled and b.max_questions is not None}
+    # the harness's --limit: the cap every written benchmark shares (none: each task's n-samples says what was scored)
+    caps = {eval_cfg.benchmarks[b].max_questions for b in {t.benchmark for t in tasks.values()}}
     chat = tokenizer.chat_template if llm.chat_template and isinstance(getattr(tokenizer, "chat_template", None), str) else None
     versions = {name: get_benchmark(t.kind).harness.version for name, t in tasks.items()}
     versions.update({g: get_benchmark(tasks[m[0]].kind).harness.group_version for g, m in groups.items()})
