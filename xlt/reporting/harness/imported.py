@@ -35,11 +35,12 @@ from xlt.metrics import accuracy_with_ci, chance_level
 from xlt.reporting.harness import format as hf
 from xlt.reporting.harness.read import HarnessFolder, HarnessFolderError, Sample, read_folder
 from xlt.reporting.run_tables import RunInfo, run_label
-from xlt.run.files import atomic_write_json, atomic_write_text, json_text
+from xlt.run.files import atomic_write_json, atomic_write_text, json_text, remove_path
 from xlt.run.layout import RunDir
 from xlt.run.results import first_result
 
 SYSTEMS_DIR = "harness_systems"  # in a comparison's folder: the harness folders compared, as run directories
+SOURCE_FILE = "harness_source.json"  # in such a run directory: the folder it was read from (model, settings)
 
 
 def harness_system(path: str | Path, out: str | Path, runs: list[RunInfo], samples: int = 1000, seed: int = 0,
@@ -50,6 +51,7 @@ def harness_system(path: str | Path, out: str | Path, runs: list[RunInfo], sampl
     folder = read_folder(path)
     name = hf.sanitize_model_name(run_label(Path(path))).replace("/", "__")
     run = RunDir(Path(into) if into is not None else Path(out) / SYSTEMS_DIR / name)
+    _clear(run.path, own=into is None)
     entries: dict[str, tuple[str, Any, str | None]] = {}
     for task in folder.tasks.values():
         if task.kind not in entries:
@@ -74,11 +76,27 @@ def harness_system(path: str | Path, out: str | Path, runs: list[RunInfo], sampl
     for entry, b in benchmarks.items():
         atomic_write_json(run.plan(entry), {"benchmark": entry, "kind": b["kind"], "languages": b["languages"]})
     atomic_write_text(run.config, OmegaConf.to_yaml(_config(folder, benchmarks)))
+    atomic_write_json(run.path / SOURCE_FILE, folder.provenance())
     info = RunInfo(run.path, include_paths)
     info.label = f"harness:{run_label(Path(path))}"
     info.key = f"harness:{Path(path).resolve()}"
     info.per_question = folder.has_samples  # without sample logs: accuracy per language only
     return info
+
+
+def _clear(path: Path, *, own: bool) -> None:
+    """Make room for the folder's run directory at ``path``: one xlt wrote from a harness folder before (its
+    :data:`SOURCE_FILE`) has its results removed; ``own`` (the comparison's own subfolder) is removed whole; any
+    other non-empty folder is refused, never overwritten."""
+    if not path.exists():
+        return
+    if own:
+        remove_path(path)
+    elif (path / SOURCE_FILE).is_file():
+        remove_path(RunDir(path).eval)
+    elif not path.is_dir() or any(path.iterdir()):
+        raise HarnessFolderError(f"--out {path}: exists and is not a folder xlt wrote from an lm-evaluation-harness "
+                                 "folder; give a new folder")
 
 
 def _entry(kind: str, runs: list[RunInfo]) -> tuple[str, Any, str | None]:

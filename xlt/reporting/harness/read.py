@@ -25,6 +25,7 @@ from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
 from xlt.registry import BENCHMARKS
 from xlt.reporting.harness import format as hf
+from xlt.run.layout import CONFIG_FILE
 
 KEY = f"acc,{hf.FILTER}"
 
@@ -99,7 +100,7 @@ def is_harness_folder(path: str | Path) -> bool:
     """Whether ``path`` looks like an lm-evaluation-harness output folder (a results file in it or one level
     down) rather than an xlt run directory (``config.yaml``)."""
     p = Path(path)
-    if not p.is_dir() or (p / "config.yaml").exists():
+    if not p.is_dir() or (p / CONFIG_FILE).exists():
         return False
     return any(p.glob(f"{hf.RESULTS_PREFIX}*.json")) or any(p.glob(f"*/{hf.RESULTS_PREFIX}*.json"))
 
