@@ -113,9 +113,10 @@ def export_results(eval_cfg: DictConfig, run: RunDir, out: str | Path, *, sample
     if not tasks:
         raise HarnessExportError(f"{run.path}: no result of a benchmark the harness has a task for"
                                  + (f" (left out: {'; '.join(skipped)})" if skipped else ""))
-    results = _results(eval_cfg, tasks, languages, metas, tokenizer, llm, run, samples)
+    stamp = now or datetime.now()
+    results = _results(eval_cfg, tasks, languages, metas, tokenizer, llm, run, samples, stamp)
     folder = Path(out) / hf.sanitize_model_name(str(llm.model))
-    date = hf.date_id(now or datetime.now())
+    date = hf.date_id(stamp)
     if samples:
         for task in tasks.values():
             atomic_write_text(folder / hf.samples_name(task.name, date),
@@ -225,7 +226,7 @@ def _groups(tasks: dict[str, Task], languages: dict[str, set[str]]) -> dict[str,
 
 
 def _results(eval_cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, set[str]], metas: list[dict[str, Any]],
-             tokenizer: Any, llm: Any, run: RunDir, samples: bool) -> dict[str, Any]:
+             tokenizer: Any, llm: Any, run: RunDir, samples: bool, stamp: datetime) -> dict[str, Any]:
     """The results file's content, in the harness's order of keys."""
     per_task = {name: hf.task_results(name, t.per_doc) for name, t in sorted(tasks.items())}
     groups = _groups(tasks, languages)
@@ -271,7 +272,7 @@ def _results(eval_cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, 
             "random_seed": None, "numpy_seed": None, "torch_seed": None, "fewshot_seed": int(llm.fewshot_seed),
         },
         "git_hash": None,
-        "date": datetime.now().timestamp(),
+        "date": stamp.timestamp(),
         "pretty_env_info": f"written by xlt {__version__} from its own results (not by lm-evaluation-harness)",
         "transformers_version": _transformers_version(),
         "lm_eval_version": None,
