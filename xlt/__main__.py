@@ -22,8 +22,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0 if command in ("", "_h", "__help", "help") and not argv[1:] else 2)
     module = importlib.import_module(f"xlt.{command}")
     sys.argv = [f"xlt {command}", *argv[1:]]  # what Hydra (or argparse) parses
-    if command == "report" and "--compare" in argv[1:]:
-        sys.exit(module.compare_main(argv[1:]))
+    if command == "report":
+        status = module.option_main(argv[1:])  # --compare, --to-harness, --harness: before Hydra
+        if status is not None:
+            sys.exit(status)
     result = module.main()
     if command in ("prefetch", "push", "plugins", "status"):  # argparse tools returning their exit status
         sys.exit(result)

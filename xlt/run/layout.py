@@ -93,6 +93,7 @@ REPORT_FORMATS = ("json", "md", "csv", "tex", "html")  # report.json, report.md,
 REPORT_FILE = "report.json"
 ITEMS_REPORT_FILE = "report_items.csv"  # the cross-language item report: per parallel item, languages right
 PLOTS_DIR = "plots"
+HARNESS_DIR = "harness"  # eval.llm.harness_output=true: lm-evaluation-harness's output folder of the results
 INPUTS_FILE = "xlt_inputs.json"  # in a folder of partial work (checkpoints, translations)
 
 
@@ -289,6 +290,11 @@ class RunDir:
     @property
     def plots(self) -> Path:
         return self.path / PLOTS_DIR
+
+    @property
+    def harness_output(self) -> Path:
+        """``harness/``: the results as lm-evaluation-harness's output folder (``eval.llm.harness_output=true``)."""
+        return self.path / HARNESS_DIR
 
     # --- stage markers ---
     @property
