@@ -44,7 +44,9 @@ DEP=()
 FIRST_TTA=""
 for i in $(seq 1 "$N"); do
     mapfile -t LINE_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$i")
-    if "$PYTHON" -m xlt.cluster stages "${LINE_ARGS[@]}" "${EXTRA[@]}" | grep -qx translate; then FIRST_TTA=$i; break; fi
+    # (captured first: under pipefail, grep -q ending the pipe early would fail it with SIGPIPE)
+    STAGES="$("$PYTHON" -m xlt.cluster stages "${LINE_ARGS[@]}" "${EXTRA[@]}")"
+    if grep -qx translate <<<"$STAGES"; then FIRST_TTA=$i; break; fi
 done
 if [[ -n "$FIRST_TTA" && "$SHARDS" -gt 0 ]]; then
     mapfile -t TTA_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$FIRST_TTA")

@@ -234,10 +234,7 @@ def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node:
         m.wait_training(run, job, cluster=cluster)
         if name == "mode_requeue":  # the run `xlt status` sees preempted: once the status case's busy run trains
             assert m.event("busy_training").wait(WAIT_S)
-        # Long enough for `xlt status` (two calls, seconds to a minute each on a loaded machine) to see the run
-        # preempted while SLURM holds it back.
-        hold = 240 if name == "mode_requeue" else 30
-        high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", f"sleep {hold}",
+        high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", "sleep 30",
                         cluster=cluster)
         recs = m.wait(job, cluster=cluster, until=lambda r: int(r[0]["Restarts"]) >= 1)
         m._results[f"{name}_preempted"] = {"run": run, "job": job}
@@ -339,14 +336,20 @@ def case_status(m: Matrix) -> dict[str, Any]:
     """`xlt status` in the middle of it all: one run running, one preempted, one failed, one done."""
     args = ["+recipe=demo_tiny", "seed=40", *LONG[:-2], "training.max_steps=100000", f"run_root={m.work / 'runs_busy'}"]
     busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
+    held = ""
     try:
         try:
             m.wait_training(m.run_dir(*args), busy)
         finally:
             m.event("busy_training").set()
         assert m.event("mode_requeue_preempted").wait(WAIT_S) and "mode_requeue_preempted" in m._results
-        runs = [str(m.result("sweep")["runs"][0]), str(m._results["mode_requeue_preempted"]["run"]),
-                str(m.result("crash")["run"]), str(m.run_dir(*args))]
+        preempted = m._results["mode_requeue_preempted"]
+        # Held while `xlt status` looks (a user's `scontrol hold`): the preempted run stays pending, however long
+        # the two calls take on a loaded machine; released after.
+        m.cluster.run("scontrol", "hold", preempted["job"])
+        held = preempted["job"]
+        runs = [str(m.result("sweep")["runs"][0]), str(preempted["run"]), str(m.result("crash")["run"]),
+                str(m.run_dir(*args))]
         cmd = [sys.executable, "-m", "xlt", "status", *runs]
         env = {**m.cluster.env, **m.env}
         data = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=300)
@@ -354,6 +357,8 @@ def case_status(m: Matrix) -> dict[str, Any]:
         text = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     finally:
         m.cluster.run("scancel", busy, check=False)
+        if held:
+            m.cluster.run("scontrol", "release", held, check=False)
     return {"text": text, "json": data, "runs": runs, "squeue": squeue}
 
 

@@ -294,7 +294,8 @@ call(train, {owner!r})  # the owner (root) trains a model in the group folder; i
 os.setgroups([]); os.setgid({gid}); os.setuid({uid})  # the colleague from here on
 call(train, {resume!r})  # the run the owner left at a checkpoint: resumed from it
 call(evaluate, {evaluate!r})  # the owner's model, scored in a run of the colleague's
-print("colleague done")
+print("colleague done", flush=True)
+os._exit(0)  # the interpreter's exit would clean up what it made as root (a library's temporary folder)
 """
 
 
@@ -311,7 +312,10 @@ def test_a_colleague_loads_the_model_and_resumes_from_the_checkpoint(group_folde
             "eval.benchmarks.xcopa.enabled=false", "eval.benchmarks.belebele.max_questions=4"]
     runs = group_folder / "runs"
     stopped = [*tiny, "training.max_steps=90", f"run_root={runs}", "seed=2"]
+    (group_folder / "tmp").mkdir(mode=0o777)
+    os.chmod(group_folder / "tmp", 0o1777)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HOME": str(group_folder),
+           "TMPDIR": str(group_folder / "tmp"),
            "XLT_CACHE": str(group_folder / "cache"), "HF_HOME": str(group_folder / "hf"), "TQDM_DISABLE": "1"}
     # The owner's run, stopped by the scheduler's USR1 once its first checkpoint is complete.
     log = group_folder.parent / "owner.log"  # a file, not a pipe: nothing blocks the owner's output
@@ -344,5 +348,5 @@ def test_a_colleague_loads_the_model_and_resumes_from_the_checkpoint(group_folde
     assert resumed["resumed_from"] and "checkpoint-" in resumed["resumed_from"], resumed
     assert (run / "model" / "model.safetensors").stat().st_uid == COLLEAGUE_UID
     assert list((group_folder / "colleague").rglob("eng_Latn.json")), "the colleague's evaluation wrote no result"
-    not_shared = [p for p in runs.rglob("*") if p.is_file() and _mode(p) & 0o060 != 0o060]
+    not_shared = [p for p in runs.rglob("*") if p.is_file() and _mode(p) & 0o060 != 0o060]  # every file, any writer
     assert not_shared == [], f"files the group cannot read and write: {not_shared[:5]}"
