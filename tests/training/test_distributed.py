@@ -290,7 +290,8 @@ def test_term_to_the_launcher_stops_every_rank_at_the_same_step(tmp_path):
     saved = sorted(p.name for p in run.checkpoints.glob("checkpoint-*"))
     assert saved == ["checkpoint-3", f"checkpoint-{PAUSE_AT}"], saved
     assert checkpoint_problem(run.checkpoints / f"checkpoint-{PAUSE_AT}") is None
-    assert "stopped (SIGTERM received; checkpoint saved at step 4); not a preemption" in proc.stderr, proc.stderr[-3000:]
+    assert "stopped (SIGTERM received; checkpoint saved at step 4); " in proc.stderr, proc.stderr[-3000:]
+    assert ": not a preemption (" in proc.stderr, proc.stderr[-3000:]
     assert not (run.path / "preempted.json").exists()
 
 

@@ -199,7 +199,7 @@ def test_a_crashed_worker_ends_the_job_failed_without_requeue(matrix, case):
     log, place = r["log"], case[1]
     assert "rc=1" in log, log[-4000:]  # the launcher's status: the job fails
     assert "requeue" not in r["scontrol"], log[-4000:]
-    assert "no preemption was sent to the job: not requeued" in log
+    assert "and no preemption was sent to it: not requeued" in log, log[-4000:]
     assert not r["run"].preemption.exists() and "xlt: preempted" not in log
     # The failing rank and its error, in torch-elastic's summary and the worker's own traceback.
     assert re.search(r"rank\s*:\s*1 \(local_rank: 1\)", log), log[-4000:]
@@ -208,7 +208,7 @@ def test_a_crashed_worker_ends_the_job_failed_without_requeue(matrix, case):
     else:
         assert f"RuntimeError: injected crash of rank 1 in {place}" in log
     if place != "loop":  # rank 0 was outside the training loop when the TERM came: stopped, no record
-        assert "xlt: stopped (SIGTERM received); not a preemption" in log, log[-4000:]
+        assert "xlt: stopped (SIGTERM received); " in log and ": not a preemption (" in log, log[-4000:]
 
 
 @pytest.mark.parametrize("case", PREEMPTIONS, ids=_ids(PREEMPTIONS))

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from xlt.errors import XltError
+from xlt.run import layout
 from xlt.run.layout import RunDir
 from xlt.run.lock import BEAT_MAX_S, holder_state, read_lock
 from xlt.run.state import REPORT, Damaged, read_jsonl_state, read_state
@@ -223,8 +224,9 @@ def run_status(path: str | Path, overrides: list[str] | None = None, stages: boo
     return status
 
 
-# What makes a folder a run directory for `xlt status` (any one of them; xlt.run.layout names them).
-_RUN_MARKS = ("calls.jsonl", "config.yaml", "stages", "locks", "failed.json", "preempted.json")
+# What makes a folder a run directory for `xlt status` (any one of them).
+_RUN_MARKS = (layout.CALLS_FILE, layout.CONFIG_FILE, layout.MARKERS_DIR, layout.LOCKS_DIR, layout.FAILURE_FILE,
+              layout.PREEMPTION_FILE)
 
 
 def _is_run(path: Path) -> bool:
