@@ -9,8 +9,10 @@ privileges once it has imported what it runs (the interpreter may live where ``n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -150,6 +152,24 @@ def as_colleague(code: str, modules: list[str], env: dict[str, str], warm: str =
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", **env}
     return subprocess.run([sys.executable, "-c", prelude + code], env=full_env, capture_output=True, text=True,
                           timeout=300, cwd="/")
+
+
+@contextlib.contextmanager
+def interpreter_reachable():
+    """The colleague's Python on a cluster is one it can read (a shared environment, or its own). Here the
+    interpreter lives under root's home (/root: 0700), which uid 65534 cannot pass through, and Hydra reads its
+    own config files there at every compose: the folders above the interpreter's files get o+x (passing
+    through, not listing) for the test, as they are, and are restored after."""
+    folders = {Path(p) for p in {sys.prefix, sys.base_prefix, *sys.path} if p and Path(p).is_dir()}
+    above = {a for f in folders for a in (f, *f.parents)}
+    closed = {a: a.stat().st_mode for a in above if not a.stat().st_mode & stat.S_IXOTH}
+    try:
+        for folder in closed:
+            os.chmod(folder, stat.S_IMODE(closed[folder]) | stat.S_IXOTH)
+        yield
+    finally:
+        for folder, mode in closed.items():
+            os.chmod(folder, stat.S_IMODE(mode))
 
 
 def _as_xlt_writes(run: Path) -> None:
@@ -337,10 +357,11 @@ def test_a_colleague_loads_the_model_and_resumes_from_the_checkpoint(group_folde
     assert _mode(weights) == 0o664, oct(_mode(weights))
     owners_model = [*tiny, "training.max_steps=20", f"run_root={runs}", "seed=1"]
     code = _TRAIN.format(owner=owners_model, resume=stopped, gid=GROUP_GID, uid=COLLEAGUE_UID, evaluate=[
-        "+recipe=demo_tiny", override_form("eval.model", f"{run_dir(owners_model)}/model"), "stages=[evaluate]", *tiny[3:],
+        "+recipe=demo_tiny", *shlex.split(override_form("eval.model", f"{run_dir(owners_model)}/model")), "stages=[evaluate]", *tiny[3:],
         f"run_root={group_folder / 'colleague'}"])
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1200,
-                          cwd=group_folder)
+    with interpreter_reachable():
+        proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1200,
+                              cwd=group_folder)
     assert proc.returncode == 0 and "colleague done" in proc.stdout, proc.stderr[-4000:]
     model = Path(run_dir(owners_model)) / "model" / "model.safetensors"
     assert _mode(model) == 0o664 and model.stat().st_uid == 0, oct(_mode(model))
