@@ -66,3 +66,24 @@ def test_a_path_that_is_no_run_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main([str(tmp_path / "empty")]) == 2
     assert "no run directory below it" in capsys.readouterr().err
+
+
+def test_a_first_call_under_way_has_its_stages_from_its_config(tmp_path):
+    """No call recorded yet (calls.jsonl is written when a call ends): the stages come from the config.yaml the
+    call wrote at its start; with neither, the status says why it did not check them."""
+    from omegaconf import OmegaConf
+
+    from xlt import config as xcfg
+    from xlt.resources import compose
+
+    run = _run(tmp_path, "seed=5")
+    cfg = compose(None, ["+recipe=demo_tiny", "seed=5"])
+    cfg = xcfg.validate(cfg, list(cfg.stages))
+    run.config.write_text(OmegaConf.to_yaml(cfg))
+    status = run_status(run.path)
+    assert list(status.stages) == list(cfg.stages) and set(status.stages.values()) == {"missing"}, status
+    assert status.state == "not started" and not status.problems, status
+    run.config.unlink()
+    (run.path / "stages").mkdir()
+    bare = run_status(run.path)
+    assert bare.stages == {} and "no call recorded (calls.jsonl) and no config.yaml" in bare.problems[0], bare

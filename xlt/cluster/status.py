@@ -100,8 +100,8 @@ def _overrides_of(run: RunDir) -> list[str] | None:
 
 def _stage_states(run: RunDir, overrides: list[str] | None, status: RunStatus) -> None:
     """Each stage of the run's recipe: done, stale (why) or missing, by the stage engine's own rule."""
-    if overrides is None:
-        status.problems.append("no call recorded (calls.jsonl): stages not checked")
+    if overrides is None and not run.config.exists():
+        status.problems.append("no call recorded (calls.jsonl) and no config.yaml: stages not checked")
         return
     try:
         from xlt import config as xcfg  # lazy: start-up time
@@ -109,7 +109,12 @@ def _stage_states(run: RunDir, overrides: list[str] | None, status: RunStatus) -
         from xlt.resources import compose  # lazy: start-up time
         from xlt.stages import STAGES  # lazy: start-up time
 
-        cfg = compose(None, [o for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))])
+        if overrides is not None:
+            cfg = compose(None, [o for o in overrides if not o.lstrip("+~").startswith(("hydra.", "hydra/"))])
+        else:  # its first call is under way, or stopped: the config that call wrote when it started
+            from omegaconf import OmegaConf  # lazy: start-up time
+
+            cfg = OmegaConf.load(run.config)
         cfg = xcfg.validate(cfg, list(cfg.stages))
         for name in cfg.stages:
             spec = STAGES[name]
