@@ -150,7 +150,7 @@ def _pieces_per_word(text: str, offsets: Sequence[tuple[int, int]] | None, token
 # chunk at a time (the offsets of every token of a call are Python objects, ~150 bytes a token), so the
 # memory of the measures is that of one chunk, not of all of a language's text.
 CHUNK_TEXTS = 1024
-CHUNK_CHARS = 1_000_000
+CHUNK_CHARS = 200_000
 
 # Normalizers that map each character (or grapheme cluster, Precompiled) on its own: at a single ASCII space
 # between two letters or digits (a grapheme and normalization boundary: neither a combining mark after it
