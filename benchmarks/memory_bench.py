@@ -18,7 +18,7 @@ this tree's against those of a git revision (``--before-rev``, default ``main``:
 ``git show`` and put in place of this tree's in the child process), each variant a fresh process:
 
 * **evaluation with one huge item** (``--mb``, e.g. 30): ``python -m xlt.train +recipe=demo
-  stages=[evaluate]`` (the untrained multilingual-e5-small, 40 Belebele and Global-MMLU questions of every
+  stages=[evaluate] eval.model=<multilingual-e5-small>`` (untrained, a seeded head; 40 Belebele and Global-MMLU questions of every
   bundled language) whose English Belebele file has an item with a passage of ``--mb`` MB of prose as its
   first line, with no measures (``benchmark_measures`` patched out: what evaluation costs without them),
   with the measures of ``--before-rev`` and with this tree's; and the plain demo evaluation;
@@ -151,7 +151,11 @@ def measures_main(args: argparse.Namespace) -> None:
             rows.append((name, peak, wall, cpu, load, info))
             print(f"  done: {name}: peak {peak:.0f} MB, {wall:.1f} s", flush=True)
 
-        ev = ["evaluate", "+recipe=demo", "stages=[evaluate]", "eval.before_training=false"]
+        from xlt.modeling.packaged import checkpoint_dir
+
+        # the untrained encoder with its seeded head, as the demo's before-fine-tuning pass scores it
+        ev = ["evaluate", "+recipe=demo", "stages=[evaluate]", "eval.before_training=false",
+              f"eval.model={checkpoint_dir()}"]
         for v in args.variants.split(","):
             if v == "plain":
                 variant("evaluate, plain demo (no huge item), measures", "after",
