@@ -67,6 +67,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")  # the tables, not progress bars
 
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
