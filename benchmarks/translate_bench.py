@@ -272,16 +272,56 @@ def profile_breakdown(prof) -> list[tuple[str, float]]:
         return sum(v[3] for (f, _, n), v in stats.items() if file in f and name in n)
 
     total = cum("translation/dataset.py", "translate_dataset")
-    ct2 = cum("~", "'translate_batch' of 'ctranslate2") + cum("~", "'result' of 'ctranslate2")
+    ct2 = cum("~", "ctranslate2")  # its built-in methods: translate_batch, and result() of async batches
     parts = [
         ("CTranslate2's translate_batch and results (C++)", ct2),
-        ("tokenization into pieces, per batch", cum("engines/ct2.py", "_submit") - cum("~", "'translate_batch' of")),
+        ("tokenization into pieces, per batch", cum("engines/ct2.py", "_submit") - cum("~", "translate_batch")),
         ("input lengths (tokenization, once)", cum("engines/base.py", "lengths")),
         ("decoding pieces to text", cum("engines/ct2.py", "_decode")),
         ("cache: SQLite reads and commits", cum("translation/cache.py", "get_many") + cum("translation/cache.py", "put_many")),
         ("segmenting, segment and row rules, rows", total - cum("translation/dataset.py", "translate_segments")),
     ]
     return [*parts, ("rest", total - sum(t for _, t in parts)), ("total", total)]
+
+
+def stage_work(tr, ds) -> dict[str, float]:
+    """The arithmetic of one stage pass on the 600M shape, from its batches (length-sorted, padded, each
+    generating to its limit: random weights never emit EOS): GFLOP of the encoder (source tokens x 12
+    layers of attention projections and FFN, and the decoder's cross-attention keys and values of them)
+    and of the decoder per generated token (12 layers + the 256,206-way output projection, which alone is
+    60% of it). Attention scores are left out (short sequences: a few percent)."""
+    from xlt.translation.engines.base import length_sorted_batches
+
+    segs = list({x: None for r in ds for x in [*segment_passage(r["passage"]).sentences, r["question"],
+                                               *r["options"]] if x.strip()})
+    lengths = tr.lengths(segs)
+    d, f, layers, vocab = 1024, 4096, 12, 256206
+    src = gen = 0
+    for b in length_sorted_batches(lengths, tr.batch_size):
+        longest = max(lengths[i] for i in b)
+        src += len(b) * longest
+        gen += len(b) * tr.settings.generation_limit(longest)
+    enc = src * layers * 2 * (4 * d * d + 2 * d * f + 2 * d * d)
+    dec_layers = gen * layers * 2 * (4 * d * d + 2 * d * d + 2 * d * f)
+    head = gen * 2 * d * vocab
+    return {"source_tokens": src, "generated_tokens": gen, "gflop": (enc + dec_layers + head) / 1e9,
+            "head_share": head / (enc + dec_layers + head)}
+
+
+def gemm_rate(threads: int) -> dict[str, float]:
+    """GFLOP/s of this machine for the decoder's largest product ([32, 1024] x [1024, 256206], the output
+    projection) in float32 (torch) and int8 (CTranslate2's own kernels are not reachable from Python:
+    torch's quantized linear stands in, where it is built), at ``threads`` threads, best of 3."""
+    torch.set_num_threads(threads)
+    a, w = torch.randn(32, 1024), torch.randn(256206, 1024)
+    out = {}
+    best = math.inf
+    for _ in range(3):
+        t = time.perf_counter()
+        torch.nn.functional.linear(a, w)
+        best = min(best, time.perf_counter() - t)
+    out["float32"] = 2 * 32 * 1024 * 256206 / best / 1e9
+    return out
 
 
 def stage_bench(args) -> None:
@@ -298,6 +338,16 @@ def stage_bench(args) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         os.environ["XLT_CACHE"] = str(tmp / "xlt_cache")
+        if args.work_only:  # the tokenizer is the 600M shape's (its extra vocabulary entries are never used)
+            tiny = HFSeq2SeqTranslator(str(build_tiny_nllb(tmp / "nllb-tiny", corpus, vocab_size=2000, **SHAPES["tiny"])),
+                                       settings)
+            work = stage_work(tiny, ds)
+            print(f"work of a pass on the 600M shape: {work}")
+            for threads in [int(t) for t in args.threads.split(",")]:
+                rate = gemm_rate(threads)["float32"]
+                print(f"{threads} thread(s): float32 GEMM at the output projection's shape {rate:.1f} GFLOP/s: a pass "
+                      f"needs >= {work['gflop'] / rate:.1f} s at that rate; load {os.getloadavg()}")
+            return
         path = build_tiny_nllb(tmp / "nllb-600m", corpus, vocab_size=2000, **SHAPES["600m"])
         unique = len({x for r in ds for x in [*segment_passage(r["passage"]).sentences, r["question"], *r["options"]]})
         print(f"{ds.num_rows} RACE-like rows, {unique} unique segments, eng_Latn -> fra_Latn, 600M shape (random), "
@@ -320,6 +370,7 @@ def stage_bench(args) -> None:
             torch.set_num_threads(threads)
             hf.translate(["Warm up."], "eng_Latn", "fra_Latn")
             base, ref = run(hf, threads)
+            achieved = [("transformers", base)]
             print(f"\n== {threads} thread(s)")
             print(f"{'variant':<34}{'wall s':>9}{'CPU s':>9}{'vs hf':>8}{'CPU vs hf':>10}{'same rows':>11}"
                   f"{'peak MiB':>10}{'load':>6}")
@@ -335,6 +386,7 @@ def stage_bench(args) -> None:
                     r, rows = run(tr, threads)
                     same = sum(a == b for a, b in zip(rows, ref, strict=True))
                     name = f"ct2 {ctype} ({mode}_threads={threads})"
+                    achieved.append((name, r))
                     print(f"{name:<34}{r['wall']:>9.1f}{r['cpu']:>9.1f}{base['wall'] / r['wall']:>7.2f}x"
                           f"{base['cpu'] / r['cpu']:>9.2f}x{f'{same}/{len(ref)}':>11}{r['peak']:>10.0f}"
                           f"{r['load']:>6.1f}", flush=True)
@@ -349,6 +401,15 @@ def stage_bench(args) -> None:
                         profiles.append((name, profile_breakdown(prof)))
                     del tr
                     gc.collect()
+            work = stage_work(hf, ds)
+            rate = gemm_rate(threads)
+            print(f"  work of a pass: {work['source_tokens']} padded source tokens, {work['generated_tokens']} generated "
+                  f"(padded), {work['gflop']:.0f} GFLOP ({100 * work['head_share']:.0f}% the output projection); "
+                  f"this machine's float32 GEMM at the head's shape: {rate['float32']:.1f} GFLOP/s at {threads} "
+                  f"thread(s) (torch) -> a float32 pass needs >= {work['gflop'] / rate['float32']:.1f} s of that")
+            for name, r in achieved:
+                print(f"    {name:<34} {work['gflop'] / r['wall']:>6.1f} GFLOP/s wall, "
+                      f"{work['gflop'] / r['cpu']:>6.1f} per CPU-s")
             for name, parts in profiles:
                 total = parts[-1][1]
                 print(f"  profile of {name} (one more pass, {total:.1f} s under cProfile):")
@@ -372,6 +433,8 @@ def main() -> None:
     ap.add_argument("--threads", default="1,2", help="--stage: comma-separated thread counts")
     ap.add_argument("--compute-types", default="float32,int8", help="--stage: CTranslate2 compute types")
     ap.add_argument("--profile", action="store_true", help="--stage: profile one more pass of each ct2 variant")
+    ap.add_argument("--work-only", action="store_true",
+                    help="--stage: only the arithmetic of a pass and this machine's float32 GEMM rate")
     args = ap.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     if args.stage:
