@@ -170,7 +170,7 @@ class CT2Translator(LanguageTokens):
 
     def __init__(self, model_name_or_path: str, settings: EngineSettings | None = None, *,
                  compute_type: str = "auto", tokenizer: Any = None, intra_threads: int | None = None,
-                 inter_threads: int = 1) -> None:
+                 inter_threads: int | None = None) -> None:
         super().__init__()
         if not available():
             raise ConfigError("translate.engine=ctranslate2 needs the ctranslate2 package: pip install 'xlt[ct2]'")
@@ -191,11 +191,20 @@ class CT2Translator(LanguageTokens):
         self.compute_type = resolve_compute_type(compute_type, s.precision, self.device, self.device_index[0])
         path = converted_model(model_name_or_path, s.revision, self.compute_type)
         log_weights("translate model (ctranslate2)", model_name_or_path, s.revision)
-        if intra_threads is None:
+        # On CPU, n threads (torch's count: OMP_NUM_THREADS) run two batches at once with n // 2 threads each
+        # from n = 2 on: a thread per batch spends less CPU time than two on one batch's small products
+        # (benchmarks/translate_bench.py --stage, docs/speed-benchmarks.md).
+        if self.device != "cpu":
+            inter_threads, intra_threads = 1, 0 if intra_threads is None else intra_threads
+        else:
             import torch
 
-            intra_threads = torch.get_num_threads() if self.device == "cpu" else 0
-        self.inter_threads = inter_threads if self.device == "cpu" else 1
+            n = torch.get_num_threads()
+            if inter_threads is None:
+                inter_threads = 2 if intra_threads is None and n >= 2 else 1
+            if intra_threads is None:
+                intra_threads = max(1, n // inter_threads)
+        self.inter_threads = inter_threads
         self.model = ctranslate2.Translator(str(path), device=self.device, device_index=self.device_index,
                                             compute_type=self.compute_type, intra_threads=intra_threads,
                                             inter_threads=self.inter_threads)
