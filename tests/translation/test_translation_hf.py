@@ -170,6 +170,25 @@ def test_ctranslate2_batches_in_flight_on_several_workers_give_the_same_batches_
     assert two.translate(TEXTS, "eng_Latn", "fra_Latn") == hf.translate(TEXTS, "eng_Latn", "fra_Latn")
 
 
+
+@pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
+def test_ctranslate2_on_cpu_runs_two_batches_at_once_from_two_threads_on(tiny_mt):
+    import torch
+
+    from xlt.translation.engines.base import EngineSettings
+
+    before = torch.get_num_threads()
+    try:
+        for threads, inter in ((1, 1), (2, 2), (4, 2)):
+            torch.set_num_threads(threads)
+            tr = ct2.CT2Translator(str(tiny_mt), EngineSettings(device="cpu"), compute_type="float32")
+            assert (tr.inter_threads, tr.model.num_translators) == (inter, inter), threads
+        tr = ct2.CT2Translator(str(tiny_mt), EngineSettings(device="cpu"), compute_type="float32", intra_threads=4)
+        assert tr.inter_threads == 1  # threads asked for one batch stay on one batch
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
 def test_ctranslate2_conversion_is_cached_per_checkpoint_and_quantization(tiny_mt, monkeypatch, xlt_cache):
     first = ct2.converted_model(str(tiny_mt), None, "float32")
