@@ -15,10 +15,15 @@
 # exit status: `accelerate launch` and `torchrun` turn the workers' 75 into 1. The requeued job runs the same
 # command; finished stages are skipped and training resumes from its last checkpoint.
 #
+# A TERM that SLURM sends to the whole job (a preemption without a user signal, the time limit without
+# --signal, scancel) reaches the batch shell and the command alike: the shell forwards it, and once the command
+# has stopped asks `python -m xlt.cluster stop-cause`, the one place that tells them apart by what the scheduler
+# reports (xlt/cluster/scheduler.py): a preemption that SLURM requeues itself (PreemptMode=REQUEUE) is logged as
+# one and not requeued a second time; a preemption SLURM does not requeue and the time limit are requeued here;
+# scancel is not (the log says which, and why).
 # Nothing else is requeued: a worker that crashes makes torch-elastic TERM the others, which stop without a
 # record (exit 143; the launcher returns 1): the job ends failed with the failing rank's error in its log.
-# A TERM to the batch shell itself (scancel, preemption with its own requeue policy) is forwarded, without
-# requeueing. Requeues are capped: a job already requeued XLT_MAX_REQUEUES times (SLURM_RESTART_COUNT, else
+# Requeues are capped: a job already requeued XLT_MAX_REQUEUES times (SLURM_RESTART_COUNT, else
 # scontrol's Restarts, else this script's own count in XLT_RECORD_DIR) ends failed instead.
 # See docs/preemption.md.
 #
@@ -52,7 +57,8 @@ XLT_TERMINATED=0
 xlt_log() { echo "[xlt $(date '+%F %T')] $*" >&2; }
 
 xlt_on_usr1() {
-    xlt_log "USR1: time limit near; sending TERM to pid ${XLT_CHILD} (checkpoint and stop), then requeueing"
+    xlt_log "USR1 from the scheduler (its warning before the time limit, or a preemption's user signal):" \
+            "sending TERM to pid ${XLT_CHILD} (checkpoint and stop), then requeueing"
     XLT_REQUEUE=1
     # First the notice (the workers take the TERM that follows for a preemption), then the TERM.
     [[ -n "${XLT_PREEMPTION_NOTICE:-}" ]] && echo "USR1 $(date +%s) job ${SLURM_JOB_ID:-local}" > "$XLT_PREEMPTION_NOTICE"
@@ -60,9 +66,15 @@ xlt_on_usr1() {
 }
 
 xlt_on_term() {
-    xlt_log "TERM: forwarding to pid ${XLT_CHILD}"
+    xlt_log "TERM: forwarding to pid ${XLT_CHILD}; asking the scheduler why once it has stopped"
     XLT_TERMINATED=1
     [[ -n "$XLT_CHILD" ]] && kill -TERM "$XLT_CHILD" 2>/dev/null
+}
+
+# xlt_job_name: the job as a user finds it in squeue (array elements as ARRAYJOB_INDEX).
+xlt_job_name() {
+    if [[ -n "${SLURM_ARRAY_JOB_ID:-}" ]]; then echo "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"
+    else echo "${SLURM_JOB_ID:-local}"; fi
 }
 
 # xlt_exec CMD [ARGS...]: run CMD with signal forwarding and requeue (see above); returns its status.
@@ -107,12 +119,39 @@ xlt_exec() {
     fi
     trap - USR1 TERM
     rm -f "$XLT_PREEMPTION_NOTICE"
+    local cause="" by_slurm=0
+    if [[ "$XLT_TERMINATED" == 1 && "$XLT_REQUEUE" == 0 && -n "${SLURM_JOB_ID:-}" ]]; then
+        # A TERM to the batch shell itself, without the scheduler's USR1 first: only the scheduler knows why.
+        if [[ -f "$XLT_PREEMPTION_RECORD" ]]; then
+            # The command asked it already (xlt.cluster.scheduler.stop_cause) and says so in its record: no
+            # second question, no interpreter start-up inside the grace time.
+            cause="$(grep -o '"cause": *"[^"]*"' "$XLT_PREEMPTION_RECORD" | head -n1 | sed 's/^"cause": *"//; s/"$//')"
+            if grep -q '"requeued_by_scheduler": *true' "$XLT_PREEMPTION_RECORD"; then
+                cause="requeued-by-slurm ${cause}"
+            else
+                cause="requeue ${cause}"
+            fi
+        else
+            cause="$(SLURM_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}" "$XLT_PYTHON" -m xlt.cluster stop-cause 2>/dev/null)"
+            cause="${cause:-stop the scheduler could not be asked (python -m xlt.cluster stop-cause failed)}"
+        fi
+        xlt_log "why the TERM came: ${cause#* }"
+        case "${cause%% *}" in
+            requeued-by-slurm) by_slurm=1 ;;
+            requeue) XLT_REQUEUE=1 ;;
+        esac
+    fi
     if [[ -f "$XLT_PREEMPTION_RECORD" ]]; then
         xlt_log "preemption record $XLT_PREEMPTION_RECORD: $(tr -d '\n' < "$XLT_PREEMPTION_RECORD" | cut -c1-300)"
         rm -f "$XLT_PREEMPTION_RECORD"
         [[ "$XLT_TERMINATED" == 0 ]] && XLT_REQUEUE=1  # preempted, checkpoint complete: whatever the launcher's status
     elif [[ "$rc" == "$XLT_REQUEUE_EXIT" && "$XLT_TERMINATED" == 0 ]]; then
         XLT_REQUEUE=1  # exit 75 without a record (it could not be written): checkpoint written all the same
+    fi
+    if [[ "$by_slurm" == 1 ]]; then
+        xlt_log "preempted: job $(xlt_job_name) is requeued by SLURM itself and resumes from its checkpoint;" \
+                "not requeued a second time (exit status of the command: $rc)"
+        return "$XLT_REQUEUE_EXIT"
     fi
     if [[ "$XLT_REQUEUE" == 1 && -n "${SLURM_JOB_ID:-}" ]]; then
         local count counter="$record_dir/.xlt-requeues-${SLURM_JOB_ID}"
@@ -129,7 +168,12 @@ xlt_exec() {
         return 0
     fi
     if [[ "$rc" != 0 ]]; then
-        xlt_log "the command failed (exit status $rc) and no preemption was sent to the job: not requeued"
+        if [[ -n "$cause" ]]; then
+            xlt_log "job $(xlt_job_name) stopped (exit status $rc): ${cause#* }; not requeued"
+        else
+            xlt_log "job $(xlt_job_name) failed (exit status $rc) and no preemption was sent to it: not requeued;" \
+                    "the error is above"
+        fi
     fi
     return "$rc"
 }

@@ -4,7 +4,7 @@
 #   python -m xlt.prefetch --sweep sweeps/paper.txt         # first, on the login node (network)
 #   slurm/paper_sweep.sh [-p PARTITION] [-A ACCOUNT] [-n TRANSLATE_SHARDS] [-j PARALLEL] [overrides...]
 #
-# 1. translation, once: build_data + a translation array (-n shards) for the first translate-train-all run,
+# 1. translation, once: build_data + a translation array (-n shards) for the first run with a translate stage,
 #    filling the shared translation cache (XLT_TRANSLATION_CACHE, added as translate.cache_dir);
 # 2. the training array over the sweep file (-j elements at a time), after 1: every run builds its data,
 #    translates (cache hits), trains, evaluates on Belebele + Global-MMLU and writes its report;
@@ -39,19 +39,21 @@ N=$("$PYTHON" -m xlt.cluster count "$SWEEP")
 ROOT="runs"
 for o in "${EXTRA[@]}"; do [[ "$o" == run_root=* ]] && ROOT="${o#run_root=}"; done
 
-# 1. translate once (the first translate-train-all line of the sweep)
+# 1. translate once (the first line of the sweep whose run has a translate stage)
 DEP=()
 FIRST_TTA=""
 for i in $(seq 1 "$N"); do
-    LINE="$("$PYTHON" -m xlt.cluster line "$SWEEP" "$i")"
-    if [[ "$LINE" == *translate_train_all* ]]; then FIRST_TTA=$i; break; fi
+    mapfile -t LINE_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$i")
+    # (captured first: under pipefail, grep -q ending the pipe early would fail it with SIGPIPE)
+    STAGES="$("$PYTHON" -m xlt.cluster stages "${LINE_ARGS[@]}" "${EXTRA[@]}")"
+    if grep -qx translate <<<"$STAGES"; then FIRST_TTA=$i; break; fi
 done
 if [[ -n "$FIRST_TTA" && "$SHARDS" -gt 0 ]]; then
     mapfile -t TTA_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$FIRST_TTA")
     DATA_JOB=$(sbatch --parsable "${OPTS[@]}" --job-name=xlt-build-data "$HERE/stage.sbatch" build_data "${TTA_ARGS[@]}" "${EXTRA[@]}")
-    TR_JOB=$(sbatch --parsable "${OPTS[@]}" --dependency="afterok:${DATA_JOB%%;*}" --array="0-$((SHARDS - 1))" \
+    TR_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${DATA_JOB%%;*}" --array="0-$((SHARDS - 1))" \
         "$HERE/translate_array.sbatch" "${TTA_ARGS[@]}" "${EXTRA[@]}")
-    DEP=(--dependency="afterok:${TR_JOB%%;*}")
+    DEP=(--kill-on-invalid-dep=yes --dependency="afterok:${TR_JOB%%;*}")
     echo "translation: build_data ${DATA_JOB%%;*}, array ${TR_JOB%%;*} (${SHARDS} shards)"
 fi
 
@@ -62,6 +64,6 @@ echo "training array: ${TRAIN_JOB%%;*} (${N} runs, ${PARALLEL} at a time)"
 
 # 3. comparison
 mapfile -t DIRS < <("$PYTHON" -m xlt.cluster rundirs "$SWEEP" "${EXTRA[@]}")
-CMP_JOB=$(sbatch --parsable "${OPTS[@]}" --dependency="afterok:${TRAIN_JOB%%;*}" --job-name=xlt-compare \
+CMP_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${TRAIN_JOB%%;*}" --job-name=xlt-compare \
     "$HERE/stage.sbatch" compare "${DIRS[@]}" --out "${ROOT}/paper_compare")
 echo "comparison: ${CMP_JOB%%;*} -> ${ROOT}/paper_compare/compare.md"

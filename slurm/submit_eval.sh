@@ -3,8 +3,9 @@
 #
 #   slurm/submit_eval.sh [-n SHARDS] [-p PARTITION] [-A ACCOUNT] +recipe=NAME [overrides...]
 #
-# Prints the two job ids. The report job runs only if every shard succeeded (afterok); if one failed,
-# resubmit the array (finished languages are skipped) and the report.
+# Prints the two job ids. The report job runs only if every shard succeeded (afterok); if one failed, SLURM
+# cancels the report job (--kill-on-invalid-dep=yes: no job of the chain is left pending for ever), the failing
+# shard's log names it and its error, and `xlt status` shows it: resubmit (finished languages are skipped).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SHARDS=8
@@ -25,7 +26,7 @@ fi
 mkdir -p slurm-logs
 EVAL_JOB=$(sbatch --parsable "${OPTS[@]}" --array="0-$((SHARDS - 1))" "$HERE/eval_array.sbatch" "$@")
 EVAL_JOB="${EVAL_JOB%%;*}"
-REPORT_JOB=$(sbatch --parsable "${OPTS[@]}" --dependency="afterok:${EVAL_JOB}" --job-name=xlt-report \
+REPORT_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${EVAL_JOB}" --job-name=xlt-report \
     "$HERE/stage.sbatch" report "$@")
 REPORT_JOB="${REPORT_JOB%%;*}"
 echo "evaluation array: ${EVAL_JOB} (${SHARDS} shards); report: ${REPORT_JOB} (after the array succeeds)"

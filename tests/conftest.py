@@ -54,7 +54,8 @@ def pytest_collection_modifyitems(config, items):
         info = getattr(item, "_fixtureinfo", None)
         scopes = {defs[-1].scope for defs in (info.name2fixturedefs.values() if info else ()) if defs}
         if scopes & {"module", "class", "package"}:
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+            if not item.get_closest_marker("xdist_group"):  # a group of its own (modules sharing a session fixture)
+                item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
             heavy.add(item.nodeid.split("::")[0])
         if item.get_closest_marker("slow"):
             heavy.add(item.nodeid.split("::")[0])

@@ -10,7 +10,8 @@ entry point would check it, without running a stage:
   (a ``-m`` sweep is split into its jobs by Hydra's own sweeper) composed with Hydra's compose API and
   validated for the stages that entry point runs (:func:`xlt.config.validate`): the recipe exists, every
   key is in the schema, every value is allowed;
-* ``report --compare``: its argument parser (the comparison itself is not run);
+* ``report --compare``: its argument parser (the comparison itself is not run); ``report --to-harness`` and
+  ``report --harness``: theirs (nothing is written);
 * ``prefetch``: its argument parser and the runs it names (``--recipes`` composed and validated; a
   ``--sweep`` file must read and name recipes that exist: tests/test_prefetch.py composes its runs);
 * ``push``: its argument parser (nothing is checked or uploaded);
@@ -232,6 +233,14 @@ def check_command(cmd: Command, folder: Path, monkeypatch: pytest.MonkeyPatch) -
 
             monkeypatch.setattr(comparison, "compare_runs", lambda *a, **k: None)
             assert compare_main(args) == 0
+        elif command == "report" and ("--to-harness" in args or "--harness" in args):
+            import xlt.cli
+            import xlt.reporting.harness.export as export
+            from xlt.report import option_main
+
+            monkeypatch.setattr(export, "export_run", lambda *a, **k: Path("harness"))
+            monkeypatch.setattr(xlt.cli, "harness_report", lambda *a, **k: Path("report.md"))
+            assert option_main(args) == 0
         elif command == "slurm":
             _check_slurm(args)
         elif command == "prefetch":

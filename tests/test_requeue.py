@@ -20,6 +20,7 @@ import pytest
 
 from tests.cli import ENV, REPO, xlt
 from xlt import cluster
+from xlt.errors import ConfigError
 
 SLURM = REPO / "slurm"
 
@@ -30,6 +31,7 @@ def handlers(monkeypatch):
     old = {s: signal.getsignal(getattr(signal, s)) for s in cluster.SIGNALS}
     monkeypatch.setitem(cluster._requested, "signal", None)
     monkeypatch.setitem(cluster._requested, "preemption", False)
+    monkeypatch.setitem(cluster._requested, "cause", None)
     cluster.install_signal_handlers()
     yield
     for s, h in old.items():
@@ -64,6 +66,7 @@ def test_usr1_is_always_a_preemption_and_wins_over_an_earlier_term(handlers, mon
     assert cluster.is_preemption()
     monkeypatch.setitem(cluster._requested, "signal", "SIGTERM")  # a TERM first (the agent died of the USR1)
     monkeypatch.setitem(cluster._requested, "preemption", False)
+    monkeypatch.setitem(cluster._requested, "cause", None)
     with pytest.raises(cluster.Preempted):
         _signal(signal.SIGUSR1)
     assert cluster.preemption_requested() == "SIGUSR1"
@@ -123,7 +126,7 @@ def test_under_submitit_a_job_at_its_cap_does_not_requeue_itself(tmp_path, monke
 
 
 def test_a_cap_that_is_no_number_is_named():
-    with pytest.raises(cluster.ConfigError, match="XLT_MAX_REQUEUES='many'"):
+    with pytest.raises(ConfigError, match="XLT_MAX_REQUEUES='many'"):
         cluster.max_requeues({"XLT_MAX_REQUEUES": "many"})
 
 
@@ -246,7 +249,7 @@ def test_a_failed_command_without_a_preemption_is_not_requeued_and_says_so(tmp_p
     proc = _exec(tmp_path, "import sys; sys.exit(1)", SLURM_RESTART_COUNT="0")
     out, err = proc.communicate(timeout=60)
     assert "rc=1" in out and not _requeued(tmp_path)
-    assert "no preemption was sent to the job: not requeued" in err
+    assert "no preemption was sent to it: not requeued" in err
 
 
 def test_a_job_at_its_requeue_cap_is_not_requeued(tmp_path):

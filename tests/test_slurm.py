@@ -304,7 +304,10 @@ def test_a_term_to_the_batch_shell_is_forwarded_without_requeue(tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert (tmp_path / "got_SIGTERM").exists(), err
-    assert not (tmp_path / "calls.log").exists() and "rc=75" in out
+    # The shell asked the scheduler why (the stub knows no job: a termination), and did not requeue.
+    calls = (tmp_path / "calls.log").read_text() if (tmp_path / "calls.log").exists() else ""
+    assert "requeue" not in calls and "rc=75" in out, calls
+    assert "why the TERM came: unknown: not a preemption" in err, err
 
 
 def test_without_a_signal_the_exit_status_passes_through(tmp_path):

@@ -1,13 +1,15 @@
 """`xlt <command> [args]` (the console script) and `python -m xlt <command>`: the same entry points as
 `python -m xlt.<command>`, e.g. `xlt train +recipe=demo`, `xlt report --compare runs/a runs/b --out cmp/`,
-`xlt push runs/demo/default --repo-id me/demo --dry-run`, `xlt plugins` (what is registered, and from where)."""
+`xlt push runs/demo/default --repo-id me/demo --dry-run`, `xlt plugins` (what is registered, and from where),
+`xlt status runs/` (a sweep's state at a glance)."""
 
 from __future__ import annotations
 
 import importlib
 import sys
 
-COMMANDS = ("train", "build_data", "translate", "finetune", "evaluate", "report", "prefetch", "push", "plugins")
+COMMANDS = ("train", "build_data", "translate", "finetune", "evaluate", "report", "prefetch", "push", "plugins",
+            "status")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -20,10 +22,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0 if command in ("", "_h", "__help", "help") and not argv[1:] else 2)
     module = importlib.import_module(f"xlt.{command}")
     sys.argv = [f"xlt {command}", *argv[1:]]  # what Hydra (or argparse) parses
-    if command == "report" and "--compare" in argv[1:]:
-        sys.exit(module.compare_main(argv[1:]))
+    if command == "report":
+        status = module.option_main(argv[1:])  # --compare, --to-harness, --harness: before Hydra
+        if status is not None:
+            sys.exit(status)
     result = module.main()
-    if command in ("prefetch", "push", "plugins"):  # argparse tools returning their exit status
+    if command in ("prefetch", "push", "plugins", "status"):  # argparse tools returning their exit status
         sys.exit(result)
 
 

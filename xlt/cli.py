@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -31,13 +33,14 @@ from xlt.cluster import (
     is_preemption,
     record_preemption,
     requeue_under_submitit,
+    stop_reason,
 )
 from xlt.config import CONF_DIR
 from xlt.config.overrides import check_overrides, check_parsable, entry_overrides, new_entries, override_form
-from xlt.errors import XltError, print_error
-from xlt.run.files import atomic_write_text
+from xlt.errors import ERROR_EXIT, XltError, print_error
+from xlt.run.files import atomic_write_json, atomic_write_text
 from xlt.run.layout import PREEMPTION_FILE, RunDir, is_main_process, world_size
-from xlt.run.lock import RunLock, check_held, lock_name, lost_error
+from xlt.run.lock import RunLock, check_held, lock_name, lost_error, slurm_identity
 from xlt.secrets import redact_config, redact_overrides
 from xlt.stages import run_stages
 
@@ -83,6 +86,20 @@ def resolve_run(cfg: DictConfig, stages: Sequence[str] | None = None) -> tuple[D
     validated = xcfg.validate(cfg, stages)
     run = RunDir(HydraConfig.get().runtime.output_dir)
     return validated, run
+
+
+def _record_failure(run: RunDir | None, status: int, error: str) -> None:
+    """``failed.json`` in the run directory: this call failed (exit status, first line of the error), for
+    ``xlt status``; removed when the next call starts. Never in the way of the error itself."""
+    if run is None or not is_main_process():
+        return
+    record = {"exit_status": status, "error": error.strip().splitlines()[0][:500] if error.strip() else "",
+              "time": time.time(), "host": socket.gethostname(), "slurm": slurm_identity(),
+              "overrides": redact_overrides(sys.argv[1:])}
+    try:
+        atomic_write_json(run.failure, record)
+    except OSError as err:
+        log.warning("could not record the failure in %s: %s", run.failure, err)
 
 
 def _record_call(run: RunDir, stages: Sequence[str], ran: Sequence[str]) -> None:
@@ -132,6 +149,7 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
             with RunLock(run.path, lock_name(validated.translate, validated.eval), rank=rank, interrupt=True) as lock:
                 if is_main_process():
                     clear_preemption(run.path)
+                    run.failure.unlink(missing_ok=True)
                 ran = run_stages(validated, run, stages, on_first_run=write_config, launch=lock.owner)
                 if is_main_process():
                     check_held()
@@ -140,21 +158,26 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                         log.info("trained model: %s; to score it from another run: %s", run.model,
                                  override_form("eval.model", run.model))
         except XltError as err:
+            _record_failure(run, ERROR_EXIT, f"xlt: error: {err}")
             if not _multirun_continues(cfg, err):
                 _fail(err)
         except Stopped as err:
             _leave_process_group()
-            if not is_preemption():  # a TERM the scheduler did not send: a launcher stopping its workers
-                print(f"\nxlt: stopped ({err}); not a preemption (no scheduler's USR1 reached the job: a launcher "
-                      "stopping its workers after another worker failed, scancel, or a launcher that died), so the "
-                      f"job is not requeued (exit status {TERMINATED_EXIT}); the worker that failed first is "
-                      "above. Rerun the same command to resume.", file=sys.stderr)
+            if not is_preemption():  # a TERM the scheduler did not send: scancel, a launcher stopping its workers
+                _record_failure(run, TERMINATED_EXIT, f"stopped ({err}): {stop_reason()}")
+                print(f"\nxlt: stopped ({err}); {stop_reason()}; so the job is not requeued (exit status "
+                      f"{TERMINATED_EXIT}). Under a launcher, the worker that failed first is above. Rerun the same "
+                      "command to resume.", file=sys.stderr)
                 sys.exit(TERMINATED_EXIT)
             if is_main_process():  # every rank is past the checkpoint's record (a barrier): rank 0 says so
                 requeue_under_submitit(record_preemption(run.path if run is not None else None, str(err)))
-            print(f"\nxlt: preempted ({err}); rerun the same command to resume (exit status {REQUEUE_EXIT}, and "
-                  f"the record {PREEMPTION_FILE}: slurm/common.sh requeues the job).", file=sys.stderr)
+            print(f"\nxlt: preempted ({err}; {stop_reason()}); rerun the same command to resume (exit status "
+                  f"{REQUEUE_EXIT}, and the record {PREEMPTION_FILE}: slurm/common.sh requeues the job unless SLURM "
+                  "does).", file=sys.stderr)
             sys.exit(REQUEUE_EXIT)
+        except Exception as err:  # a crash: recorded for `xlt status`, then the traceback as ever
+            _record_failure(run, 1, f"{type(err).__name__}: {err}")
+            raise
         except KeyboardInterrupt:
             if lost_error() is not None:  # the lock's heartbeat stopped this run: another took the directory
                 _fail(lost_error())
@@ -179,3 +202,28 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
             sys.exit(2)
 
     return _main
+
+
+def harness_report(folder: str, out: str, *, samples: int = 1000, seed: int = 0) -> Path:
+    """``xlt report --harness FOLDER --out DIR``: write the lm-evaluation-harness output folder ``folder`` as an
+    xlt run directory ``out`` (:func:`xlt.reporting.harness.imported.harness_system`) and its report (``report.md``, ``.html``, ``.csv``,
+    ``.json``, ``.tex``, plots), as the report stage writes a run's; returns ``report.md``."""
+    from xlt.reporting.harness.imported import (  # lazy: start-up time
+        harness_markdown,
+        harness_provenance,
+        harness_system,
+    )
+    from xlt.stages.report import write_report  # lazy: start-up time
+
+    info = harness_system(folder, out, [], samples, seed, into=out)
+    cfg = xcfg.validate(info.config)
+    # No xlt data source to read the items' texts from: the item report counts without them.
+    cfg = OmegaConf.merge(cfg, {"recipe_name": f"lm-evaluation-harness folder {folder}",
+                                "eval": {"bootstrap_samples": samples, "bootstrap_seed": seed}})
+    OmegaConf.set_struct(cfg, False)
+    cfg.eval.benchmarks = {}
+    run = RunDir(out)
+    provenance = harness_provenance([info])
+    write_report(cfg, run, info.results, {"harness": provenance.get(info.label)})
+    atomic_write_text(run.report("md"), run.report("md").read_text(encoding="utf-8") + harness_markdown(provenance))
+    return run.report("md")

@@ -45,7 +45,7 @@ from xlt.run.artifacts import sealed_fingerprint
 from xlt.run.files import atomic_write_json, atomic_write_text, remove_path
 from xlt.run.fingerprint import digest
 from xlt.run.layout import INPUTS_FILE, RunDir, is_main_process, world_size
-from xlt.run.lock import check_held, launch_id
+from xlt.run.lock import check_held, launch_id, report_progress
 from xlt.run.state import INPUTS, Damaged, StateError, read_or_redo, read_state
 
 log = logging.getLogger("xlt")
@@ -329,6 +329,7 @@ def _run_one(cfg: Any, run: RunDir, stages: Sequence[StageSpec], i: int, followe
         cleared()
     log.info("stage %-10s running: %s", name, reason)
     started = time.time()
+    report_progress(stage=name, since=started, step=None, max_steps=None)
     summary = spec.run(cfg, run, ctx)
     ran.append(name)
     if summary is not None and not follower:

@@ -53,6 +53,27 @@ def test_atomic_writes_follow_the_umask(tmp_path, umask):
     assert not [p for p in tmp_path.rglob("*") if p.name.endswith(".tmp")]  # no temporary left
 
 
+def test_what_a_library_writes_owner_only_follows_the_umask(tmp_path, umask):
+    """safetensors writes 0600 whatever the umask (safetensors#782): inside an atomic folder (a model, a
+    converted package) and in a checkpoint xlt marks complete, the file gets the umask's mode."""
+    import torch
+    from safetensors.torch import save_file
+
+    from xlt.training.checkpoints import mark_complete
+
+    with atomic_dir(tmp_path / "model") as tmp:
+        save_file({"w": torch.zeros(2)}, str(tmp / "model.safetensors"))
+        assert _mode(tmp / "model.safetensors") == 0o600  # what the library does (the reason for this code)
+        (tmp / "run.sh").write_text("#!/bin/sh\n")
+        os.chmod(tmp / "run.sh", 0o700)
+    checkpoint = tmp_path / "checkpoints" / "checkpoint-15"
+    checkpoint.mkdir(parents=True)
+    save_file({"w": torch.zeros(2)}, str(checkpoint / "model.safetensors"))
+    mark_complete(checkpoint)
+    assert _mode(tmp_path / "model" / "model.safetensors") == _mode(checkpoint / "model.safetensors") == 0o666 & ~umask
+    assert _mode(tmp_path / "model" / "run.sh") == 0o777 & ~umask  # an executable stays one
+
+
 def test_a_setgid_group_folder_keeps_its_group_and_bit(tmp_path):
     group = tmp_path / "group"
     group.mkdir()
@@ -253,3 +274,79 @@ def test_a_converted_model_the_second_user_cannot_read_is_a_clear_error(group_fo
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stdout + proc.stderr[-3000:]
     assert "you cannot read it" in proc.stdout and "chmod -R g+rX" in proc.stdout
     assert json.dumps(str(path))[1:-1] in proc.stdout
+
+
+_TRAIN = """
+import os, sys
+os.umask(0o002)
+from xlt.train import main as train
+from xlt.evaluate import main as evaluate
+
+def call(entry, args):
+    sys.argv = ["xlt", *args]
+    try:
+        entry()
+    except SystemExit as err:
+        if err.code not in (0, None):
+            raise
+
+call(train, {owner!r})  # the owner (root) trains a model in the group folder; it also loads every lazy import
+os.setgroups([]); os.setgid({gid}); os.setuid({uid})  # the colleague from here on
+call(train, {resume!r})  # the run the owner left at a checkpoint: resumed from it
+call(evaluate, {evaluate!r})  # the owner's model, scored in a run of the colleague's
+print("colleague done", flush=True)
+os._exit(0)  # the interpreter's exit would clean up what it made as root (a library's temporary folder)
+"""
+
+
+@pytest.mark.slow  # three tiny trainings and an evaluation (~1 min on 2 cores): the slow tier
+def test_a_colleague_loads_the_model_and_resumes_from_the_checkpoint(group_folder):
+    """Under umask 002 in a setgid group folder, the weights xlt lets safetensors write (0600 whatever the umask,
+    safetensors#782) follow the umask like every other file: a second uid of the group resumes the owner's run
+    from its checkpoint and scores the owner's model."""
+    import signal
+    import time
+
+    tiny = ["+recipe=demo_tiny", "training.eval_steps=15", "stages=[build_data,train]",
+            "eval.benchmarks.belebele.languages=[eng_Latn]", "eval.benchmarks.global_mmlu.enabled=false",
+            "eval.benchmarks.xcopa.enabled=false", "eval.benchmarks.belebele.max_questions=4"]
+    runs = group_folder / "runs"
+    stopped = [*tiny, "training.max_steps=90", f"run_root={runs}", "seed=2"]
+    (group_folder / "tmp").mkdir(mode=0o777)
+    os.chmod(group_folder / "tmp", 0o1777)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "HOME": str(group_folder),
+           "TMPDIR": str(group_folder / "tmp"),
+           "XLT_CACHE": str(group_folder / "cache"), "HF_HOME": str(group_folder / "hf"), "TQDM_DISABLE": "1"}
+    # The owner's run, stopped by the scheduler's USR1 once its first checkpoint is complete.
+    log = group_folder.parent / "owner.log"  # a file, not a pipe: nothing blocks the owner's output
+    with log.open("w") as out:
+        owner = subprocess.Popen([sys.executable, "-m", "xlt.train", *stopped], env=env, cwd=group_folder,
+                                 umask=0o002, stdout=out, stderr=subprocess.STDOUT)
+    from xlt.cluster import run_dir
+    from xlt.config.overrides import override_form
+
+    run = Path(run_dir(stopped))
+    deadline = time.monotonic() + 900  # generous: the slow tier shares 2 cores with the SLURM cluster's jobs
+    while not list((run / "checkpoints").glob("checkpoint-*/xlt_complete.json")):
+        assert owner.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.1)
+    owner.send_signal(signal.SIGUSR1)
+    owner.wait(timeout=120)
+    assert owner.returncode == 75, log.read_text()[-3000:]
+    (weights, *_) = sorted((run / "checkpoints").glob("checkpoint-*/model.safetensors"))
+    assert _mode(weights) == 0o664, oct(_mode(weights))
+    owners_model = [*tiny, "training.max_steps=20", f"run_root={runs}", "seed=1"]
+    code = _TRAIN.format(owner=owners_model, resume=stopped, gid=GROUP_GID, uid=COLLEAGUE_UID, evaluate=[
+        "+recipe=demo_tiny", override_form("eval.model", f"{run_dir(owners_model)}/model"), "stages=[evaluate]", *tiny[3:],
+        f"run_root={group_folder / 'colleague'}"])
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1200,
+                          cwd=group_folder)
+    assert proc.returncode == 0 and "colleague done" in proc.stdout, proc.stderr[-4000:]
+    model = Path(run_dir(owners_model)) / "model" / "model.safetensors"
+    assert _mode(model) == 0o664 and model.stat().st_uid == 0, oct(_mode(model))
+    resumed = json.loads((run / "stages" / "train.json").read_text())
+    assert resumed["resumed_from"] and "checkpoint-" in resumed["resumed_from"], resumed
+    assert (run / "model" / "model.safetensors").stat().st_uid == COLLEAGUE_UID
+    assert list((group_folder / "colleague").rglob("eng_Latn.json")), "the colleague's evaluation wrote no result"
+    not_shared = [p for p in runs.rglob("*") if p.is_file() and _mode(p) & 0o060 != 0o060]  # every file, any writer
+    assert not_shared == [], f"files the group cannot read and write: {not_shared[:5]}"

@@ -14,6 +14,8 @@ from xlt.config.fields import neutral, opt
 PROTOCOLS = ("harness", "paper")
 # The keys of the paper protocol: absent from a harness result's recorded settings and hashes.
 PAPER_KEYS = ("protocol", "fewshot_draws", "fewshot_source")
+# Keys a result never records: where copies of the results go (they change no result).
+UNRECORDED_KEYS = ("harness_output",)
 
 
 def selected(eval_cfg: Any) -> bool:
@@ -78,6 +80,12 @@ class LLMConfig:
     # --apply_chat_template) or, if false, all in one user message (--fewshot_as_multiturn false).
     fewshot_as_multiturn: bool = True
     system_prompt: str | None = None
+    # Also write lm-evaluation-harness's output folder when the evaluate stage is done (xlt/reporting/harness):
+    # false (no), true (into the run directory's harness/ folder) or a folder. Its results_<date>.json and
+    # samples_<task>_<date>.jsonl are those `lm_eval --output_path <folder> --log_samples` writes (the harness
+    # protocol, log-likelihood mode); `xlt report --to-harness RUN_DIR OUT` writes them for a finished run.
+    harness_output: Any = neutral(False, why="where a copy of the results goes, in lm-evaluation-harness's files; "
+                                  "it changes none of them")
     # Generation mode: instruction text (None: the benchmark definition's) and new-token budget.
     instruction: str | None = None
     max_new_tokens: int = opt(16, ge=1)

@@ -126,6 +126,7 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
                        f"with eval.llm.mode=loglikelihood (got scorer={e.scorer}, mode={e.llm.mode})")
         if e.llm.num_fewshot < 1:
             out.append("eval.llm.protocol=paper draws few-shot examples: eval.llm.num_fewshot must be >= 1 (the paper: 5)")
+    out += _harness_output(e)
     for name, b in e.benchmarks.items():
         if b.enabled and b.kind is None:
             out.append(f"eval.benchmarks.{name} has no kind: add eval.benchmarks.{name}.kind=<one of "
@@ -146,6 +147,20 @@ def _eval(cfg: Any, stages: Sequence[str] | None) -> list[str]:
                        "the human-translated dev split, not from machine translations; use eval.llm.num_fewshot=0 "
                        "for this comparison")
     return out
+
+
+def _harness_output(e: Any) -> list[str]:
+    """``eval.llm.harness_output``: false, true or a folder, and only where the harness has such files."""
+    value = e.llm.get("harness_output", False)
+    if value is None or value is False:
+        return []
+    if not (value is True or (isinstance(value, str) and value.strip())):
+        return [f"eval.llm.harness_output={value!r}: use false, true (the run directory's harness/ folder) or a folder"]
+    if not llm_selected(e) or e.llm.mode != "loglikelihood" or e.llm.protocol != "harness":
+        return ["eval.llm.harness_output writes lm-evaluation-harness's output folder, whose numbers are those of "
+                "eval.scorer=llm with eval.llm.mode=loglikelihood and eval.llm.protocol=harness (got scorer="
+                f"{e.scorer}, mode={e.llm.mode}, protocol={e.llm.protocol})"]
+    return []
 
 
 def _model(cfg: Any, stages: Sequence[str] | None) -> list[str]:

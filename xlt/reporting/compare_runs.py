@@ -17,6 +17,8 @@ from xlt.config import validate
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
 from xlt.reporting.findings import add_findings
+from xlt.reporting.harness.imported import harness_markdown, harness_provenance, harness_system
+from xlt.reporting.harness.read import is_harness_folder
 from xlt.reporting.html import write_compare_page
 from xlt.reporting.items import DEFAULT_SHARE, item_report, items_by_id, read_system, suspects_markdown
 from xlt.reporting.plots import comparison_plot
@@ -44,7 +46,9 @@ def compare_items(runs: list[RunInfo], groups: list[list[RunInfo]], bench: str, 
                   share: float = DEFAULT_SHARE) -> dict[str, Any]:
     """The cross-language item report of ``bench`` over the systems (seed groups) that evaluated it
     (:mod:`xlt.reporting.items`); its texts read as the first such run's config entry reads them."""
-    read = {group_label(g): read_system(g, bench) for g in groups if any(bench in r.results for r in g)}
+    # systems without per-question data (a harness folder without sample logs) are left out, as the page says
+    read = {group_label(g): read_system(g, bench) for g in groups
+            if any(bench in r.results for r in g) and all(getattr(r, "per_question", True) for r in g)}
     systems = {label: scores for label, (scores, _) in read.items()}
     first = next(r for r in runs if bench in r.results)
 
@@ -58,7 +62,8 @@ def compare_items(runs: list[RunInfo], groups: list[list[RunInfo]], bench: str, 
 
 def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 1000, seed: int = 0,
                  include_paths: Sequence[str | Path] = (), item_share: float = DEFAULT_SHARE) -> dict[str, Any]:
-    """Compare ``run_dirs`` (the first is the baseline) and write the comparison files under ``out``.
+    """Compare ``run_dirs`` (the first is the baseline; an lm-evaluation-harness output folder is a system too:
+    :mod:`xlt.reporting.harness.imported`) and write the comparison files under ``out``.
     ``include_paths``: the compared runs' ``eval.include_path`` folders whose definition files may be run
     (none by default: a comparison runs no code of the runs it compares). ``item_share``: the item report's
     share of other languages an item must be right in (:mod:`xlt.reporting.items`)."""
@@ -74,11 +79,19 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise DataError(f"--out {out}: is a file; give a folder (it is created if missing)")
-    runs = [RunInfo(Path(p), include_paths) for p in run_dirs]
+    # lm-evaluation-harness output folders are systems too, read beside the xlt runs (xlt/reporting/harness)
+    harness = {str(p) for p in run_dirs if is_harness_folder(p)}
+    xlt_runs = {str(p): RunInfo(Path(p), include_paths) for p in run_dirs if str(p) not in harness}
+    runs = [xlt_runs[str(p)] if str(p) in xlt_runs else
+            harness_system(p, out, list(xlt_runs.values()), samples, seed, include_paths) for p in run_dirs]
     benchmarks = sorted({b for r in runs for b in r.results})
     groups = seed_groups(runs)
     md = ["# Comparison of runs\n", "\nRuns (baseline first): " + ", ".join(f"`{r.label}`" for r in runs) + "\n"]
     payload: dict[str, Any] = {"runs": [r.label for r in runs], "benchmarks": {}}
+    provenance = harness_provenance(runs)
+    if provenance:
+        payload["harness_systems"] = provenance
+        md.append(harness_markdown(provenance))
     for bench in benchmarks:
         sbs = side_by_side(runs, bench)
         diffs = paired_differences(runs, bench, samples, seed)
@@ -120,7 +133,15 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
             md += [f"\n### rankings on {', '.join(subsets)}\n\n", frame_markdown(scores.merge(ranks, on="system")),
                    "\n### rank changes between subsets\n\n", frame_markdown(changes, digits=2)]
         payload["benchmarks"][bench] = entry
-    md.append(add_findings(runs, payload, samples, seed))  # the definitions' findings (xlt/reporting/findings.py)
+    # the definitions' findings (xlt/reporting/findings.py), on the systems with per-question data
+    without = [r.label for r in runs if not getattr(r, "per_question", True)]
+    if without:
+        payload["without_per_question_data"] = without
+        md.append(f"\n## Systems without per-question data\n\n{', '.join(f'`{w}`' for w in without)}: an "
+                  "lm-evaluation-harness folder without sample logs (`--log_samples`). Its accuracy per language, "
+                  "the summaries and the rankings are reported; the paired differences, the item report and the "
+                  "findings need per-question data and leave it out.\n")
+    md.append(add_findings([r for r in runs if getattr(r, "per_question", True)], payload, samples, seed))
     atomic_write_text(out / "compare.md", "".join(md))
     atomic_write_json(out / "compare.json", payload)
     write_compare_page(out / "compare.html", runs, strict_json(payload))

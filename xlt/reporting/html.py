@@ -360,10 +360,12 @@ def _compare_blocks(bench: str, entry: dict[str, Any], runs: list[Any], labels: 
         others = [lab for lab in present[1:]]
         for d in diffs:
             row = pivot.setdefault(d["language"], {"language": d["language"], **lang_info(d["language"])})
-            row[d["run"]] = d["diff"]
-            row[f"{d['run']}#sig"] = bool(d["significant"])
-            row[f"{d['run']}#tip"] = (f"{d['run']} - {d['baseline']} on {d['language']}: {d['diff']:+.1f} "
-                                      f"[{_f(d.get('ci_low'))}, {_f(d.get('ci_high'))}], p={_f(d.get('p_value'), 3)}, n={d['n']}")
+            row[d["run"]] = d.get("diff")
+            row[f"{d['run']}#sig"] = bool(d.get("significant"))
+            # a system without per-question data (a harness folder without sample logs) has a note, no pairs
+            row[f"{d['run']}#tip"] = d["note"] if isinstance(d.get("note"), str) else (
+                f"{d['run']} - {d['baseline']} on {d['language']}: {d['diff']:+.1f} "
+                f"[{_f(d.get('ci_low'))}, {_f(d.get('ci_high'))}], p={_f(d.get('p_value'), 3)}, n={d['n']}")
         dcols = info_cols + [col(lab, lab, "diff", sig=f"{lab}#sig", tip=f"{lab}#tip") for lab in others]
         blocks.append(table(f"{bench}-diff", f"difference to the baseline {labels[0]} (points; ★ = significant, "
                                               "paired bootstrap p < 0.05)", dcols, list(pivot.values()), search=True))

@@ -37,7 +37,7 @@ from xlt.metrics import paired_bootstrap
 from xlt.registry import BENCHMARKS, include
 from xlt.reporting.tables import BenchmarkResults, load_run_results
 from xlt.run.layout import PLAN_FILE, RunDir
-from xlt.run.results import item_correct, read_predictions
+from xlt.run.results import NoPerQuestionData, item_correct, read_predictions
 from xlt.run.state import Damaged, read_text
 from xlt.scoring.tokenizer_measures import COLUMNS as TOKENIZER_COLUMNS
 from xlt.secrets import REDACTED
@@ -239,8 +239,14 @@ def paired_differences(runs: list[RunInfo], benchmark: str, samples: int = 1000,
             continue
         shared = set(base.results[benchmark].per_language["language"]) & set(other.results[benchmark].per_language["language"])
         for lang in sorted(shared):
-            pa = {p["id"]: item_correct(p) for p in read_predictions(RunDir(base.path), benchmark, lang)}
-            pb = {p["id"]: item_correct(p) for p in read_predictions(RunDir(other.path), benchmark, lang)}
+            try:
+                pa = {p["id"]: item_correct(p) for p in read_predictions(RunDir(base.path), benchmark, lang)}
+                pb = {p["id"]: item_correct(p) for p in read_predictions(RunDir(other.path), benchmark, lang)}
+            except NoPerQuestionData as err:  # a harness folder without sample logs: no pairs, said so
+                rows.append({"language": lang, "run": other.label, "baseline": base.label, "n": 0, "diff": None,
+                             "ci_low": None, "ci_high": None, "p_value": None, "significant": False,
+                             "note": f"not paired: {err}"})
+                continue
             ids = sorted(set(pa) & set(pb))
             test = paired_bootstrap([pa[i] for i in ids], [pb[i] for i in ids], samples, seed)
             rows.append({"language": lang, "run": other.label, "baseline": base.label, "n": len(ids), **test,

@@ -15,6 +15,7 @@ import math
 import os
 import secrets
 import shutil
+import stat
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -70,6 +71,48 @@ def create_temp_dir(path: Path) -> Path:
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, f"no free temporary name beside {path}", str(path))
+
+
+def current_umask() -> int:
+    """This process's umask (read from ``/proc/self/status`` where it says; else set and put back)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def follow_umask(path: str | os.PathLike[str]) -> int:
+    """Give ``path`` and everything under it the permissions the umask gives a new file or folder (0666 /
+    0777 less the umask; files with an execute bit as folders; a folder's setgid bit kept), as far as this
+    user owns them; return how many were changed.
+
+    For folders a library wrote: ``safetensors`` >= 0.8 writes every file 0600 whatever the umask (it writes
+    through a temporary file, safetensors#782), so a model, a checkpoint or an adapter written under ``umask
+    002`` in a group folder would be the one file a colleague cannot read."""
+    mask, uid, changed = current_umask(), os.getuid(), 0
+    root = Path(path)
+    if not root.exists():
+        return 0
+    entries = [root, *root.rglob("*")] if root.is_dir() else [root]
+    for entry in entries:
+        try:
+            st = entry.lstat()
+        except FileNotFoundError:
+            continue
+        if st.st_uid != uid or stat.S_ISLNK(st.st_mode):
+            continue
+        mode = stat.S_IMODE(st.st_mode)
+        full = 0o777 if stat.S_ISDIR(st.st_mode) or mode & 0o111 else 0o666
+        want = (full & ~mask) | (mode & stat.S_ISGID if stat.S_ISDIR(st.st_mode) else 0)
+        if mode != want:
+            os.chmod(entry, want)
+            changed += 1
+    return changed
 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -158,6 +201,7 @@ def atomic_dir(path: str | os.PathLike[str]) -> Iterator[Path]:
         yield tmp
         for check in BEFORE_WRITE:
             check()
+        follow_umask(tmp)  # what a library wrote inside owner-only (safetensors) becomes the group's to read
         if path.exists():
             old = path.with_name(f".{path.name}.old")
             shutil.rmtree(old, ignore_errors=True)

@@ -18,7 +18,8 @@ Layout (the constants below; :class:`RunDir` joins them)::
         stages/<stage>.json     done-markers with a short summary per finished stage
         stages/<stage>.attempt  rank 0's decision per launch; <stage>.failed: rank 0 failed it
         locks/<name>.json       who holds the run (xlt.run.lock)
-        preempted.json          the record of a preempted run (xlt.cluster)
+        preempted.json          the record of a preempted run (xlt.cluster.signals)
+        failed.json             the record of a call that failed: exit status, error (xlt.cli; xlt status)
         data/train_set          the English training set (build_data); train_set.tsv, build_report.{json,md}
         data/translated/        merged translations per language (<lang>/xlt_translation.json seals each),
                                 .parts/<lang>/<unit> while shards translate; translation_report.{json,md}
@@ -55,6 +56,7 @@ CALLS_FILE = "calls.jsonl"
 MARKERS_DIR = "stages"
 LOCKS_DIR = "locks"  # <name>.json: who holds the run (xlt.run.lock)
 PREEMPTION_FILE = "preempted.json"
+FAILURE_FILE = "failed.json"
 DATA_DIR = "data"
 TRAIN_SET_DIR = "data/train_set"
 TRAIN_SET_TSV = "data/train_set.tsv"
@@ -91,6 +93,7 @@ REPORT_FORMATS = ("json", "md", "csv", "tex", "html")  # report.json, report.md,
 REPORT_FILE = "report.json"
 ITEMS_REPORT_FILE = "report_items.csv"  # the cross-language item report: per parallel item, languages right
 PLOTS_DIR = "plots"
+HARNESS_DIR = "harness"  # eval.llm.harness_output=true: lm-evaluation-harness's output folder of the results
 INPUTS_FILE = "xlt_inputs.json"  # in a folder of partial work (checkpoints, translations)
 
 
@@ -149,6 +152,10 @@ class RunDir:
     @property
     def preemption(self) -> Path:
         return self.path / PREEMPTION_FILE
+
+    @property
+    def failure(self) -> Path:
+        return self.path / FAILURE_FILE
 
     # --- build_data and translate ---
     @property
@@ -283,6 +290,11 @@ class RunDir:
     @property
     def plots(self) -> Path:
         return self.path / PLOTS_DIR
+
+    @property
+    def harness_output(self) -> Path:
+        """``harness/``: the results as lm-evaluation-harness's output folder (``eval.llm.harness_output=true``)."""
+        return self.path / HARNESS_DIR
 
     # --- stage markers ---
     @property

@@ -92,6 +92,15 @@ class LockLost(RunLockedError):
     """This process's lock of the run directory is gone or another's: the run must write nothing more."""
 
 
+# What the run is doing now (stage, step): written into the lock record at every heartbeat (``xlt status``).
+_PROGRESS: dict[str, Any] = {}
+
+
+def report_progress(**fields: Any) -> None:
+    """Update what this run is doing (``stage=``, ``step=``, ``max_steps=``); the next heartbeat writes it."""
+    _PROGRESS.update(fields)
+
+
 def beat_interval(lease: float) -> float:
     """How often a holder rewrites its lock: a quarter of the lease, at most :data:`BEAT_MAX_S`."""
     return max(min(lease / 4, BEAT_MAX_S), 0.01)
@@ -608,7 +617,8 @@ class RunLock:
             if self.lost is not None:
                 raise self.lost
             t0 = time.monotonic()
-            record = {**self.record, "beat": int(self.record.get("beat", 0)) + 1, "heartbeat": time.time()}
+            record = {**self.record, "beat": int(self.record.get("beat", 0)) + 1, "heartbeat": time.time(),
+                      "progress": dict(_PROGRESS)}
             tmp = _write_temp(self.dir, self.path.name, (json_text(record) + "\n").encode())
             try:
                 if t0 - self._confirmed < HOLD_FRACTION * self.lease:

@@ -21,6 +21,17 @@ from xlt.run.layout import PLAN_FILE, RunDir
 from xlt.run.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
 
 
+class NoPerQuestionData(DataError):
+    """A result without predictions by design (an lm-evaluation-harness folder read without sample logs):
+    what needs per-question data (paired tests, findings, the item report) says so and leaves it out."""
+
+
+def per_question(result: dict[str, Any] | None) -> bool:
+    """Whether a result has per-question predictions (every result xlt computes has; one read from an
+    lm-evaluation-harness folder without sample logs, ``per_question: false``, has not)."""
+    return (result or {}).get("per_question", True) is not False
+
+
 def verified_result(run: RunDir, benchmark: str, language: str) -> dict[str, Any] | None:
     """The result file of ``benchmark``/``language``, checked (:mod:`xlt.run.state`): None when there is none.
 
@@ -34,6 +45,10 @@ def verified_result(run: RunDir, benchmark: str, language: str) -> dict[str, Any
     if result is None:
         return None
     preds_file = run.predictions(benchmark, language)
+    if not per_question(result):  # no predictions by design: its count and accuracy are all there is to check
+        if preds_file.exists() or not 0 <= result["correct"] <= result["n"]:
+            raise Damaged(path, "says it has no per-question data, yet has predictions or impossible counts")
+        return result
     preds = read_jsonl_state(preds_file, PREDICTION)
     if preds is None:
         raise Damaged(preds_file, f"missing, while its result {path.name} exists")
@@ -150,9 +165,18 @@ def read_result(run: RunDir, benchmark: str, language: str) -> dict[str, Any]:
 
 def read_predictions(run: RunDir, benchmark: str, language: str) -> list[dict[str, Any]]:
     """The prediction rows of ``benchmark``/``language``, checked line by line; missing or damaged: a
-    :class:`DataError` naming the file and the fix."""
+    :class:`DataError` naming the file and the fix (:class:`NoPerQuestionData` for a result that has none by
+    design)."""
     path = run.predictions(benchmark, language)
     fix = f"rerun the evaluate stage for {benchmark}/{language}"
+    if not path.exists():
+        try:
+            result = read_state(run.result(benchmark, language), RESULT)
+        except Damaged:
+            result = None  # the missing predictions are named below
+        if result is not None and not per_question(result):
+            raise NoPerQuestionData(f"{run.path}: {benchmark}/{language} has no per-question data "
+                                    f"({result.get('per_question_note') or 'results only'})")
     return _read_or_name_the_fix(
         lambda: read_jsonl_state(path, PREDICTION), path, fix, f"predictions missing; {fix}"
     )

@@ -16,12 +16,14 @@ it to the contract.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from omegaconf import OmegaConf
 
 from xlt.config.eval import uses_translator
+from xlt.config.llm import selected as llm_selected
 from xlt.contract import StageContext, StageSpec
 from xlt.data.schema import option_counts
 from xlt.metrics import accuracy_with_ci, chance_level, draws_accuracy_with_ci, spread
@@ -29,7 +31,7 @@ from xlt.progress import progress_bar
 from xlt.run.artifacts import check_model
 from xlt.run.files import atomic_write_json, atomic_write_text, json_text
 from xlt.run.fingerprint import path_fingerprint
-from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
+from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir, is_main_process
 from xlt.run.results import read_result
 from xlt.scoring import before, declaration
 from xlt.scoring.jobs import (
@@ -82,6 +84,10 @@ def evaluate_job(cfg: Any, run: RunDir, job: EvalJob, scorer: Any, translate_tes
         draw_preds = [predictions(d) for d in draw_scores]
         draw_correct = np.stack([p == gold for p, _ in draw_preds])
         ties = sum(t for _, t in draw_preds)
+    # Per option, whether its continuation is the LLM's greedy one (lm-evaluation-harness's is_greedy; the harness
+    # protocol): kept in the predictions so that the harness's sample logs can be written from them.
+    greedy_fn = getattr(scorer, "greedy", None)
+    greedy = greedy_fn(job.benchmark, job.language) if callable(greedy_fn) else None
     ids = items["id"]
     tag = (provenance or {}).get("job")  # ties each prediction to its result's provenance
     masks = definition.item_subsets(items)  # "full" and the benchmark's own subsets, if any
@@ -93,6 +99,7 @@ def evaluate_job(cfg: Any, run: RunDir, job: EvalJob, scorer: Any, translate_tes
         json_text({"id": ids[i], "language": job.language, "gold": int(gold[i]),
                    "prediction": int(pred[i]), "scores": [float(s) for s in scores[i, :counts[i]]], "job": tag,
                    **({"subsets": [name for name, m in own.items() if m[i]]} if own else {}),
+                   **({"greedy": [bool(g) for g in greedy[i, :counts[i]]]} if greedy is not None else {}),
                    # each draw's prediction and scores; `prediction`/`scores`: of the draws' mean scores
                    **({"draws": [int(p[i]) for p, _ in draw_preds],
                        "draw_scores": [[float(x) for x in d[i, :counts[i]]] for d in draw_scores]} if draws else {})},
@@ -192,6 +199,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
             log.info("before fine-tuning (%s/): %s", EVAL_BEFORE_DIR,
                      missing_message(missing_before, int(cfg.eval.num_shards)))
         return None
+    harness_output(cfg, run)
     summary: dict[str, Any] = {}
     for name in enabled_benchmarks(cfg.eval):
         results = [read_result(run, j.benchmark, j.language) for j in jobs if j.benchmark == name]
@@ -199,6 +207,19 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         summary[name] = {"n_languages": len(results), "mean_accuracy": float(np.mean(accs)),
                          "n_questions": int(sum(r["n"] for r in results))}
     return summary
+
+
+def harness_output(cfg: Any, run: RunDir) -> None:
+    """With ``eval.llm.harness_output`` (true: the run's ``harness/`` folder, or a folder), write every result as
+    lm-evaluation-harness's output folder (:mod:`xlt.reporting.harness.export`); the main process only."""
+    where = cfg.eval.llm.get("harness_output") if llm_selected(cfg.eval) else None
+    if where is None or where is False or not is_main_process():
+        return
+    from xlt.reporting.harness.export import export_results  # lazy: start-up time
+
+    folder = run.harness_output if where is True else Path(str(where)).expanduser()
+    written = export_results(cfg.eval, run, folder)
+    log.info("lm-evaluation-harness's files of the results: %s", written)
 
 
 def score_jobs(cfg: Any, run: RunDir, ctx: Any, jobs: list[EvalJob], mine: list[EvalJob], make_scorer: Any,

@@ -38,6 +38,7 @@ from xlt.reporting.render import frame_markdown, latex_table
 from xlt.reporting.tables import BenchmarkResults, collect, display_frame, protocol_line, summary_frames
 from xlt.run.files import atomic_write_json, atomic_write_text
 from xlt.run.layout import REPORT_FILE, RunDir
+from xlt.run.results import NoPerQuestionData
 from xlt.run.state import REPORT
 from xlt.scoring import declaration
 from xlt.scoring.before import COLUMN as BEFORE
@@ -139,7 +140,10 @@ def run_items(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) -> di
         def load(lang: str, bcfg: Any = bcfg, res: BenchmarkResults = res) -> dict[str, dict[str, Any]]:
             return items_by_id(res.definition.load_checked(bcfg, lang, split=bcfg.split)[0])
 
-        scores, picks = read_system([view], name)
+        try:
+            scores, picks = read_system([view], name)
+        except NoPerQuestionData:  # results only (an lm-evaluation-harness folder without sample logs)
+            scores, picks = {}, {}
         out[name] = item_report({"this run": scores}, res.definition.pivot_language,
                                 None if bcfg is None or uses_translator(bcfg) else load, picks={"this run": picks})
     return out

@@ -191,18 +191,22 @@ def discard_stale(cfg: Any, run: RunDir, ctx: StageContext) -> None:
     (``force`` is ignored in a sharded job: run the stage once unsharded with force=true to redo it).
     """
     folder = run.translated
-    stored = recorded_inputs(folder)
     sharded = int(cfg.translate.num_shards) > 1
     if ctx.force and sharded:
         log.warning("translate: force=true is ignored in a sharded job (it would discard other shards' parts)")
-    redo = stored != ctx.inputs or (ctx.force and not sharded)
-    if folder.exists() and redo:
-        why = "force=true" if stored == ctx.inputs else "they were made from other inputs"
-        log.info("translate: discarding earlier translations in %s (%s)", folder, why)
-        with FileLock(str(run.translated_lock)):
+    run.translated_lock.parent.mkdir(parents=True, exist_ok=True)
+    # Read, judged and recorded under the lock: shards of an array start together, and one that found nothing
+    # recorded must not discard the folder another shard has just recorded its inputs in (on a real SLURM
+    # array the second shard's write then failed: tests/cluster/test_real_slurm.py, the paper sweep).
+    with FileLock(str(run.translated_lock)):
+        stored = recorded_inputs(folder)
+        redo = stored != ctx.inputs or (ctx.force and not sharded)
+        if folder.exists() and redo:
+            why = "force=true" if stored == ctx.inputs else "they were made from other inputs"
+            log.info("translate: discarding earlier translations in %s (%s)", folder, why)
             shutil.rmtree(folder, ignore_errors=True)
-    if redo or stored is None:
-        record_inputs(folder, ctx)
+        if redo or stored is None:
+            record_inputs(folder, ctx)
 
 
 def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None:

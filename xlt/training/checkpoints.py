@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xlt.run.files import atomic_write_json
+from xlt.run.files import atomic_write_json, follow_umask
 from xlt.run.fingerprint import file_sha256
 from xlt.run.layout import CHECKPOINT_COMPLETE_FILE
 from xlt.run.state import Damaged, read_state
@@ -133,6 +133,7 @@ def mark_complete(folder: str | os.PathLike[str], files: dict[str, dict[str, Any
     files every rank wrote (:func:`every_ranks_files`), else this node's listing."""
     folder = Path(folder)
     _test_delay(folder)
+    follow_umask(folder)  # the Trainer's safetensors files are written owner-only (xlt.run.files.follow_umask)
     atomic_write_json(folder / COMPLETE_FILE, {"files": _listing(folder) if files is None else files,
                                                "time": time.time()})
 

@@ -1,10 +1,23 @@
-"""Shared fixtures: upstream-schema benchmark files and one tiny offline causal LM per session."""
+"""Shared fixtures: upstream-schema benchmark files and one tiny offline causal LM per session; the harness
+parity set (the tiny Llama on Belebele, Global-MMLU Full and Lite and XCOPA) with lm-evaluation-harness's own
+float32 run of it and its output folder, shared by the parity tests and the tests of the harness's files."""
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 
-from tests.fixtures.llm import build_tiny_lm, corpus, llm_root_config, write_belebele, write_global_mmlu
+from tests.fixtures.llm import (
+    build_tiny_lm,
+    corpus,
+    llm_root_config,
+    write_belebele,
+    write_global_mmlu,
+    write_harness_tasks,
+)
+from tests.fixtures.llm.harness_folders import CHAT, XCOPA, run_harness
 
 
 @pytest.fixture(scope="session")
@@ -54,3 +67,30 @@ def load_items(llm_data):
         return get_benchmark(kind).load(bcfg, lang, split=split)
 
     return load
+
+
+@pytest.fixture(scope="session")
+def parity_setup(tmp_path_factory):
+    """The parity set: fixture files, the tiny Llama (and a copy with a chat template), the harness's built-in
+    tasks under their own names reading those files."""
+    root = tmp_path_factory.mktemp("llm_parity")
+    bele = write_belebele(root / "belebele")
+    gmmlu = write_global_mmlu(root / "gmmlu")
+    model_dir = build_tiny_lm(root / "model", corpus([bele, gmmlu]))
+    chat_dir = root / "chat_model"
+    shutil.copytree(model_dir, chat_dir)
+    tok_cfg = json.loads((chat_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (chat_dir / "tokenizer_config.json").write_text(json.dumps({**tok_cfg, "chat_template": CHAT}), encoding="utf-8")
+    tasks = write_harness_tasks(root / "tasks", bele, gmmlu, xcopa_root=XCOPA, builtin_names=True)
+    return {"root": root, "bele": bele, "gmmlu": gmmlu, "model": model_dir, "chat_model": chat_dir, "tasks": tasks}
+
+
+@pytest.fixture(scope="session")
+def harness_f32_run(parity_setup):
+    """The harness's float32 run of the parity set: its predictions and its output folder (``folder``: the model's
+    folder in it)."""
+    pytest.importorskip("lm_eval")
+    out = parity_setup["root"] / "harness_out"
+    predictions = run_harness(parity_setup, dtype="float32", output=out)
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    return {"predictions": predictions, "folder": folder, "output": out}

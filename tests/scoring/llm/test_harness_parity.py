@@ -2,8 +2,10 @@
 
 The harness side runs its **built-in** task YAMLs (``belebele_<code>``, ``global_mmlu_full_en_<subject>``,
 ``global_mmlu_en_<category>``, ``xcopa_<lang>``: two options scored as their texts, random few-shot draws
-from ``validation``) with only the data source swapped for the fixture files and xlt's bundled XCOPA sample
-(:func:`tests.fixtures.llm.write_harness_tasks`). Three comparisons:
+from ``validation``), under their own names, with only the data source swapped for the fixture files and xlt's
+bundled XCOPA sample (:func:`tests.fixtures.llm.write_harness_tasks`); the float32 run is shared with
+``test_harness_files.py`` (``harness_f32_run`` in conftest.py, which also writes the harness's output folder).
+Three comparisons:
 
 * float32: identical predictions, with the shared-prefix KV cache on and off;
 * bfloat16 (the GPU default) in the default ``score_dtype=harness``: >= 99% agreement and every
@@ -14,63 +16,32 @@ from ``validation``) with only the data source swapped for the fixture files and
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.fixtures.llm import (
-    build_tiny_lm,
-    corpus,
-    harness_predictions,
-    llm_root_config,
-    write_belebele,
-    write_global_mmlu,
-    write_harness_tasks,
-)
+from tests.fixtures.llm import llm_root_config
+from tests.fixtures.llm.harness_folders import PARITY_MAX_LENGTH as MAX_LENGTH
+from tests.fixtures.llm.harness_folders import XCOPA, run_harness
 
 lm_eval = pytest.importorskip("lm_eval")
+# One xdist worker runs this file and test_harness_files.py (tests/conftest.py): the harness's float32 run of the
+# parity set (harness_f32_run, a session fixture) is then made once.
+pytestmark = pytest.mark.xdist_group("llm_harness_parity")
 
-# Belebele 5-shot contexts are 820-874 tokens: with 860, English fits (and shares its prefix) while most
-# French contexts are left-truncated, so both the cached and the truncated full-pass paths are exercised.
-MAX_LENGTH = 860
 BENCH_LANGS = [("belebele", "eng_Latn"), ("belebele", "fra_Latn"), ("global_mmlu", "en"), ("global_mmlu_lite", "en"),
                ("xcopa", "it"), ("xcopa", "zh")]
 N_QUESTIONS = 2 * 9 + 12 + 12 + 2 * 8
-XCOPA = Path(__file__).resolve().parents[3] / "xlt" / "assets" / "demo" / "xcopa"
-# A chat template that writes BOS itself (as Llama's do): the tokenizer must not add a second one.
-CHAT = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n{% endfor %}"
-        "{% if add_generation_prompt %}<|assistant|>{% endif %}")
 
 
 @pytest.fixture(scope="module")
-def setup(tmp_path_factory):
-    root = tmp_path_factory.mktemp("llm_parity")
-    bele = write_belebele(root / "belebele")
-    gmmlu = write_global_mmlu(root / "gmmlu")
-    model_dir = build_tiny_lm(root / "model", corpus([bele, gmmlu]))
-    chat_dir = root / "chat_model"
-    shutil.copytree(model_dir, chat_dir)
-    tok_cfg = json.loads((chat_dir / "tokenizer_config.json").read_text(encoding="utf-8"))
-    (chat_dir / "tokenizer_config.json").write_text(json.dumps({**tok_cfg, "chat_template": CHAT}), encoding="utf-8")
-    tasks = write_harness_tasks(root / "tasks", bele, gmmlu, xcopa_root=XCOPA)
-    return {"root": root, "bele": bele, "gmmlu": gmmlu, "model": model_dir, "chat_model": chat_dir, "tasks": tasks}
+def setup(parity_setup):
+    return parity_setup
 
 
 def _harness(setup, *, dtype: str, chat: bool = False):
-    from lm_eval.tasks import TaskManager
-
-    model = setup["chat_model" if chat else "model"]
-    results = lm_eval.simple_evaluate(
-        model="hf",
-        model_args={"pretrained": str(model), "dtype": dtype, "device": "cpu", "max_length": MAX_LENGTH},
-        tasks=list(setup["tasks"]), num_fewshot=5, batch_size=4, log_samples=True, apply_chat_template=chat,
-        task_manager=TaskManager(include_path=str(setup["root"] / "tasks")), fewshot_random_seed=1234,
-    )
-    return harness_predictions(results, setup["tasks"])
+    return run_harness(setup, dtype=dtype, chat=chat)
 
 
 def _xlt(setup, *, dtype: str = "float32", prefix_cache: bool = True, chat: bool = False, **llm):
@@ -105,8 +76,8 @@ def _mismatches(xlt: dict, harness: dict) -> list:
 
 
 @pytest.fixture(scope="module")
-def harness_f32(setup):
-    return _harness(setup, dtype="float32")
+def harness_f32(harness_f32_run):
+    return harness_f32_run["predictions"]
 
 
 @pytest.mark.parametrize("prefix_cache", [True, False], ids=["prefix_cache", "full_pass"])

@@ -318,3 +318,28 @@ def test_prefix_path_leaves_the_model_attention_as_it_was(loaded_lm):
         ref = engine._logits_at(torch.tensor([ids]), torch.tensor([[4, len(ids) - 1]]))
     torch.testing.assert_close(got, ref, rtol=1e-4, atol=1e-5)
     assert model.config._attn_implementation == before
+
+
+def test_is_greedy_is_the_harness_s(loaded_lm):
+    """Each option's ``is_greedy`` (every continuation token the argmax at its position) is what the harness's
+    ``HFLM.loglikelihood`` returns for the same request, the model's own greedy continuation included."""
+    lm_eval_hf = pytest.importorskip("lm_eval.models.huggingface")
+    from lm_eval.api.instance import Instance
+
+    model, tok = loaded_lm
+    ctx = CONTEXTS[0]
+    ids = tok(ctx)["input_ids"]
+    greedy = []
+    with torch.no_grad():
+        for _ in range(3):  # the model's own greedy continuation, three tokens long
+            greedy.append(int(model(torch.tensor([ids + greedy])).logits[0, -1].argmax()))
+    conts = [tok.decode(greedy[:1]), tok.decode(greedy), " A", tok.decode(greedy[:2]) + " ne"]
+    encoded = encode_pairs(tok, [ctx], [conts])
+    engine = LoglikelihoodEngine(model, device="cpu", batch_size=2, progress=False)
+    scores = engine.scores(build_sequences(encoded, 2048), 1, len(conts))
+    hflm = lm_eval_hf.HFLM(pretrained=model, tokenizer=tok, batch_size=1)
+    reqs = [Instance(request_type="loglikelihood", doc={}, arguments=(ctx, c), idx=i) for i, c in enumerate(conts)]
+    harness = hflm.loglikelihood(reqs, disable_tqdm=True)
+    assert [bool(g) for _, g in harness] == engine.last_greedy[0].tolist()
+    assert engine.last_greedy[0].tolist()[:2] == [True, True] and engine.last_greedy[0, 3] == False  # noqa: E712
+    np.testing.assert_allclose(scores[0], [ll for ll, _ in harness], atol=1e-4)

@@ -24,7 +24,7 @@ from datasets import Dataset, Features, get_dataset_config_names, load_dataset
 
 from xlt import languages as langtab
 from xlt.config.eval import BenchmarkConfig
-from xlt.data.benchmarks.declarations import Claim, Prompt, Report, Subset
+from xlt.data.benchmarks.declarations import Claim, HarnessTasks, Prompt, Report, Subset
 from xlt.data.benchmarks.loading import (
     check_items,
     convert_split,
@@ -51,6 +51,18 @@ MOVED = {
     **{n: "built by xlt.reporting.tables from report = Report(...)" for n in
        ("summary", "summary_frames", "headline", "report_columns", "heading", "label")},
 }
+
+
+def datasets_rows(path: Path) -> Dataset:
+    """A local JSONL or Parquet file's rows as the datasets library reads them (``load_dataset("json" |
+    "parquet", data_files=...)``: lm-evaluation-harness's reading of a task with that ``dataset_path``, its
+    type inference included); unreadable: a :class:`DataError` naming the file."""
+    kind = "parquet" if path.suffix == ".parquet" else "json"
+    try:
+        return load_dataset(kind, data_files=str(path), split="train")
+    except Exception as err:  # noqa: BLE001 - the datasets library's parse and schema errors
+        raise DataError(f"{path}: the datasets library cannot read it ({type(err).__name__}: "
+                        f"{str(err).splitlines()[0] if str(err) else ''})") from None
 
 
 class Benchmark(ABC):
@@ -80,6 +92,9 @@ class Benchmark(ABC):
     fewshot_split: str | None = None
     prompt: Prompt = Prompt()
     report: Report = Report()
+    # lm-evaluation-harness's names of its tasks, their targets, metrics and groups (None: the harness has no
+    # such task; xlt neither writes nor reads its files for this benchmark: xlt.reporting.harness).
+    harness: HarnessTasks | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A definition written before prompts and reports were declared as data is refused, naming the
@@ -151,6 +166,23 @@ class Benchmark(ABC):
     @abstractmethod
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         """Every item of one language in the evaluation schema, and where it was read (for errors)."""
+
+    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test", *,
+                      as_datasets_reads: bool = True) -> tuple[Dataset, str]:
+        """One language's rows as the source holds them (before conversion; :meth:`load_all` converts the same
+        rows in the same order), and where they were read: what lm-evaluation-harness logs as each sample's
+        ``doc`` (:mod:`xlt.reporting.harness`). ``as_datasets_reads``: a local file is read by the datasets
+        library (:func:`datasets_rows`), as the harness reads ``dataset_path: json`` or ``parquet``, with its
+        type inference (a date string becomes a timestamp); else by xlt's own checked reader
+        (:func:`load_local_file`, what :meth:`load_all` converts). A definition that does not give them cannot
+        be exported."""
+        raise DataError(f"{self.kind}: its definition does not give its upstream rows (upstream_rows), which the "
+                        "harness's sample logs hold")
+
+    def convert_upstream(self, raw: Dataset, language: str, where: str) -> Dataset:
+        """Upstream rows (as :meth:`upstream_rows` gives them, or as another tool logged them) in the evaluation
+        schema, each row checked; errors name ``where`` and the 1-based row."""
+        raise DataError(f"{self.kind}: its definition does not convert upstream rows (convert_upstream)")
 
     def load_checked(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, dict[str, int]]:
         """The scorable items of one language and their data checks.
@@ -262,6 +294,16 @@ class ConfigPerLanguage(Benchmark):
 
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
+        raw, where = self.upstream_rows(bcfg, language, split, as_datasets_reads=False)
+        return self.convert_upstream(raw, code, where), where
+
+    def convert_upstream(self, raw: Dataset, language: str, where: str) -> Dataset:
+        return convert_split(raw, language, where, fields=self.fields, features=self.features,
+                             convert_row=self.convert_row, key_fields=self.key_fields, desc=f"{self.kind} {language}")
+
+    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test", *,
+                      as_datasets_reads: bool = True) -> tuple[Dataset, str]:
+        code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:
             if not (root / code).is_dir():
@@ -270,18 +312,16 @@ class ConfigPerLanguage(Benchmark):
             if file is None:
                 raise DataError(f"{root / code}: no '{split}' split file ({split}-00000-of-00001.parquet, "
                                 f"{split}.parquet or {split}.jsonl)")
-            raw = load_local_file(file)
+            raw = datasets_rows(file) if as_datasets_reads else load_local_file(file)
             where = str(file)
         else:
             hub_id = self.hub_id(bcfg)
             with hub_resource("dataset", hub_id, bcfg.revision, f"eval.benchmarks.{self.kind}.path"):
                 raw = load_dataset(hub_id, code, split=split, revision=bcfg.revision)
             where = f"{hub_id}[{code}/{split}]"
-        ds = convert_split(raw, code, where, fields=self.fields, features=self.features,
-                           convert_row=self.convert_row, key_fields=self.key_fields, desc=f"{self.kind} {code}")
-        return ds, where
+        return raw, where
 
 
 # What a definition file imports beside the base class: the declarations (xlt.data.benchmarks.declarations).
-__all__ = ["Benchmark", "Claim", "ConfigPerLanguage", "Prompt", "Report", "Subset", "check_items", "convert_split",
+__all__ = ["Benchmark", "Claim", "ConfigPerLanguage", "HarnessTasks", "datasets_rows", "Prompt", "Report", "Subset", "check_items", "convert_split",
            "data_checks", "load_local_file", "require_columns", "text"]

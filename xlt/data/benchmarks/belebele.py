@@ -18,7 +18,17 @@ from datasets import Dataset, Features, Value, get_dataset_config_names, get_dat
 
 from xlt import languages as langtab
 from xlt.config.eval import BenchmarkConfig
-from xlt.data.benchmarks.base import Benchmark, Claim, Prompt, Report, convert_split, load_local_file, text
+from xlt.data.benchmarks.base import (
+    Benchmark,
+    Claim,
+    HarnessTasks,
+    Prompt,
+    Report,
+    convert_split,
+    datasets_rows,
+    load_local_file,
+    text,
+)
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 from xlt.hub import hub_resource, offline
@@ -64,6 +74,9 @@ class Belebele(Benchmark):
     # LLM few-shot (lm-evaluation-harness ``belebele_<code>``): ``first_n`` on the test split itself, the
     # question skipped; the harness's ``doc_to_text`` (``lm_eval/tasks/belebele/_default_template_yaml``).
     prompt = Prompt(text="P: {passage}\nQ: {question}\n{options}\nAnswer:", option="{letter}: {option}", raw=("passage",))
+    # The harness's tasks belebele_<code> (metrics acc and acc_norm, version 0.0) and their group `belebele`.
+    harness = HarnessTasks("belebele_{language}", language=r"[a-z]{3}_[A-Z][a-z]{3}", metrics=("acc", "acc_norm"),
+                           dataset_path="facebook/belebele", group="belebele", group_version=0.1)
 
     def known_languages(self) -> tuple[str, ...]:
         return tuple(langtab.codes())
@@ -96,12 +109,22 @@ class Belebele(Benchmark):
 
     def load_all(self, bcfg: BenchmarkConfig, language: str, split: str = "test") -> tuple[Dataset, str]:
         code = self.canonical(language)
+        raw, where = self.upstream_rows(bcfg, language, split, as_datasets_reads=False)
+        return self.convert_upstream(raw, code, where), where
+
+    def convert_upstream(self, raw: Dataset, language: str, where: str) -> Dataset:
+        return convert_split(raw, language, where, fields=FIELDS, features=FEATURES, convert_row=convert_row,
+                             key_fields=KEY_FIELDS, desc=f"{self.kind} {language}")
+
+    def upstream_rows(self, bcfg: BenchmarkConfig, language: str, split: str = "test", *,
+                      as_datasets_reads: bool = True) -> tuple[Dataset, str]:
+        code = self.canonical(language)
         root = self.local_path(bcfg)
         if root is not None:
             files = self._local_files(root)
             if code not in files:
                 raise langtab.unknown_code_error(code, sorted(files), f"belebele language code (in {root})")
-            raw = load_local_file(files[code])
+            raw = datasets_rows(files[code]) if as_datasets_reads else load_local_file(files[code])
             where = str(files[code])
         else:
             hub_id = self.hub_id(bcfg)
@@ -113,9 +136,7 @@ class Belebele(Benchmark):
                         raise
                     raw = load_dataset(hub_id, split=code, revision=bcfg.revision)
             where = f"{hub_id}[{code}]"
-        ds = convert_split(raw, code, where, fields=FIELDS, features=FEATURES, convert_row=convert_row,
-                           key_fields=KEY_FIELDS, desc=f"{self.kind} {code}")
-        return ds, where
+        return raw, where
 
     # --- reporting ---------------------------------------------------------------------------------------
     # Groupings, thresholds and the rest: the defaults (script, family, resource level; >= 50 and >= 70).

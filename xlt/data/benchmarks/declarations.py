@@ -60,6 +60,71 @@ class Prompt:
         object.__setattr__(self, "fewshot_groups", MappingProxyType(dict(self.fewshot_groups)))
 
 
+TARGETS = ("index", "letter")
+
+
+def slug(value: Any) -> str:
+    """A column value as it stands in a harness task name (``Social Sciences`` -> ``social_sciences``)."""
+    return str(value).strip().lower().replace(" ", "_").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class HarnessTasks:
+    """How lm-evaluation-harness 0.4 names and describes this benchmark's tasks, as its built-in task files do
+    (:mod:`xlt.reporting.harness` writes and reads its output folder with it).
+
+    ``task``: a :meth:`str.format` template of a task name over ``{language}`` (the benchmark's own code) and
+    item columns (their values through :func:`slug`), e.g. ``belebele_{language}``,
+    ``global_mmlu_full_{language}_{subject}``; ``language``: the regular expression of a language code in a
+    task name. ``options``: each document's number of options (the chance level of a task read without its sample
+    logs). ``target``: what a sample log's ``target`` holds (``index``: the gold option's index;
+    ``letter``: its letter, as Global-MMLU's ``doc_to_target: answer``). ``metrics``: the task's
+    ``metric_list`` (``acc``, ``acc_norm``); ``version``: its ``metadata.version``; ``dataset_path``: the Hub
+    dataset its YAML names. ``group``: the harness group over the tasks (a template over ``{language}``;
+    None: none), ``group_version`` its version, ``group_of``: ``"languages"`` (one group over every
+    language's task, e.g. ``belebele``, written when every language of ``group_languages`` is there) or
+    ``"language"`` (one per language over its tasks, e.g. ``global_mmlu_de``).
+    """
+
+    task: str
+    language: str = r"[a-z]{2,3}"
+    options: int = 4
+    target: str = "index"
+    metrics: tuple[str, ...] = ("acc",)
+    version: float = 0.0
+    dataset_path: str = ""
+    group: str | None = None
+    group_version: float = 0.0
+    group_of: str = "languages"
+    group_languages: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.target not in TARGETS:
+            raise ValueError(f"HarnessTasks.target={self.target!r}: use one of {list(TARGETS)}")
+        if self.group_of not in ("languages", "language"):
+            raise ValueError(f"HarnessTasks.group_of={self.group_of!r}: use 'languages' or 'language'")
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The item columns the task name is split by (empty: one task per language)."""
+        import string
+
+        return tuple(f for _, f, _, _ in string.Formatter().parse(self.task) if f and f != "language")
+
+    def name(self, language: str, row: Mapping[str, Any] | None = None) -> str:
+        """The task name of an item ``row`` of ``language``."""
+        return self.task.format(language=language, **{c: slug((row or {})[c]) for c in self.columns})
+
+    def pattern(self) -> Any:
+        """The regular expression of this benchmark's task names (groups: ``language`` and each column)."""
+        import re
+
+        parts = re.split(r"(\{[a-z_]+\})", self.task)
+        body = "".join(f"(?P<language>{self.language})" if p == "{language}" else
+                       f"(?P<{p[1:-1]}>[a-z0-9_]+?)" if p.startswith("{") else re.escape(p) for p in parts)
+        return re.compile(f"^{body}$")
+
+
 @dataclass(frozen=True)
 class Subset:
     """The items of one language whose metadata ``column`` equals ``value`` (a boolean column: True),

@@ -21,7 +21,7 @@ from datasets import Features, Value
 from datasets import Sequence as HFSequence
 
 from xlt import languages as langtab
-from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, Prompt, Report, Subset, text
+from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, HarnessTasks, Prompt, Report, Subset, text
 from xlt.data.schema import EVAL_FEATURES, LETTERS
 from xlt.errors import DataError
 
@@ -171,6 +171,13 @@ class GlobalMMLU(ConfigPerLanguage):
         self.prompt = Prompt(sampler="random" if lite else "first_n",
                              fewshot_groups={"first_n": "subject", "random": "subject_category"},
                              harness_task_unit="category" if lite else "subject")
+        # The harness's tasks: global_mmlu_<lang>_<category> (Lite; the group global_mmlu_<lang>) and
+        # global_mmlu_full_<lang>_<subject> (Full); the sample's target is the gold letter (doc_to_target: answer).
+        self.harness = (HarnessTasks("global_mmlu_{language}_{subject_category}", target="letter",
+                                     dataset_path="CohereLabs/Global-MMLU-Lite", group="global_mmlu_{language}",
+                                     group_of="language") if lite else
+                        HarnessTasks("global_mmlu_full_{language}_{subject}", target="letter",
+                                     dataset_path="CohereForAI/Global-MMLU"))
         # Grouped by the paper's resource tier and how each language's test set was made (human or machine
         # translated); CS and CA side by side; systems ranked on full, MA, CS and CA as the paper compares
         # them. Finding ids gmmlu_*, gmmlu_lite_*: the ids README and tests cite.

@@ -28,7 +28,7 @@ from datasets import Features, Value
 
 from xlt import languages as langtab
 from xlt.config.eval import BenchmarkConfig
-from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, Prompt, Report, Subset, text
+from xlt.data.benchmarks.base import Claim, ConfigPerLanguage, HarnessTasks, Prompt, Report, Subset, text
 from xlt.data.schema import EVAL_FEATURES
 from xlt.errors import DataError
 
@@ -91,6 +91,10 @@ class XCOPA(ConfigPerLanguage):
     prompt = Prompt(text="{question}", raw=("question",), choices="lowercased_options", sampler="random",
                     instruction="Given the following premise and two alternatives, output the letter of the "
                                 "alternative that is its more plausible cause or effect, as the premise's last word says.")
+
+    # The harness's tasks xcopa_<code> (version 1.0) and their group `xcopa`.
+    harness = HarnessTasks("xcopa_{language}", options=2, version=1.0, dataset_path="cambridgeltl/xcopa", group="xcopa",
+                           group_version=1.0)
 
     def known_languages(self) -> tuple[str, ...]:
         return tuple(LANGUAGES)

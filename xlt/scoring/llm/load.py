@@ -56,21 +56,30 @@ def resolve_dtype(name: str, device: torch.device) -> torch.dtype:
     return DTYPES[name]
 
 
+def load_tokenizer(llm: DictConfig) -> Any:
+    """The tokenizer of ``eval.llm`` (``eval.llm.tokenizer``, else the model's)."""
+    from transformers import AutoTokenizer
+
+    model_name = packaged_llm.resolve(llm.model)
+    revision = None if is_local(model_name) else llm.revision
+    tok_name = packaged_llm.resolve(llm.tokenizer) if llm.tokenizer else model_name
+    tok_key = "eval.llm.tokenizer" if llm.tokenizer else "eval.llm.model"
+    with hub_resource("tokenizer", tok_name, revision, tok_key):
+        return AutoTokenizer.from_pretrained(
+            tok_name, revision=None if is_local(tok_name) else llm.revision, trust_remote_code=False
+        )
+
+
 def load_causal_lm(llm: DictConfig) -> tuple[Any, Any, torch.device]:
     """Model (eval mode, on its device), tokenizer and device for ``eval.llm``."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     device = resolve_device(llm.device)
     dtype = resolve_dtype(llm.dtype, device)
     # A model converted from an installed package (xlt.modeling.packaged_llm): its folder in xlt's cache.
     model_name = packaged_llm.resolve(llm.model)
     revision = None if is_local(model_name) else llm.revision
-    tok_name = packaged_llm.resolve(llm.tokenizer) if llm.tokenizer else model_name
-    tok_key = "eval.llm.tokenizer" if llm.tokenizer else "eval.llm.model"
-    with hub_resource("tokenizer", tok_name, revision, tok_key):
-        tokenizer = AutoTokenizer.from_pretrained(
-            tok_name, revision=None if is_local(tok_name) else llm.revision, trust_remote_code=False
-        )
+    tokenizer = load_tokenizer(llm)
     with hub_resource("model", model_name, revision, "eval.llm.model"):
         model = AutoModelForCausalLM.from_pretrained(
             model_name, revision=revision, dtype=dtype, trust_remote_code=False,

@@ -222,6 +222,7 @@ class LoglikelihoodEngine:
         self.progress = progress
         self.score_dtype = score_dtype
         self.stats = ForwardStats()
+        self.last_greedy = np.zeros((0, 0), dtype=bool)  # set by each scores() call
         self.batcher = AdaptiveBatcher(self.batch_size, what="LLM scoring")  # halves on OOM, keeps done batches
         self._reductions_seen = 0
         self._cache_ok: bool | None = None
@@ -244,6 +245,8 @@ class LoglikelihoodEngine:
         states. Exact, like the prefix (:mod:`xlt.scoring.llm.cascade`).
         """
         out = np.full((n_questions, n_options), np.nan)
+        # whether each continuation is the greedy one (the harness's ``is_greedy``): read after the call
+        self.last_greedy = np.zeros((n_questions, n_options), dtype=bool)
         wanted = np.zeros((n_questions, n_options), dtype=bool)
         for seq in seqs:
             for q, j, _ in seq.members:
@@ -317,14 +320,14 @@ class LoglikelihoodEngine:
                                               -len(it[0].tokens)))
         store: dict[tuple[int, ...], list[tuple[torch.Tensor, torch.Tensor]]] = {}
 
-        def forward(chunk: list[tuple[ForwardInput, tuple[int, ...]]]) -> list[list[float]]:
+        def forward(chunk: list[tuple[ForwardInput, tuple[int, ...]]]) -> list[list[tuple[float, bool]]]:
             context = self._contexts([ctx for _, ctx in chunk], past, store) if past is not None else None
             return self._forward([seq for seq, _ in chunk], past, context)
 
         def done(chunk: list[tuple[ForwardInput, tuple[int, ...]]], lls) -> None:
             for (seq, _), row in zip(chunk, lls, strict=True):
                 for m, (q, j, _) in enumerate(seq.members):
-                    out[q, j] = row[m]
+                    out[q, j], self.last_greedy[q, j] = row[m]
             bar.update(len(chunk))
 
         self.batcher.batch_size = self.batch_size
@@ -442,7 +445,9 @@ class LoglikelihoodEngine:
 
     @torch.inference_mode()
     def _forward(self, chunk: list[ForwardInput], past: PrefixKV | None,
-                 context: ContextKV | None = None) -> list[list[float]]:
+                 context: ContextKV | None = None) -> list[list[tuple[float, bool]]]:
+        """Per row, per member: the continuation's summed log-probability and whether each of its tokens is the
+        argmax of the log-probabilities at its position (the harness's ``is_greedy``)."""
         # tokens already in the caches, per row: the prefix, then the row's shared context
         skips = [past.length if past is not None else 0] * len(chunk)
         if context is not None:
@@ -468,12 +473,14 @@ class LoglikelihoodEngine:
             logits = logits.float()
         logp = torch.log_softmax(logits, dim=-1)
         picked = logp.gather(2, targets.to(self.device)).masked_fill(~mask.to(self.device), 0.0).sum(1)  # [b, k]
+        greedy = ((logp.argmax(-1).unsqueeze(-1) == targets.to(self.device)) | ~mask.to(self.device)).all(1)  # [b, k]
         self.stats.sequences += b
         self.stats.tokens += sum(len(s.tokens) - skip for s, skip in zip(chunk, skips, strict=True))
         self.stats.padded_tokens += b * t
         self.stats.batches += 1
-        picked = picked.double().cpu().numpy()
-        return [picked[r, : len(s.members)].tolist() for r, s in enumerate(chunk)]
+        picked, greedy = picked.double().cpu().numpy(), greedy.cpu().numpy()
+        return [list(zip(picked[r, : len(s.members)].tolist(), greedy[r, : len(s.members)].tolist(), strict=True))
+                for r, s in enumerate(chunk)]
 
     def _logits_at(self, ids: torch.Tensor, pos: torch.Tensor, past: PrefixKV | None = None,
                    context: ContextKV | None = None) -> torch.Tensor:

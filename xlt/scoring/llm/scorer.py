@@ -24,44 +24,42 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from datasets import Dataset
 from omegaconf import DictConfig, OmegaConf
 
-from xlt.config.llm import PAPER_KEYS
+from xlt.config.llm import PAPER_KEYS, UNRECORDED_KEYS
 from xlt.data.benchmarks import get_benchmark
 from xlt.errors import ConfigError
 from xlt.modeling import packaged_llm
 from xlt.run.files import atomic_write_json
 from xlt.scoring.declaration import LLM_MODEL, ScorerDeclaration
 from xlt.scoring.llm import paper, prompts
-from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, chat_text, extract_letter
-from xlt.scoring.llm.load import llm_config, load_causal_lm
+from xlt.scoring.llm.generate import GreedyGenerator, apply_chat, extract_letter
+from xlt.scoring.llm.load import load_causal_lm
 from xlt.scoring.llm.loglik import LoglikelihoodEngine, build_sequences, encode_pairs, resolve_max_length
 from xlt.scoring.llm.prefix_cache import plan_prefixes, prefix_texts
+from xlt.scoring.llm.requests import HarnessRequests, PoolSource
 from xlt.scoring.llm.task import HarnessTask
 
 log = logging.getLogger(__name__)
-
-# (benchmark name, language, split) -> the split's items; used to fetch few-shot pools.
-PoolSource = Callable[[str, str, str], Dataset]
 
 
 def result_settings(eval_cfg: Any) -> dict[str, Any]:
     """What an LLM result records of the ``eval`` section: the whole ``eval.llm`` group, less the keys of the
     Belebele paper's protocol under the harness protocol (a harness result records what it recorded before
-    that protocol existed)."""
-    llm = OmegaConf.to_container(eval_cfg.llm, resolve=True)
+    that protocol existed) and the keys that change no result (``harness_output``)."""
+    llm = {k: v for k, v in OmegaConf.to_container(eval_cfg.llm, resolve=True).items() if k not in UNRECORDED_KEYS}
     if eval_cfg.llm.get("protocol", "harness") != "paper":
         llm = {k: v for k, v in llm.items() if k not in PAPER_KEYS}
     return {"llm": llm}
 
 
-class LLMScorer:
-    """Scores multiple-choice items with a causal LM (see the module docstring)."""
+class LLMScorer(HarnessRequests):
+    """Scores multiple-choice items with a causal LM (see the module docstring); its prompts are those of
+    :class:`~xlt.scoring.llm.requests.HarnessRequests`."""
 
     declaration = ScorerDeclaration(version=1, scores=LLM_MODEL, settings=result_settings)
 
@@ -70,8 +68,8 @@ class LLMScorer:
                  share_passes: bool = True, prefix_cache: bool | None = None, share_contexts: bool = True) -> None:
         self.cfg = cfg
         # The scorer protocol hands over the whole config (xlt.scoring.scorers); an LLM section itself is taken too.
-        evaluation = cfg.get("eval") if isinstance(cfg, (dict, DictConfig)) and "eval" in cfg else None
-        self.llm = llm_config(evaluation.get("llm") if evaluation is not None else cfg)
+        super().__init__(cfg.get("eval") if isinstance(cfg, (dict, DictConfig)) and "eval" in cfg else cfg, tokenizer,
+                         pool_source)
         # False scores every option in its own forward pass (the baseline of benchmarks/llm_eval_bench.py).
         self.share_passes = share_passes
         # None: eval.llm.prefix_cache decides (benchmarks/llm_eval_bench.py compares both).
@@ -96,10 +94,12 @@ class LLMScorer:
         self.generator = GreedyGenerator(model, tokenizer, device=self.device, batch_size=self.llm.batch_size,
                                          max_new_tokens=self.llm.max_new_tokens,
                                          add_bos_token=self.llm.add_bos_token, progress=progress)
-        self.pool_source = pool_source or self._registry_pool
         self.last_meta: dict[str, Any] = {}
         self._metas: dict[tuple[str, str], dict[str, Any]] = {}
         self._draws: dict[tuple[str, str], list[np.ndarray]] = {}  # protocol=paper: each draw's scores
+        # the harness protocol: per option, whether its continuation is the model's greedy one (is_greedy)
+        self._greedy: dict[tuple[str, str], np.ndarray] = {}
+        self._last_greedy: np.ndarray | None = None
 
     # -- public API -------------------------------------------------------------------------------
     def score(self, items: Dataset, *, benchmark: str, language: str) -> np.ndarray:
@@ -110,7 +110,10 @@ class LLMScorer:
         if self.llm.mode == "generate":
             scores, meta = self._score_generate(items, bench)
         else:
+            self._last_greedy = None
             scores, meta = self._score_loglikelihood(items, benchmark, bench, language)
+            if self.llm.protocol != "paper" and self._last_greedy is not None:
+                self._greedy[(benchmark, language)] = self._last_greedy
         self.last_meta = {"benchmark": benchmark, "language": language, "kind": kind, "model": self.llm.model,
                           "mode": self.llm.mode, "questions": len(items), "dtype": self.dtype, **meta}
         if packaged_llm.is_packaged_llm(self.llm.model):  # package, version, SHA-256, 4-bit weights, licence notice
@@ -188,6 +191,12 @@ class LLMScorer:
             self._pool = paper.load_pool(self.llm.fewshot_source, self.run)
         return self._pool
 
+    def greedy(self, benchmark: str, language: str) -> np.ndarray | None:
+        """Per question and option of the last :meth:`score` call on (benchmark, language), whether the option's
+        continuation is the model's greedy decoding (lm-evaluation-harness's ``is_greedy``); None outside the
+        harness protocol's log-likelihood mode. The evaluate stage writes it into each prediction (``greedy``)."""
+        return self._greedy.get((benchmark, language))
+
     def draw_scores(self, benchmark: str, language: str) -> list[np.ndarray] | None:
         """The scores of each draw of the last :meth:`score` call on (benchmark, language) under
         ``protocol=paper`` (None under the harness protocol): the evaluate stage scores every draw."""
@@ -207,6 +216,7 @@ class LLMScorer:
                              share_contexts=self.share_contexts)
         before = self.engine.stats.as_dict()
         scores = self.engine.scores(seqs, len(items), max(map(len, conts)), plan.seq_prefix, plan.seq_context)
+        self._last_greedy = self.engine.last_greedy.copy()
         after = self.engine.stats.as_dict()
         cost = {k: after[k] - before[k] for k in ("sequences", "tokens", "padded_tokens", "batches",
                                                   "prefix_passes", "prefix_tokens", "context_passes",
@@ -260,37 +270,6 @@ class LLMScorer:
             out["limit"] = f"max_questions={cap} = the harness's --limit {cap} (first {cap} questions of the task)"
         return out
 
-    def _fewshot_turns(self, items: Dataset, benchmark: str, bench: HarnessTask,
-                       language: str) -> tuple[list[prompts.Turns], dict[str, Any]]:
-        k = int(self.llm.num_fewshot)
-        if k == 0:
-            return prompts.fewshot_turns(bench, items, None, [[]] * len(items)), {"k": 0}
-        # Translate-test: the items were machine-translated into English, so the examples are English
-        # too (the benchmark's pivot language; ids are parallel across languages, so the question itself
-        # is skipped).
-        bcfg = self._bcfg(benchmark)
-        translated = bcfg is not None and bool(bcfg.get("translate_test"))
-        if translated and bench.pivot_language is None:
-            raise ConfigError(f"eval.benchmarks.{benchmark}: {bench.kind} has no English items to draw few-shot "
-                              "examples from after translate-test; use eval.llm.num_fewshot=0")
-        pool_language = bench.pivot_language if translated else language
-        if bench.fewshot_split is None:
-            # The harness's pool is the evaluated split; ``items`` is it unless max_questions cut it.
-            split = str(bcfg.get("split") or "test") if bcfg is not None else "test"
-            cut = bcfg is not None and bcfg.get("max_questions") is not None
-            pool = self.pool_source(benchmark, pool_language, split) if cut or translated else items
-        else:
-            split = bench.fewshot_split
-            pool = self.pool_source(benchmark, pool_language, split)
-        sampler = self.llm.fewshot_sampler
-        if sampler == "auto":
-            sampler = bench.default_fewshot_sampler(bcfg)
-        shots = bench.fewshot_indices(items, pool, k, sampler=sampler, seed=self.llm.fewshot_seed)
-        info = {"k": k, "split": split, "sampler": sampler, "seed": self.llm.fewshot_seed if sampler == "random" else None}
-        if translated:
-            info["pool_language"] = pool_language
-        return prompts.fewshot_turns(bench, items, pool, shots), info
-
     # -- generation -------------------------------------------------------------------------------
     def _score_generate(self, items: Dataset, bench: HarnessTask) -> tuple[np.ndarray, dict[str, Any]]:
         texts = [self._wrap(prompts.instruction_prompt(r, self._instruction(bench))) for r in items]
@@ -316,28 +295,6 @@ class LLMScorer:
     # -- helpers ----------------------------------------------------------------------------------
     def _wrap(self, text: str) -> str:
         return apply_chat(self.tokenizer, text, self.llm.system_prompt) if self.llm.chat_template else text
-
-    def _render(self, turns: prompts.Turns) -> str:
-        """A k-shot context: plain text, or the harness's chat messages through the chat template."""
-        if not self.llm.chat_template:
-            return prompts.plain_context(turns)
-        return chat_text(self.tokenizer, prompts.chat_messages(turns, self.llm.system_prompt,
-                                                               multiturn=bool(self.llm.fewshot_as_multiturn)))
-
-    def _bcfg(self, benchmark: str) -> DictConfig | None:
-        benchmarks = OmegaConf.select(self.cfg, "eval.benchmarks") if isinstance(self.cfg, DictConfig) else None
-        return benchmarks.get(benchmark) if benchmarks is not None else None
-
-    def _kind(self, benchmark: str) -> str:
-        bcfg = self._bcfg(benchmark)
-        return str(bcfg.kind) if bcfg is not None and bcfg.get("kind") else benchmark
-
-    def _registry_pool(self, benchmark: str, language: str, split: str) -> Dataset:
-        bcfg = self._bcfg(benchmark)
-        if bcfg is None:
-            raise ConfigError(f"eval.benchmarks.{benchmark} is not configured; cannot load its {split} split")
-        full = OmegaConf.merge(bcfg, {"max_questions": None})  # the few-shot pool is never truncated
-        return get_benchmark(str(bcfg.kind)).load(full, language, split=split)
 
     def _write_meta(self, benchmark: str, language: str) -> None:
         if self.run is None:

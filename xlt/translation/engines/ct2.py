@@ -36,6 +36,7 @@ from typing import Any
 from xlt.config.translate import OLD_ENGINE_NAMES, TranslateConfig, device_error
 from xlt.errors import ConfigError
 from xlt.hub import hub_resource
+from xlt.run.files import follow_umask
 from xlt.run.fingerprint import resource_fingerprint
 from xlt.translation.engines.base import Engine, EngineSettings, LanguageTokens, length_sorted_batches
 from xlt.weights import log_weights, snapshot
@@ -149,6 +150,7 @@ def converted_model(model_name_or_path: str, revision: str | None, quantization:
             (tmp / "xlt_conversion.json").write_text(json.dumps(
                 {"source": str(model_name_or_path), "revision": revision, "fingerprint": fingerprint,
                  "quantization": quantization, "ctranslate2": ctranslate2.__version__}, indent=2))
+            follow_umask(tmp)  # a shared XLT_CACHE: the converted model is the group's as any file the user writes
             os.replace(tmp, target)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -1,26 +1,22 @@
-"""Cluster helpers: sweep files, and checkpoint-then-exit on a scheduler's warning signal.
-
-Sweep files (``sweeps/*.txt``): one run per line, ``+recipe=<name> key=value ...`` (shell-quoted where
-needed); blank lines and ``#`` comments are ignored. ``python -m xlt.cluster line FILE N`` prints the
-N-th run (1-based), one argument per line, for sbatch array scripts; ``count FILE`` prints the number
-of runs; ``recipes FILE`` the distinct recipes; ``rundirs FILE [overrides]`` the run directories; ``stages +recipe=NAME [overrides]`` the stages a run
-has (one per line).
+"""Stop signals: checkpoint, then exit, when the scheduler warns; the preemption record the launchers read.
 
 The preemption record: once a preempted run's checkpoint is complete, rank 0 writes ``preempted.json``
 into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there too: slurm/common.sh
 sets it). Launchers rewrite exit statuses (``accelerate launch`` and ``torchrun`` turn 75 into 1), a file
-they cannot rewrite: slurm/common.sh requeues when the record exists; under submitit (Hydra's ``slurm``
-launcher) rank 0 requeues its job itself once the record is written (:func:`requeue_under_submitit`). A
-run that starts again removes the run directory's record.
+they cannot rewrite: slurm/common.sh requeues when the record exists (unless SLURM requeues the job itself);
+under submitit (Hydra's ``slurm`` launcher) rank 0 requeues its job itself once the record is written
+(:func:`requeue_under_submitit`). A run that starts again removes the run directory's record.
 
 A stop is a preemption only when the scheduler sent it (docs/preemption.md):
 
 * ``USR1`` reached a rank: SLURM's warning signal (``--signal=USR1@N`` to the steps, ``scancel
-  --signal=USR1``); no launcher ever sends it;
+  --signal=USR1``, a preemption under ``PreemptParameters=send_user_signal``); no launcher ever sends it;
 * ``TERM`` reached a rank while the **preemption notice** exists: slurm/common.sh's trap writes the file
   named by ``XLT_PREEMPTION_NOTICE`` when its batch shell gets the scheduler's ``USR1`` (``#SBATCH
   --signal=B:USR1@300``), before it sends ``TERM`` to the command (torch-elastic's agent forwards TERM, not
   USR1, to every worker);
+* ``TERM`` reached a rank and the scheduler says it sent it to preempt the job or at its time limit
+  (:func:`xlt.cluster.scheduler.stop_cause`, asked once);
 * another rank was preempted (the step-end reduction below carries the kind of stop).
 
 Any other ``TERM`` is a termination: torch-elastic (torchrun, ``accelerate launch``) TERMs the surviving
@@ -40,12 +36,6 @@ active) the signal raises at once; every stage writes atomically and resumes, so
 unfinished item. Workers of a launcher die with it (:func:`die_with_launcher`: ``PR_SET_PDEATHSIG`` = TERM,
 so a launcher killed by any signal still gets its workers' checkpoint, and none outlives it holding the
 run's lock).
-
-Requeues are capped (:func:`requeue_allowed`): ``XLT_MAX_REQUEUES`` (default :data:`MAX_REQUEUES`) against
-the job's restart count (:func:`restart_count`: ``SLURM_RESTART_COUNT``, else ``scontrol show job``'s
-``Restarts``), in slurm/common.sh and under submitit alike. :func:`fill_restart_count` gives a step or
-container started without ``SLURM_RESTART_COUNT`` the count from ``scontrol`` (the run lock tells an
-earlier incarnation of the job by it), or says what cannot be told.
 """
 
 from __future__ import annotations
@@ -53,21 +43,17 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import re
-import shlex
 import signal
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from xlt.errors import ConfigError
-from xlt.resources import compose
+from xlt.cluster.scheduler import requeue_allowed, stop_cause
 from xlt.run.files import atomic_write_json
-from xlt.run.layout import RunDir, run_name
-from xlt.run.lock import slurm_identity
+from xlt.run.layout import RunDir
+from xlt.run.lock import report_progress, slurm_identity
 
 log = logging.getLogger("xlt.cluster")
 
@@ -78,9 +64,6 @@ REQUEUE_EXIT = 75
 TERMINATED_EXIT = 128 + signal.SIGTERM
 # slurm/common.sh writes this file (its path in the environment) before it forwards the scheduler's USR1 as TERM.
 NOTICE_ENV = "XLT_PREEMPTION_NOTICE"
-# How many times a job may be requeued for a preemption (``XLT_MAX_REQUEUES`` overrides; slurm/common.sh too).
-MAX_REQUEUES = 20
-MAX_REQUEUES_ENV = "XLT_MAX_REQUEUES"
 
 
 class Stopped(KeyboardInterrupt):
@@ -96,71 +79,6 @@ class Terminated(Stopped):
     launcher that died): the run stops without a preemption record, so the job is not requeued."""
 
 
-# -- sweep files ------------------------------------------------------------------------------------
-
-
-def read_sweep(path: str | Path) -> list[list[str]]:
-    """The runs of a sweep file: one list of overrides per non-blank, non-comment line.
-
-    Every run picks exactly one recipe, by name (``+recipe=<name>``); a line without one, with two, or
-    with an empty name, and bytes that are not UTF-8, raise :class:`ConfigError` naming the file and line.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"sweep file {path} not found")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        lineno = data[: err.start].count(b"\n") + 1
-        raise ConfigError(f"{path}:{lineno}: bytes that are not UTF-8 ({data[err.start:err.start + 4]!r}); "
-                          "save the sweep file as UTF-8") from None
-    runs: list[list[str]] = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        try:
-            args = shlex.split(line, comments=True)
-        except ValueError as err:
-            raise ConfigError(f"{path}:{lineno}: cannot parse line ({err}): {line!r}") from None
-        if not args:
-            continue
-        recipes = [a for a in args if a.lstrip("+").startswith("recipe=")]
-        if not recipes:
-            raise ConfigError(f"{path}:{lineno}: no '+recipe=<name>' on the line: {line.strip()!r}")
-        if len(recipes) > 1:
-            raise ConfigError(f"{path}:{lineno}: {len(recipes)} recipes on one line ({', '.join(recipes)}); "
-                              "a line is one run: exactly one '+recipe=<name>'")
-        if not recipes[0].startswith("+recipe=") or not recipes[0].partition("=")[2].strip():
-            raise ConfigError(f"{path}:{lineno}: {recipes[0]!r}: write '+recipe=<name>' with the recipe's name "
-                              "(a file in recipes/)")
-        runs.append(args)
-    if not runs:
-        raise ConfigError(f"sweep file {path} lists no runs")
-    return runs
-
-
-def sweep_line(path: str | Path, index: int) -> list[str]:
-    """Run ``index`` (1-based, as ``SLURM_ARRAY_TASK_ID`` with ``--array=1-N``) of a sweep file."""
-    runs = read_sweep(path)
-    if not 1 <= index <= len(runs):
-        raise ConfigError(f"{path}: run {index} requested, but the file lists runs 1..{len(runs)}")
-    return runs[index - 1]
-
-
-def run_dir(args: list[str]) -> str:
-    """The run directory a run's arguments resolve to, by the entry points' one rule (``hydra.run.dir``):
-    ``run_root`` of the composed config (the command line's, else the recipe's, else the schema's) and the
-    run's name (:func:`xlt.run.layout.run_name`) of the run's own overrides (Hydra's ``overrides.task``: no
-    ``hydra.*`` setting)."""
-    task = [a for a in args if not a.lstrip("+~").startswith(("hydra.", "hydra/"))]
-    return f"{compose(None, args).run_root}/{run_name(task)}"
-
-
-def recipe_of(args: list[str]) -> str:
-    return next(a.partition("=")[2] for a in args if a.startswith("+recipe="))
-
-
-# -- preemption ---------------------------------------------------------------------------------------
-
 RECORD_ENV = "XLT_PREEMPTION_RECORD"
 
 
@@ -170,7 +88,9 @@ def record_preemption(run_path: str | os.PathLike[str] | None, reason: str) -> l
     exit status (75) still says it, where no launcher rewrites it."""
     record = {"preempted": True, "reason": reason, "signal": preemption_requested(), "time": time.time(),
               "host": socket.gethostname(), "pid": os.getpid(), "slurm": slurm_identity(),
-              "run": str(run_path) if run_path is not None else None, "exit_status": REQUEUE_EXIT}
+              "run": str(run_path) if run_path is not None else None, "exit_status": REQUEUE_EXIT,
+              "cause": stop_reason(),
+              "requeued_by_scheduler": bool(_requested["cause"] and _requested["cause"].requeued_by_scheduler)}
     targets = [RunDir(run_path).preemption] if run_path is not None else []
     if os.environ.get(RECORD_ENV):
         targets.append(Path(os.environ[RECORD_ENV]))
@@ -190,6 +110,10 @@ def requeue_under_submitit(written: list[Path]) -> bool:
     then exits without a result, so the requeued job runs the same submission and resumes. True: requeued."""
     if os.environ.get("SUBMITIT_EXECUTOR") != "slurm" or not written:
         return False
+    if _requested["cause"] is not None and _requested["cause"].requeued_by_scheduler:
+        log.warning("preempted: SLURM requeues the job itself (%s); not requeued a second time",
+                    _requested["cause"].why)
+        return True
     allowed, why = requeue_allowed()
     if not allowed:
         log.error("preempted, but %s", why)
@@ -212,7 +136,7 @@ def clear_preemption(run_path: str | os.PathLike[str]) -> None:
     RunDir(run_path).preemption.unlink(missing_ok=True)
 
 
-_requested: dict[str, Any] = {"signal": None, "preemption": False}
+_requested: dict[str, Any] = {"signal": None, "preemption": False, "cause": None}
 _active_callbacks: list[Any] = []
 
 
@@ -237,7 +161,25 @@ def is_preemption() -> bool:
         return True
     if notice_given():  # the notice may become visible after the TERM (a shared file system): asked again
         _requested["preemption"] = True
+    elif signal_name == "SIGTERM" and _requested["cause"] is None:
+        # A TERM without the notice: SLURM's own preemption or time limit, scancel, or a launcher. Only the
+        # scheduler knows: asked once (scheduler.stop_cause).
+        _requested["cause"] = stop_cause()
+        log.warning("SIGTERM: %s", _requested["cause"].describe())
+        _requested["preemption"] = _requested["cause"].preemption
     return _requested["preemption"]
+
+
+def stop_reason() -> str:
+    """Why the stop requested is (or is not) a preemption, for the log."""
+    cause = _requested["cause"]
+    if cause is not None:
+        return cause.describe()
+    if _requested["signal"] == "SIGUSR1":
+        return "the scheduler's USR1 (its warning before the time limit, or a preemption's user signal)"
+    if notice_given() or _requested["preemption"]:
+        return "the scheduler's USR1 reached the batch shell, which sent the TERM (slurm/common.sh)"
+    return f"{_requested['signal'] or 'no signal'}: not from the scheduler"
 
 
 def stop_error(why: str) -> Stopped:
@@ -247,6 +189,8 @@ def stop_error(why: str) -> Stopped:
 
 def _handler(signum: int, frame: Any) -> None:
     name = signal.Signals(signum).name
+    if _requested["signal"] is None:
+        _requested["cause"] = None  # asked anew for this stop
     if name == "SIGUSR1" or _requested["signal"] is None:  # USR1 decides: the scheduler's own signal
         _requested["signal"] = name
     if name == "SIGUSR1" or notice_given():
@@ -321,6 +265,7 @@ def checkpoint_callback() -> Any:
         def on_step_end(self, args, state, control, **kwargs):
             # Every rank, every step: the ranks save at the same step or none does (a collective), and agree
             # whether the stop is a preemption.
+            report_progress(step=state.global_step, max_steps=state.max_steps)  # xlt status reads it
             level = agreed_level(_stop_level(), args.device)
             if level:
                 if not preemption_requested():
@@ -341,105 +286,3 @@ def checkpoint_callback() -> Any:
 
     return CheckpointOnSignal()
 
-
-# -- requeues: the restart count and the cap ----------------------------------------------------------------
-
-_RESTARTS = re.compile(r"\bRestarts=(\d+)\b")
-
-
-def scontrol_restarts(job_id: str) -> tuple[int | None, str]:
-    """``Restarts=N`` of ``scontrol show job <job_id>`` (None when it cannot be had) and why not."""
-    try:
-        proc = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return None, f"scontrol could not be run ({type(err).__name__}: {err})"
-    found = _RESTARTS.search(proc.stdout)
-    if proc.returncode != 0 or not found:
-        said = (proc.stderr or proc.stdout).strip().splitlines()
-        return None, f"scontrol show job {job_id} gave no restart count ({said[-1] if said else f'status {proc.returncode}'})"
-    return int(found.group(1)), ""
-
-
-def restart_count(env: Any = None) -> int | None:
-    """How many times this SLURM job has been requeued: ``SLURM_RESTART_COUNT`` (SLURM sets it from the
-    first requeue on; 0 without it before), else ``scontrol show job``'s ``Restarts`` when the variable did not
-    reach this process; None outside SLURM or when it cannot be told."""
-    env = os.environ if env is None else env
-    job = env.get("SLURM_JOB_ID")
-    if not job:
-        return None
-    if env.get("SLURM_RESTART_COUNT", "").strip().isdigit():
-        return int(env["SLURM_RESTART_COUNT"])
-    return scontrol_restarts(job)[0]
-
-
-def fill_restart_count() -> None:
-    """A SLURM step or container without ``SLURM_RESTART_COUNT`` (``srun --export=NONE``, a container that
-    passes only some variables): set it from ``scontrol show job`` (``Restarts``), so that the run lock tells a
-    requeue of this job from its earlier incarnation. Without scontrol, say what cannot be told."""
-    job = os.environ.get("SLURM_JOB_ID")
-    if not job or os.environ.get("SLURM_RESTART_COUNT", "").strip():
-        return
-    count, why = scontrol_restarts(job)
-    if count is not None:
-        os.environ["SLURM_RESTART_COUNT"] = str(count)
-        log.info("SLURM_RESTART_COUNT did not reach this process; scontrol says job %s was requeued %d time(s)",
-                 job, count)
-        return
-    log.warning(
-        "SLURM job %s: SLURM_RESTART_COUNT did not reach this process and %s. This run counts as the job's first "
-        "incarnation: a lock that an earlier incarnation left on another host is taken over only when its lease "
-        "expires. Pass the variable into the step or container (srun --export=ALL, or e.g. apptainer --env "
-        "SLURM_RESTART_COUNT=$SLURM_RESTART_COUNT).", job, why)
-
-
-def max_requeues(env: Any = None) -> int:
-    """The cap on a job's requeues: ``XLT_MAX_REQUEUES`` (a non-negative integer), else :data:`MAX_REQUEUES`."""
-    value = (os.environ if env is None else env).get(MAX_REQUEUES_ENV, "").strip()
-    if not value:
-        return MAX_REQUEUES
-    if not value.isdigit():
-        raise ConfigError(f"{MAX_REQUEUES_ENV}={value!r}: give the most requeues a job may have, a whole number >= 0")
-    return int(value)
-
-
-def requeue_allowed(env: Any = None) -> tuple[bool, str]:
-    """Whether this job may be requeued once more (its restart count below :func:`max_requeues`), and why."""
-    cap, count = max_requeues(env), restart_count(env)
-    if count is None:
-        return True, f"restart count unknown (cap {cap} not applied)"
-    if count >= cap:
-        return False, (f"job requeued {count} time(s) already, the cap ({MAX_REQUEUES_ENV}={cap}): not requeued "
-                       "again; resubmit it to resume")
-    return True, f"requeue {count + 1} of at most {cap}"
-
-
-# -- command line ---------------------------------------------------------------------------------------
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    usage = "usage: python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | stages +recipe=NAME [overrides]}"
-    try:
-        if len(argv) == 3 and argv[0] == "line":
-            print("\n".join(sweep_line(argv[1], int(argv[2]))))
-        elif len(argv) == 2 and argv[0] == "count":
-            print(len(read_sweep(argv[1])))
-        elif len(argv) == 2 and argv[0] == "recipes":
-            print("\n".join(dict.fromkeys(recipe_of(r) for r in read_sweep(argv[1]))))
-        elif len(argv) >= 2 and argv[0] == "rundirs":
-            extra = argv[2:]
-            print("\n".join(dict.fromkeys(run_dir([*r, *extra]) for r in read_sweep(argv[1]))))
-        elif len(argv) >= 2 and argv[0] == "stages":
-            print("\n".join(compose(None, argv[1:]).stages))
-        else:
-            print(usage, file=sys.stderr)
-            return 2
-    except (ConfigError, ValueError) as err:
-        print(f"xlt: error: {err}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

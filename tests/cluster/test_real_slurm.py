@@ -1,0 +1,574 @@
+"""xlt's SLURM workflows on a real SLURM cluster (tests/cluster/slurm.py: munge, slurmctld, two slurmd for the
+default partition, a third for the preemption partitions, slurmdbd on MariaDB for sacct): xlt's own sbatch
+scripts submitted with ``sbatch``, the scheduler's job states waited on, never a stub.
+
+Every case is submitted at once by a module fixture (:class:`Matrix`): the scheduler runs them side by side,
+and a case that must act on a running job (preempt it, cancel it, shorten its time limit, signal it) does so
+from a thread of its own once the job's training is under way (the step its lock's heartbeat reports). Each
+test then waits for its case and asserts the job states, the run directory and the log lines.
+
+Without Debian's ``slurm-wlm`` and ``munge`` the module is skipped, saying so; in CI (``XLT_REQUIRE_SLURM=1``,
+set by .ci/run, which installs them) that is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.cluster import slurm
+from xlt.run.lock import read_lock
+
+pytestmark = [pytest.mark.slow, pytest.mark.slurm]
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO = REPO / "xlt" / "assets" / "demo"
+# Tiny runs: 30 steps, English and French Belebele (8 questions each), no Global-MMLU or XCOPA.
+TINY = ["training.max_steps=30", "training.eval_steps=15", "eval.benchmarks.belebele.max_questions=8",
+        "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]", "eval.benchmarks.global_mmlu.enabled=false",
+        "eval.benchmarks.xcopa.enabled=false", "eval.bootstrap_samples=50"]
+# Runs that must still be training when a test acts on them (a preemption, a time limit, scancel).
+LONG = [*TINY[2:], "training.max_steps=500", "training.eval_steps=250"]
+TTA = ["translate=echo", "stages=[build_data,translate,train,evaluate,report]"]
+FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL"}
+WAIT_S = 1500.0
+
+
+def _log(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+class Matrix:
+    """The cases, run side by side on the clusters (see the module docstring); ``result(name)`` waits for one."""
+
+    def __init__(self, cluster: slurm.Cluster, signalling: slurm.Cluster, work: Path):
+        self.cluster, self.signalling, self.work = cluster, signalling, work
+        self.logs = work / "slurm-logs"
+        self.logs.mkdir(parents=True)
+        self.env = {"XLT_HOME": str(REPO), "XLT_PYTHON": sys.executable, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+                    "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO),
+                    "XLT_GRACE": "25", "TQDM_DISABLE": "1"}
+        self._threads: dict[str, threading.Thread] = {}
+        self._results: dict[str, Any] = {}
+        self._errors: dict[str, str] = {}
+        self.events: dict[str, threading.Event] = {}
+        self._compose = threading.Lock()
+
+    # -- plumbing ---------------------------------------------------------------------------------------
+
+    def start(self, name: str, case: Callable[[], Any]) -> None:
+        def body() -> None:
+            try:
+                self._results[name] = case()
+            except BaseException:  # noqa: BLE001 - handed to the test that waits for it
+                self._errors[name] = traceback.format_exc()
+
+        self._threads[name] = threading.Thread(target=body, name=name, daemon=True)
+        self._threads[name].start()
+
+    def result(self, name: str) -> Any:
+        self._threads[name].join(WAIT_S)
+        if self._threads[name].is_alive():
+            raise TimeoutError(f"case {name} still running after {WAIT_S:.0f} s\n{self.cluster.logs()}")
+        if name in self._errors:
+            raise AssertionError(f"case {name} failed:\n{self._errors[name]}")
+        return self._results[name]
+
+    def event(self, name: str) -> threading.Event:
+        return self.events.setdefault(name, threading.Event())
+
+    def sbatch(self, *args: str, cluster: slurm.Cluster | None = None, **env: str) -> str:
+        return (cluster or self.cluster).sbatch(*args, cwd=self.work, env={**self.env, **env})
+
+    def script(self, name: str, *args: str, **env: str) -> str:
+        # Generous: the scripts compose recipes (python -m xlt.cluster ...), seconds each on a loaded machine.
+        proc = self.cluster.run("bash", str(REPO / "slurm" / name), *args, cwd=self.work, env={**self.env, **env},
+                                timeout=900)
+        return proc.stdout
+
+    def run_dir(self, *args: str) -> Path:
+        from xlt.cluster import run_dir
+
+        with self._compose:  # Hydra's composition is global state: one thread at a time
+            return Path(run_dir(list(args)))
+
+    def wait_training(self, run: Path, job: str, cluster: slurm.Cluster | None = None, min_step: int = 3,
+                      restart: str = "0", timeout: float = WAIT_S) -> dict[str, Any]:
+        """Wait until the run's lock reports its training at ``min_step`` or later, in incarnation ``restart``."""
+        cluster = cluster or self.cluster
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            snap = read_lock(run / "locks" / "run.json") if (run / "locks" / "run.json").exists() else None
+            info = snap.info if snap is not None else None
+            prog = (info or {}).get("progress") or {}
+            if info and (info.get("slurm") or {}).get("restart_count") == restart and prog.get("stage") == "train" \
+                    and (prog.get("step") or 0) >= min_step:
+                return info
+            state = cluster.job(job).get("JobState")
+            if state in FINAL:
+                raise AssertionError(f"job {job} ended ({state}) before its training was under way")
+            time.sleep(1)
+        raise TimeoutError(f"job {job}: no training step {min_step} in {run} after {timeout:.0f} s")
+
+    def wait(self, job: str, cluster: slurm.Cluster | None = None, until=None) -> list[dict[str, str]]:
+        return (cluster or self.cluster).wait(job, WAIT_S, until)
+
+
+def _ids(text: str, *labels: str) -> list[str]:
+    """The job ids printed after each label (``evaluation array: 12 ...``)."""
+    out = []
+    for label in labels:
+        found = re.search(rf"{label}:? (\d+)", text)
+        assert found, f"no job id after {label!r} in {text!r}"
+        out.append(found.group(1))
+    return out
+
+
+# -- the cases -------------------------------------------------------------------------------------------------
+
+def case_sweep(m: Matrix) -> dict[str, Any]:
+    sweep = m.work / "sweep.txt"
+    sweep.write_text("# two runs of the tiny recipe\n" + "".join(f"+recipe=demo_tiny seed={s} {' '.join(TINY)}\n"
+                                                                 for s in (1, 2)))
+    root = f"run_root={m.work / 'runs_sweep'}"
+    job = m.sbatch("--array=1-2%1", str(REPO / "slurm" / "train_array.sbatch"), str(sweep), root)
+    recs = m.wait(job)
+    runs = [m.run_dir("+recipe=demo_tiny", f"seed={s}", *TINY, root) for s in (1, 2)]
+    return {"job": job, "records": recs, "runs": runs}
+
+
+def case_eval(m: Matrix) -> dict[str, Any]:
+    args = ["+recipe=demo_tiny", "seed=11", *TINY, f"run_root={m.work / 'runs_eval'}"]
+    train = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, "stages=[build_data,train]")
+    assert m.wait(train)[0]["JobState"] == "COMPLETED", _log(m.logs / f"xlt-stage-{train}.err")
+    run = m.run_dir(*args)
+    m._results["trained"] = run
+    m.event("trained").set()
+    out = m.script("submit_eval.sh", "-n", "2", *args)
+    array, report = _ids(out, "evaluation array", "report")
+    return {"run": run, "array": m.wait(array), "report": m.wait(report), "ids": (array, report), "out": out}
+
+
+def case_eval_fails(m: Matrix) -> dict[str, Any]:
+    bad = m.work / "bad_belebele"
+    shutil.copytree(DEMO / "belebele", bad)
+    (bad / "data" / "fra_Latn.jsonl").write_bytes(b'{"link": "x", "question_number": \xff\xfe not JSON\n')
+    assert m.event("trained").wait(WAIT_S)
+    model = m._results["trained"] / "model"
+    args = ["+recipe=demo_tiny", *TINY, f"run_root={m.work / 'runs_bad'}", f"eval.model='{model}'",  # quoted for Hydra (',' and '=' in the path)
+            f"eval.benchmarks.belebele.path={bad}"]
+    out = m.script("submit_eval.sh", "-n", "2", *args)
+    array, report = _ids(out, "evaluation array", "report")
+    recs = m.wait(array)
+    report_recs = m.wait(report)
+    time.sleep(3)
+    pending = m.cluster.run("squeue", "-h", "-j", f"{array},{report}", "-o", "%i %T %r", check=False).stdout
+    return {"array": recs, "report": report_recs, "ids": (array, report), "pending": pending.strip()}
+
+
+def case_translate(m: Matrix) -> dict[str, Any]:
+    args = ["+recipe=demo_tiny", "seed=12", *TINY, *TTA, f"run_root={m.work / 'runs_tta'}"]
+    out = m.script("submit_translate.sh", "-n", "2", *args)
+    data, tr, run_job = _ids(out, "build_data", "translation array", "train\\+evaluate\\+report")
+    return {"run": m.run_dir(*args), "states": {j: m.wait(j) for j in (data, tr, run_job)}, "out": out}
+
+
+def case_paper(m: Matrix) -> dict[str, Any]:
+    sweep = m.work / "paper_tiny.txt"
+    sweep.write_text(f"+recipe=demo_tiny seed=21 {' '.join(TINY)}\n"
+                     f"+recipe=demo_tiny seed=21 {' '.join(TINY)} {' '.join(TTA)}\n")
+    root = m.work / "runs_paper"
+    out = m.script("paper_sweep.sh", "-n", "2", "-j", "2", f"run_root={root}", XLT_SWEEP=str(sweep),
+                   XLT_TRANSLATION_CACHE=str(m.work / "translation_cache"))
+    jobs = re.findall(r"(?:build_data|array|training array|comparison):? (\d+)", out)
+    states = {j: m.wait(j) for j in jobs}
+    return {"out": out, "states": states, "compare": root / "paper_compare" / "compare.md"}
+
+
+def case_time_limit(m: Matrix) -> dict[str, Any]:
+    """A time limit: once training is under way the limit is brought near (``scontrol update TimeLimit``, as an
+    admin would; the job's own ``--signal=B:USR1@110``): SLURM's warning, checkpoint, requeue; the requeued job
+    gets its limit back and resumes."""
+    args = ["+recipe=demo_tiny", "seed=3", *LONG]
+    limited = [*args, f"run_root={m.work / 'runs_limit'}"]
+    job = m.sbatch("--time=00:10:00", "--signal=B:USR1@110", str(REPO / "slurm" / "stage.sbatch"), "train", *limited)
+    plain = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, f"run_root={m.work / 'runs_plain'}")
+    run = m.run_dir(*limited)
+    m.wait_training(run, job)
+    elapsed = _seconds(m.cluster.job(job)["RunTime"])
+    minutes = math.ceil((elapsed + 70) / 60)  # the limit 70-130 s away: within the 110 s warning at the next check
+    m.cluster.run("scontrol", "update", f"JobId={job}", f"TimeLimit={minutes}")
+    m.wait(job, until=lambda recs: int(recs[0]["Restarts"]) >= 1)
+    m.cluster.run("scontrol", "update", f"JobId={job}", "TimeLimit=00:10:00")
+    return {"run": run, "plain": m.run_dir(*args, f"run_root={m.work / 'runs_plain'}"), "job": job,
+            "records": m.wait(job), "plain_records": m.wait(plain), "limit_minutes": minutes}
+
+
+def _seconds(runtime: str) -> int:
+    days, _, hms = runtime.rpartition("-")
+    h, mi, s = (int(x) for x in hms.split(":"))
+    return int(days or 0) * 86400 + h * 3600 + mi * 60 + s
+
+
+def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node: str) -> dict[str, Any]:
+    """A training in a low-priority partition, preempted once under way by a job of the ``high`` partition that
+    needs its node."""
+    args = ["+recipe=demo_tiny", "seed=4", *LONG, f"run_root={m.work / f'runs_{name}'}"]
+    run = m.run_dir(*args)
+    try:
+        job = m.sbatch("-p", partition, str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=cluster)
+        m.wait_training(run, job, cluster=cluster)
+        if name == "mode_requeue":  # the run `xlt status` sees preempted: once the status case's busy run trains
+            assert m.event("busy_training").wait(WAIT_S)
+        high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", "sleep 30",
+                        cluster=cluster)
+        recs = m.wait(job, cluster=cluster, until=lambda r: int(r[0]["Restarts"]) >= 1)
+        m._results[f"{name}_preempted"] = {"run": run, "job": job}
+    finally:  # a case waiting for this one never waits for ever
+        m.event(f"{name}_preempted").set()
+    return {"run": run, "job": job, "high": high, "at_preemption": recs, "records": m.wait(job, cluster=cluster),
+            "high_records": m.wait(high, cluster=cluster)}
+
+
+# name -> (cluster: "a" plain, "b" with the user signal at preemption; partition; node)
+PREEMPTIONS = {"mode_requeue": ("a", "low", "n3"), "mode_cancel": ("a", "lowcancel", "n4"),
+               "mode_requeue_user_signal": ("b", "low", "n3"), "mode_cancel_user_signal": ("b", "lowcancel", "n4")}
+
+
+def case_cancel(m: Matrix) -> dict[str, Any]:
+    args = ["+recipe=demo_tiny", "seed=5", *LONG, f"run_root={m.work / 'runs_cancel'}"]
+    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
+    run = m.run_dir(*args)
+    m.wait_training(run, job)
+    m.cluster.run("scancel", job)
+    recs = m.wait(job)
+    time.sleep(20)  # a requeue would show by now (cred_expire is 10 s here)
+    return {"run": run, "job": job, "records": recs, "later": m.cluster.job(job)}
+
+
+def case_crash(m: Matrix) -> dict[str, Any]:
+    args = ["+recipe=demo_tiny", *TINY, f"run_root={m.work / 'runs_crash'}", f"eval.model={m.work / 'no_such_model'}"]
+    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "evaluate", *args)
+    return {"run": m.run_dir(*args), "job": job, "records": m.wait(job)}
+
+
+def case_cap(m: Matrix) -> dict[str, Any]:
+    """The requeue cap against the scheduler's own restart count: the scheduler's USR1 twice (``scancel
+    --batch --signal=USR1``), XLT_MAX_REQUEUES=1: requeued once, then not."""
+    args = ["+recipe=demo_tiny", "seed=6", *LONG, f"run_root={m.work / 'runs_cap'}"]
+    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, XLT_MAX_REQUEUES="1")
+    run = m.run_dir(*args)
+    m.wait_training(run, job)
+    m.cluster.run("scancel", "--batch", "--signal=USR1", job)
+    m.wait(job, until=lambda r: int(r[0]["Restarts"]) >= 1)
+    m.wait_training(run, job, restart="1", min_step=1)
+    m.cluster.run("scancel", "--batch", "--signal=USR1", job)
+    return {"run": run, "job": job, "records": m.wait(job)}
+
+
+def case_multinode(m: Matrix) -> dict[str, Any]:
+    args = ["+recipe=demo_tiny", "seed=13", *TINY, f"run_root={m.work / 'runs_multi'}"]
+    job = m.sbatch("--nodes=2", "--gpus-per-node=1", "--cpus-per-task=2", "--mem=8G",
+                   str(REPO / "slurm" / "train_multinode.sbatch"), *args)
+    return {"run": m.run_dir(*args), "job": job, "records": m.wait(job)}
+
+
+def case_hydra(m: Matrix) -> dict[str, Any]:
+    root = m.work / "runs_hydra"
+    cmd = [sys.executable, "-m", "xlt.train", "-m", "+recipe=demo_tiny", "seed=31,32", *TINY, f"run_root={root}",
+           "hydra/launcher=slurm", "hydra.launcher.partition=main", "hydra.launcher.cpus_per_task=1",
+           "hydra.launcher.mem_gb=4", "hydra.launcher.timeout_min=20"]
+    proc = subprocess.run(cmd, cwd=m.work, env={**m.cluster.env, **m.env}, capture_output=True, text=True,
+                          timeout=WAIT_S)
+    sacct = m.cluster.run("sacct", "-n", "-X", "-P", "-o", "JobID,JobName,State,ExitCode", check=False).stdout
+    return {"proc": proc, "root": root, "sacct": sacct,
+            "runs": [m.run_dir("+recipe=demo_tiny", f"seed={s}", *TINY, f"run_root={root}") for s in (31, 32)]}
+
+
+def case_hydra_timeout(m: Matrix) -> dict[str, Any]:
+    """Hydra's slurm launcher: an element brought near its time limit once training is under way (as in
+    :func:`case_time_limit`): submitit's USR2, its requeue, and the requeued element resumes from the last
+    checkpoint."""
+    root = m.work / "runs_hydra_timeout"
+    args = ["+recipe=demo_tiny", "seed=34", *LONG[:-1], "training.eval_steps=100", f"run_root={root}"]
+    cmd = [sys.executable, "-m", "xlt.train", "-m", *args, "hydra/launcher=slurm", "hydra.launcher.partition=main",
+           "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=4", "hydra.launcher.timeout_min=10",
+           "hydra.launcher.signal_delay_s=110", "hydra.launcher.name=xlt-timeout"]
+    proc = subprocess.Popen(cmd, cwd=m.work, env={**m.cluster.env, **m.env}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        job = ""
+        deadline = time.monotonic() + WAIT_S
+        while not job and time.monotonic() < deadline and proc.poll() is None:
+            job = m.cluster.run("squeue", "-h", "-n", "xlt-timeout", "-o", "%i", check=False).stdout.strip()
+            time.sleep(1)
+        assert job, f"no job of the multirun in the queue: {proc.communicate()}"
+        run = m.run_dir(*args)
+        m.wait_training(run, job, min_step=110)  # past the first regular checkpoint (step 100)
+        minutes = math.ceil((_seconds(m.cluster.job(job)["RunTime"]) + 70) / 60)
+        m.cluster.run("scontrol", "update", f"JobId={job}", f"TimeLimit={minutes}")
+        m.wait(job, until=lambda recs: int(recs[0]["Restarts"]) >= 1)
+        m.cluster.run("scontrol", "update", f"JobId={job}", "TimeLimit=00:10:00")
+        out, err = proc.communicate(timeout=WAIT_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    logs = "\n".join(_log(p) for p in sorted(root.rglob("*_log.err")))
+    return {"returncode": proc.returncode, "stderr": err, "job": job, "records": m.wait(job), "run": run,
+            "logs": logs}
+
+
+def case_status(m: Matrix) -> dict[str, Any]:
+    """`xlt status` in the middle of it all: one run running, one preempted, one failed, one done."""
+    args = ["+recipe=demo_tiny", "seed=40", *LONG[:-2], "training.max_steps=100000", f"run_root={m.work / 'runs_busy'}"]
+    busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
+    held = ""
+    try:
+        try:
+            m.wait_training(m.run_dir(*args), busy)
+        finally:
+            m.event("busy_training").set()
+        assert m.event("mode_requeue_preempted").wait(WAIT_S) and "mode_requeue_preempted" in m._results
+        preempted = m._results["mode_requeue_preempted"]
+        # Held while `xlt status` looks (a user's `scontrol hold`): the preempted run stays pending, however long
+        # the two calls take on a loaded machine; released after.
+        m.cluster.run("scontrol", "hold", preempted["job"])
+        held = preempted["job"]
+        runs = [str(m.result("sweep")["runs"][0]), str(preempted["run"]), str(m.result("crash")["run"]),
+                str(m.run_dir(*args))]
+        cmd = [sys.executable, "-m", "xlt", "status", *runs]
+        env = {**m.cluster.env, **m.env}
+        data = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=300)
+        squeue = m.cluster.run("squeue", "-h", "-o", "%i %P %T %r").stdout
+        text = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        m.cluster.run("scancel", busy, check=False)
+        if held:
+            m.cluster.run("scontrol", "release", held, check=False)
+    return {"text": text, "json": data, "runs": runs, "squeue": squeue}
+
+
+CASES = {"sweep": case_sweep, "eval": case_eval, "eval_fails": case_eval_fails, "translate": case_translate,
+         "paper": case_paper, "time_limit": case_time_limit, "cancel": case_cancel, "crash": case_crash,
+         "cap": case_cap, "multinode": case_multinode, "hydra": case_hydra, "hydra_timeout": case_hydra_timeout}
+
+
+@pytest.fixture(scope="module")
+def matrix():
+    missing = slurm.missing()
+    if missing:
+        why = f"SLURM is not installed here (missing {', '.join(missing)}): apt-get install slurm-wlm munge"
+        if os.environ.get("XLT_REQUIRE_SLURM") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
+    # A folder of its own, not pytest's basetemp: pytest removes old basetemps while another session runs
+    # (the slow tier beside this one), and the daemons live for the whole module.
+    root = Path(tempfile.mkdtemp(prefix="xlt-slurm-"))
+    os.chmod(root, 0o755)
+    cluster = slurm.Cluster(root / "a")
+    signalling = slurm.Cluster(root / "b", send_user_signal=True, accounting=False, first_job_id=50000)
+    try:
+        cluster.start()
+        signalling.start()
+        m = Matrix(cluster, signalling, root / "work")
+        for name, (which, partition, node) in PREEMPTIONS.items():
+            m.start(name, lambda name=name, c=cluster if which == "a" else signalling, p=partition, n=node:
+                    _preempt(m, c, name, p, n))
+        for name, case in CASES.items():
+            m.start(name, lambda case=case: case(m))
+        m.start("status", lambda: case_status(m))
+        yield m
+    finally:
+        # What the scheduler recorded of every job of the matrix (for the closing note and a failure's reading).
+        for name, c in (("the plain cluster", cluster), ("the user-signal cluster", signalling)):
+            print(f"\n== SLURM jobs of the matrix, {name} (scontrol)\n" + "\n".join(
+                f"{r.get('JobId')} {r.get('JobName')} {r.get('Partition')} {r.get('JobState')} {r.get('Reason')} "
+                f"ExitCode={r.get('ExitCode')} Restarts={r.get('Restarts')}" for r in c.jobs("")))
+        signalling.stop()
+        cluster.stop()
+        if not os.environ.get("XLT_KEEP_SLURM_DIR"):
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _state(recs: list[dict[str, str]]) -> list[str]:
+    return [r["JobState"] for r in recs]
+
+
+def _err(m: Matrix, pattern: str) -> str:
+    return "\n".join(_log(p) for p in sorted(m.logs.glob(pattern)))
+
+
+def _train(run: Path) -> dict[str, Any]:
+    return json.loads((run / "stages" / "train.json").read_text())
+
+
+# -- the tests -----------------------------------------------------------------------------------------------
+
+def test_a_sweep_runs_as_a_throttled_array(matrix):
+    res = matrix.result("sweep")
+    recs = sorted(res["records"], key=lambda r: int(r["ArrayTaskId"]))
+    assert _state(recs) == ["COMPLETED", "COMPLETED"], matrix.cluster.logs()
+    assert recs[1]["StartTime"] >= recs[0]["EndTime"], "%1: the second run started before the first ended"
+    for run in res["runs"]:
+        assert (run / "report.json").exists(), run
+    assert "running:" in _err(matrix, f"xlt-train-{res['job']}_*.err")
+
+
+def test_an_evaluation_array_and_its_report(matrix):
+    res = matrix.result("eval")
+    assert _state(res["array"]) == ["COMPLETED", "COMPLETED"] and _state(res["report"]) == ["COMPLETED"], res["out"]
+    assert {p.stem for p in (res["run"] / "eval" / "belebele").glob("*.json")} >= {"eng_Latn", "fra_Latn"}
+    assert (res["run"] / "report.md").exists()
+
+
+def test_a_failed_shard_leaves_no_job_of_the_chain_pending(matrix):
+    res = matrix.result("eval_fails")
+    array, report = res["ids"]
+    states = sorted(_state(res["array"]))
+    assert states == ["COMPLETED", "FAILED"], res
+    assert _state(res["report"]) == ["CANCELLED"] and "Dependency" in res["report"][0]["Reason"], res["report"]
+    assert res["pending"] == "", f"jobs of the chain still queued: {res['pending']}"
+    failed = next(r for r in res["array"] if r["JobState"] == "FAILED")
+    log = _log(matrix.logs / f"xlt-eval-{array}_{failed['ArrayTaskId']}.err")
+    assert f"job {array}_{failed['ArrayTaskId']} failed (exit status 2)" in log, log[-3000:]
+    assert "fra_Latn" in log and "xlt: error" in log, log[-3000:]
+
+
+def test_translate_train_all_as_a_chain(matrix):
+    res = matrix.result("translate")
+    assert all(_state(r) and set(_state(r)) == {"COMPLETED"} for r in res["states"].values()), res
+    assert (res["run"] / "report.json").exists()
+    assert {p.name for p in (res["run"] / "data" / "translated").iterdir() if not p.name.startswith(".")} >= \
+        {"fra_Latn", "deu_Latn"}
+
+
+def test_the_paper_sweep_end_to_end(matrix):
+    res = matrix.result("paper")
+    assert len(res["states"]) == 4, res["out"]  # build_data, translation array, training array, comparison
+    for job, recs in res["states"].items():
+        assert set(_state(recs)) == {"COMPLETED"}, (job, recs)
+    assert res["compare"].exists(), res["out"]
+
+
+def test_a_time_limit_requeues_and_resumes_to_the_same_model(matrix):
+    res = matrix.result("time_limit")
+    rec = res["records"][0]
+    assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", rec
+    log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
+    assert "USR1 from the scheduler" in log and f"requeueing job {res['job']} (requeue 1 of at most" in log, log[-4000:]
+    assert _train(res["run"])["resumed_from"], "the requeued job did not resume from the checkpoint"
+    assert res["plain_records"][0]["JobState"] == "COMPLETED"
+    assert (res["run"] / "model" / "model.safetensors").read_bytes() == \
+        (res["plain"] / "model" / "model.safetensors").read_bytes()
+
+
+@pytest.mark.parametrize("name", list(PREEMPTIONS))
+def test_a_partition_preemption_is_logged_as_one_and_resumes(matrix, name):
+    """PreemptMode=REQUEUE (with or without the user signal: SLURM 22.05 requeues at once, with a TERM): the
+    scheduler says so and requeues the job; xlt does not requeue it again. PreemptMode=CANCEL with a GraceTime:
+    a TERM (its PreemptTime says why), or with the user signal the job's own USR1: xlt requeues it."""
+    res = matrix.result(name)
+    rec = res["records"][0]
+    assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", rec  # requeued once, never twice
+    assert res["high_records"][0]["JobState"] == "COMPLETED"
+    log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
+    if name.startswith("mode_requeue"):  # SIGTERM: the scheduler says why, and requeues the job itself
+        assert "DUE TO PREEMPTION" in log and "why the TERM came: preempted: a preemption" in log, log[-4000:]
+        assert "requeued by SLURM itself" in log and "requeueing job" not in log, log[-4000:]
+    elif name == "mode_cancel":  # SIGTERM at the grace time's start; SLURM will not requeue: xlt does
+        assert "why the TERM came: preempted: a preemption" in log and "PreemptTime=" in log, log[-4000:]
+        assert f"requeueing job {res['job']} (requeue 1 of at most" in log, log[-4000:]
+    else:  # the user signal: SLURM 22.05 sends the batch shell a TERM all the same (its B:USR1 is not delivered
+        # at a preemption; a step's would be); either way a preemption that xlt requeues
+        assert "USR1 from the scheduler" in log or "why the TERM came: preempted: a preemption" in log, log[-4000:]
+        assert f"requeueing job {res['job']} (requeue 1 of at most" in log, log[-4000:]
+    assert "not a preemption" not in log, log[-4000:]
+    assert "xlt: preempted" in log
+    assert _train(res["run"])["resumed_from"], "not resumed from the checkpoint saved at the signal"
+    assert not (res["run"] / "preempted.json").exists()
+
+
+def test_scancel_is_not_requeued(matrix):
+    res = matrix.result("cancel")
+    assert res["records"][0]["JobState"] == "CANCELLED" and res["later"]["JobState"] == "CANCELLED", res
+    assert res["later"]["Restarts"] == "0"
+    log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
+    assert "why the TERM came: cancelled: not a preemption" in log, log[-3000:]
+    failure = json.loads((res["run"] / "failed.json").read_text())
+    assert failure["exit_status"] == 143 and "cancelled" in failure["error"]
+
+
+def test_a_crash_is_not_requeued_and_its_error_is_in_the_log(matrix):
+    res = matrix.result("crash")
+    rec = res["records"][0]
+    assert rec["JobState"] == "FAILED" and rec["ExitCode"] == "2:0" and rec["Restarts"] == "0", rec
+    log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
+    assert "xlt: error" in log and f"job {res['job']} failed (exit status 2)" in log, log[-3000:]
+    assert json.loads((res["run"] / "failed.json").read_text())["exit_status"] == 2
+
+
+def test_the_requeue_cap_counts_the_schedulers_restarts(matrix):
+    res = matrix.result("cap")
+    rec = res["records"][0]
+    assert rec["JobState"] == "FAILED" and rec["Restarts"] == "1", rec
+    log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
+    assert "requeue 1 of at most 1" in log and "the cap (XLT_MAX_REQUEUES=1): not requeued again" in log, log[-3000:]
+
+
+def test_the_multinode_script_trains_on_two_nodes(matrix):
+    res = matrix.result("multinode")
+    assert res["records"][0]["JobState"] == "COMPLETED", _log(matrix.logs / f"xlt-multinode-{res['job']}.err")[-4000:]
+    assert res["records"][0]["NodeList"] == "n[1-2]"
+    assert _train(res["run"])["world_size"] == 2 and (res["run"] / "report.json").exists()
+
+
+def test_a_hydra_multirun_through_submitit(matrix):
+    res = matrix.result("hydra")
+    assert res["proc"].returncode == 0, res["proc"].stderr[-4000:]
+    assert "Bypassing sacct error" not in res["proc"].stderr  # the job states are the scheduler's own (slurmdbd)
+    for run in res["runs"]:
+        assert (run / "report.json").exists(), run
+    assert re.search(r"_0\|xlt\|COMPLETED\|0:0", res["sacct"]) and re.search(r"_1\|xlt\|COMPLETED\|0:0", res["sacct"]), \
+        res["sacct"]
+
+
+def test_a_hydra_element_at_its_time_limit_is_requeued_by_submitit_and_resumes(matrix):
+    res = matrix.result("hydra_timeout")
+    assert res["returncode"] == 0, res["stderr"][-4000:]
+    rec = res["records"][0]
+    assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", rec
+    assert "Requeued job" in res["logs"] or "requeue" in res["logs"].lower(), res["logs"][-4000:]
+    assert _train(res["run"])["resumed_from"], "the requeued element did not resume from a checkpoint"
+
+
+def test_status_in_the_middle_of_a_sweep(matrix):
+    res = matrix.result("status")
+    assert res["json"].returncode == 0 and res["text"].returncode == 0, res["json"].stderr + res["text"].stderr
+    by_run = dict(zip(["done", "preempted", "failed", "running"], json.loads(res["json"].stdout), strict=True))
+    assert by_run["done"]["state"] == "done" and by_run["done"]["accuracy"]["belebele"] >= 0, by_run["done"]
+    assert set(by_run["done"]["stages"].values()) == {"done"}, by_run["done"]
+    assert by_run["preempted"]["state"] == "preempted" and by_run["preempted"]["requeues"] == 1, \
+        (by_run["preempted"], res["squeue"])
+    assert "PENDING" in by_run["preempted"]["detail"], by_run["preempted"]
+    assert by_run["failed"]["state"] == "failed" and by_run["failed"]["exit_status"] == 2, by_run["failed"]
+    running = by_run["running"]
+    assert running["state"] == "running" and running["progress"]["stage"] == "train" and running["progress"]["step"], running
+    assert running["slurm"]["job_id"] and running["heartbeat_age_s"] < 60, running
+    lines = res["text"].stdout.splitlines()
+    assert [line.split()[1] for line in lines[1:5]] == ["done", "preempted", "failed", "running"], res["text"].stdout
+    (REPO / "docs" / "img").mkdir(exist_ok=True)
+    print(res["text"].stdout)

@@ -1,0 +1,46 @@
+"""``python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | stages
++recipe=NAME [overrides] | stop-cause}``: what the sbatch scripts ask of xlt (slurm/common.sh)."""
+
+from __future__ import annotations
+
+import sys
+
+from xlt.cluster.scheduler import stop_cause
+from xlt.cluster.sweeps import read_sweep, recipe_of, run_dir, sweep_line
+from xlt.errors import ConfigError
+from xlt.resources import compose
+
+USAGE = ("usage: python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | "
+         "stages +recipe=NAME [overrides] | stop-cause}")
+
+
+def stop_cause_line() -> str:
+    """For the batch shell after a ``TERM``: ``requeued-by-slurm``, ``requeue`` or ``stop``, then why."""
+    cause = stop_cause()
+    verdict = "requeued-by-slurm" if cause.requeued_by_scheduler else "requeue" if cause.preemption else "stop"
+    return f"{verdict} {cause.describe()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if len(argv) == 3 and argv[0] == "line":
+            print("\n".join(sweep_line(argv[1], int(argv[2]))))
+        elif len(argv) == 2 and argv[0] == "count":
+            print(len(read_sweep(argv[1])))
+        elif len(argv) == 2 and argv[0] == "recipes":
+            print("\n".join(dict.fromkeys(recipe_of(r) for r in read_sweep(argv[1]))))
+        elif len(argv) >= 2 and argv[0] == "rundirs":
+            extra = argv[2:]
+            print("\n".join(dict.fromkeys(run_dir([*r, *extra]) for r in read_sweep(argv[1]))))
+        elif len(argv) >= 2 and argv[0] == "stages":
+            print("\n".join(compose(None, argv[1:]).stages))
+        elif argv == ["stop-cause"]:
+            print(stop_cause_line())
+        else:
+            print(USAGE, file=sys.stderr)
+            return 2
+    except (ConfigError, ValueError) as err:
+        print(f"xlt: error: {err}", file=sys.stderr)
+        return 2
+    return 0

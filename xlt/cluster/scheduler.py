@@ -1,0 +1,171 @@
+"""What the scheduler reports about this job, and the decisions xlt takes from it: why a ``TERM`` came
+(:func:`stop_cause`, the one place that tells a preemption from a cancellation), how often the job was requeued
+(:func:`restart_count`) and whether it may be requeued once more (:func:`requeue_allowed`).
+
+SLURM signals every process of a job with ``TERM`` when it preempts the job, when the job reaches its time
+limit and on ``scancel``; a launcher (torch-elastic, ``accelerate launch``) sends the same ``TERM`` to its
+workers when one of them failed. Only the scheduler knows which it was, and ``scontrol show job`` says it while
+the job is still completing (measured on SLURM 22.05, docs/preemption.md):
+
+=====================================  ==============================  ===========================
+the TERM came from                     ``scontrol show job`` says      xlt
+=====================================  ==============================  ===========================
+a preemption, ``PreemptMode=REQUEUE``  ``Restarts`` above the count    checkpoint, record, exit 75;
+                                       the job started with            SLURM requeues it (xlt not)
+a preemption, ``PreemptMode=CANCEL``   ``PreemptTime`` set             the same; xlt requeues it
+the time limit                         ``Reason=TimeLimit``            the same; xlt requeues it
+``scancel``                            ``COMPLETING``/``CANCELLED``,   stop, exit 143, no requeue
+                                       ``Restarts`` unchanged
+a launcher stopping its workers        ``JobState=RUNNING``            stop, exit 143, no requeue
+=====================================  ==============================  ===========================
+
+``python -m xlt.cluster stop-cause`` prints the verdict for the batch shell (slurm/common.sh asks it after a
+``TERM``); the ranks ask :func:`stop_cause` themselves (xlt.cluster.signals).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import subprocess
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from xlt.errors import ConfigError
+
+log = logging.getLogger("xlt.cluster")
+
+# How many times a job may be requeued for a preemption (``XLT_MAX_REQUEUES`` overrides; slurm/common.sh too).
+MAX_REQUEUES = 20
+MAX_REQUEUES_ENV = "XLT_MAX_REQUEUES"
+_FIELD = re.compile(r"(?:^|\s)(\w+)=(\S*)")
+
+
+def scontrol_job(job_id: str) -> tuple[dict[str, str] | None, str]:
+    """The fields of ``scontrol show job -o <job_id>`` (None when it cannot be had) and why not."""
+    try:
+        proc = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return None, f"scontrol could not be run ({type(err).__name__}: {err})"
+    line = proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else ""
+    fields = dict(_FIELD.findall(line))
+    if proc.returncode != 0 or not fields:
+        said = (proc.stderr or proc.stdout).strip().splitlines()
+        return None, f"scontrol show job {job_id} said nothing of the job ({said[-1] if said else f'status {proc.returncode}'})"
+    return fields, ""
+
+
+def scontrol_restarts(job_id: str) -> tuple[int | None, str]:
+    """``Restarts=N`` of ``scontrol show job <job_id>`` (None when it cannot be had) and why not."""
+    fields, why = scontrol_job(job_id)
+    if fields is None or not fields.get("Restarts", "").isdigit():
+        return None, why or f"scontrol show job {job_id} gave no restart count"
+    return int(fields["Restarts"]), ""
+
+
+def _started_as(env: Any) -> int:
+    value = env.get("SLURM_RESTART_COUNT", "").strip()
+    return int(value) if value.isdigit() else 0
+
+
+@dataclass(frozen=True)
+class StopCause:
+    """Why a ``TERM`` reached this job, as the scheduler reports it."""
+
+    kind: str  # "preempted", "time limit", "cancelled", "from within the job", "not under SLURM", "unknown"
+    preemption: bool  # a stop the scheduler sent to end the job for now: checkpoint, requeue, resume
+    requeued_by_scheduler: bool  # SLURM requeues the job itself: xlt must not requeue it a second time
+    why: str  # what the scheduler said
+
+    def describe(self) -> str:
+        verdict = "a preemption" if self.preemption else "not a preemption"
+        return f"{self.kind}: {verdict} ({self.why})"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def stop_cause(env: Any = None) -> StopCause:
+    """Why a ``TERM`` reached this SLURM job (see the module docstring): asked of ``scontrol show job`` while the
+    job is still completing. Outside SLURM, or when the scheduler cannot be asked, a TERM is no preemption."""
+    env = os.environ if env is None else env
+    job = env.get("SLURM_JOB_ID")
+    if not job:
+        return StopCause("not under SLURM", False, False, "no SLURM job: a launcher, a user or the system sent it")
+    fields, why = scontrol_job(job)
+    if fields is None:
+        return StopCause("unknown", False, False, f"{why}; taken for a termination")
+    started, state, reason = _started_as(env), fields.get("JobState", ""), fields.get("Reason", "")
+    restarts = int(fields["Restarts"]) if fields.get("Restarts", "").isdigit() else started
+    said = f"scontrol: job {job} JobState={state} Reason={reason} Restarts={restarts}"
+    if restarts > started:
+        return StopCause("preempted", True, True, f"{said}, the job started as restart {started}: SLURM requeued "
+                         "it (a preemption with PreemptMode=REQUEUE, or scontrol requeue)")
+    preempt_time = fields.get("PreemptTime", "None")
+    if state == "PREEMPTED" or preempt_time not in ("None", "Unknown", ""):
+        return StopCause("preempted", True, False, f"{said} PreemptTime={preempt_time}: preempted, and SLURM's "
+                         "policy does not requeue it (PreemptMode=CANCEL)")
+    if state == "TIMEOUT" or reason == "TimeLimit":
+        return StopCause("time limit", True, False, f"{said}: the job reached its time limit")
+    if state == "RUNNING":
+        return StopCause("from within the job", False, False, f"{said}: the scheduler did not stop the job (a "
+                         "launcher stopping its workers after another worker failed, or a launcher that died)")
+    if state in ("COMPLETING", "CANCELLED"):
+        return StopCause("cancelled", False, False, f"{said}: the job was cancelled (scancel), not preempted")
+    return StopCause("unknown", False, False, f"{said}; taken for a termination")
+
+
+def restart_count(env: Any = None) -> int | None:
+    """How many times this SLURM job has been requeued: ``SLURM_RESTART_COUNT`` (SLURM sets it from the
+    first requeue on; 0 without it before), else ``scontrol show job``'s ``Restarts`` when the variable did not
+    reach this process; None outside SLURM or when it cannot be told."""
+    env = os.environ if env is None else env
+    job = env.get("SLURM_JOB_ID")
+    if not job:
+        return None
+    if env.get("SLURM_RESTART_COUNT", "").strip().isdigit():
+        return int(env["SLURM_RESTART_COUNT"])
+    return scontrol_restarts(job)[0]
+
+
+def fill_restart_count() -> None:
+    """A SLURM step or container without ``SLURM_RESTART_COUNT`` (``srun --export=NONE``, a container that
+    passes only some variables): set it from ``scontrol show job`` (``Restarts``), so that the run lock tells a
+    requeue of this job from its earlier incarnation. Without scontrol, say what cannot be told."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job or os.environ.get("SLURM_RESTART_COUNT", "").strip():
+        return
+    count, why = scontrol_restarts(job)
+    if count is not None:
+        os.environ["SLURM_RESTART_COUNT"] = str(count)
+        log.info("SLURM_RESTART_COUNT did not reach this process; scontrol says job %s was requeued %d time(s)",
+                 job, count)
+        return
+    log.warning(
+        "SLURM job %s: SLURM_RESTART_COUNT did not reach this process and %s. This run counts as the job's first "
+        "incarnation: a lock that an earlier incarnation left on another host is taken over only when its lease "
+        "expires. Pass the variable into the step or container (srun --export=ALL, or e.g. apptainer --env "
+        "SLURM_RESTART_COUNT=$SLURM_RESTART_COUNT).", job, why)
+
+
+def max_requeues(env: Any = None) -> int:
+    """The cap on a job's requeues: ``XLT_MAX_REQUEUES`` (a non-negative integer), else :data:`MAX_REQUEUES`."""
+    value = (os.environ if env is None else env).get(MAX_REQUEUES_ENV, "").strip()
+    if not value:
+        return MAX_REQUEUES
+    if not value.isdigit():
+        raise ConfigError(f"{MAX_REQUEUES_ENV}={value!r}: give the most requeues a job may have, a whole number >= 0")
+    return int(value)
+
+
+def requeue_allowed(env: Any = None) -> tuple[bool, str]:
+    """Whether this job may be requeued once more (its restart count below :func:`max_requeues`), and why."""
+    cap, count = max_requeues(env), restart_count(env)
+    if count is None:
+        return True, f"restart count unknown (cap {cap} not applied)"
+    if count >= cap:
+        return False, (f"job requeued {count} time(s) already, the cap ({MAX_REQUEUES_ENV}={cap}): not requeued "
+                       "again; resubmit it to resume")
+    return True, f"requeue {count + 1} of at most {cap}"
+
