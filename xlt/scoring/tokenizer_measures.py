@@ -41,6 +41,7 @@ from xlt import languages as langtab
 from xlt.errors import XltError
 from xlt.run.files import atomic_write_json
 from xlt.run.fingerprint import digest, path_fingerprint
+from xlt.scoring.llm import encoding
 
 # Bump when the counting changes: cached counts of an older version are recomputed.
 VERSION = 1
@@ -187,8 +188,6 @@ def splittable(tokenizer: Any) -> bool:
     whose pre-tokenizer splits at white space (or is byte-level with a split that looks only a few characters
     ahead, :func:`xlt.scoring.llm.encoding.split_safe`), a model without dropout, and no added token with
     white space in it or that swallows the white space after it."""
-    from xlt.scoring.llm import encoding
-
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not getattr(tokenizer, "is_fast", False):
         return False
