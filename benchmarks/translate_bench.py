@@ -35,6 +35,21 @@ variants (``--repeats``) and the median is reported; peak memory is the process'
 during a variant's first pass above its level before the pass, plus the variant's model in memory.
 
     OMP_NUM_THREADS=2 python benchmarks/translate_bench.py --engines --shapes tiny,600m --segments 48
+
+``--stage`` measures what a user of the translate stage meets: :func:`translate_dataset` (the stage's work
+on a unit: unique segments, cache lookup, length-sorted batches, a cache commit per batch, segment and
+row rules, the rows re-assembled) with a fresh SQLite cache, on ``--rows`` RACE-like rows into French, at
+the stage's defaults (batch 32, ``max_new_tokens`` 256 with the per-batch limit 2 x longest + 10), on the
+600M shape, per engine and thread count (``--threads 1,2``): transformers (torch threads), CTranslate2
+float32 and int8 with ``intra_threads`` = the thread count, and with more than one thread also with the
+threads spent on batches instead (``inter_threads``, one thread each: xlt keeps that many batches in
+flight). Wall and CPU seconds of the call (model conversion and loading excluded), the ratio to
+transformers at the same thread count, whether the rows equal transformers' rows, peak memory above the
+level before the call; ``--profile`` adds a cProfile of one more pass of each CTranslate2 variant, its
+time split into CTranslate2's own work and the stage's around it (tokenization, decoding, cache,
+segmenting, rules).
+
+    python benchmarks/translate_bench.py --stage --rows 20 --threads 1,2 --profile
 """
 
 from __future__ import annotations
@@ -52,6 +67,7 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TQDM_DISABLE", "1")  # the tables, not progress bars
 
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
@@ -246,6 +262,161 @@ def compare_engines(args) -> None:
             gc.collect()
 
 
+def profile_breakdown(prof) -> list[tuple[str, float]]:
+    """Seconds of a cProfile of one stage pass (``translate_dataset``) by part, and the total."""
+    import pstats
+
+    stats = pstats.Stats(prof).stats  # (file, line, name) -> (cc, nc, tottime, cumtime, callers)
+
+    def cum(file: str, name: str) -> float:
+        return sum(v[3] for (f, _, n), v in stats.items() if file in f and name in n)
+
+    total = cum("translation/dataset.py", "translate_dataset")
+    ct2 = cum("~", "ctranslate2")  # its built-in methods: translate_batch, and result() of async batches
+    parts = [
+        ("CTranslate2's translate_batch and results (C++)", ct2),
+        ("tokenization into pieces, per batch", cum("engines/ct2.py", "_submit") - cum("~", "translate_batch")),
+        ("input lengths (tokenization, once)", cum("engines/base.py", "lengths")),
+        ("decoding pieces to text", cum("engines/ct2.py", "_decode")),
+        ("cache: SQLite reads and commits", cum("translation/cache.py", "get_many") + cum("translation/cache.py", "put_many")),
+        ("segmenting, segment and row rules, rows", total - cum("translation/dataset.py", "translate_segments")),
+    ]
+    return [*parts, ("rest", total - sum(t for _, t in parts)), ("total", total)]
+
+
+def stage_work(tr, ds) -> dict[str, float]:
+    """The arithmetic of one stage pass on the 600M shape, from its batches (length-sorted, padded, each
+    generating to its limit: random weights never emit EOS): GFLOP of the encoder (source tokens x 12
+    layers of attention projections and FFN, and the decoder's cross-attention keys and values of them)
+    and of the decoder per generated token (12 layers + the 256,206-way output projection, which alone is
+    60% of it). Attention scores are left out (short sequences: a few percent)."""
+    from xlt.translation.engines.base import length_sorted_batches
+
+    segs = list({x: None for r in ds for x in [*segment_passage(r["passage"]).sentences, r["question"],
+                                               *r["options"]] if x.strip()})
+    lengths = tr.lengths(segs)
+    d, f, layers, vocab = 1024, 4096, 12, 256206
+    src = gen = 0
+    for b in length_sorted_batches(lengths, tr.batch_size):
+        longest = max(lengths[i] for i in b)
+        src += len(b) * longest
+        gen += len(b) * tr.settings.generation_limit(longest)
+    enc = src * layers * 2 * (4 * d * d + 2 * d * f + 2 * d * d)
+    dec_layers = gen * layers * 2 * (4 * d * d + 2 * d * d + 2 * d * f)
+    head = gen * 2 * d * vocab
+    return {"source_tokens": src, "generated_tokens": gen, "gflop": (enc + dec_layers + head) / 1e9,
+            "head_share": head / (enc + dec_layers + head)}
+
+
+def gemm_rate(threads: int) -> dict[str, float]:
+    """GFLOP/s of this machine for the decoder's largest product ([32, 1024] x [1024, 256206], the output
+    projection) in float32 (torch) and int8 (CTranslate2's own kernels are not reachable from Python:
+    torch's quantized linear stands in, where it is built), at ``threads`` threads, best of 3."""
+    torch.set_num_threads(threads)
+    a, w = torch.randn(32, 1024), torch.randn(256206, 1024)
+    out = {}
+    best = math.inf
+    for _ in range(3):
+        t = time.perf_counter()
+        torch.nn.functional.linear(a, w)
+        best = min(best, time.perf_counter() - t)
+    out["float32"] = 2 * 32 * 1024 * 256206 / best / 1e9
+    return out
+
+
+def stage_bench(args) -> None:
+    """``--stage``: the translate stage's work per engine and thread count (see the module docstring)."""
+    import cProfile
+    import subprocess
+
+    from xlt.translation.engines.ct2 import CT2Translator
+
+    ds = make_data(args.passages, args.questions).select(range(args.rows))
+    corpus = [r["passage"] for r in ds] + [r["question"] for r in ds]
+    settings = EngineSettings(device="cpu", precision="fp32")  # the stage's defaults otherwise
+    print(f"machine: {os.cpu_count()} CPUs, {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        os.environ["XLT_CACHE"] = str(tmp / "xlt_cache")
+        if args.work_only:  # the tokenizer is the 600M shape's (its extra vocabulary entries are never used)
+            tiny = HFSeq2SeqTranslator(str(build_tiny_nllb(tmp / "nllb-tiny", corpus, vocab_size=2000, **SHAPES["tiny"])),
+                                       settings)
+            work = stage_work(tiny, ds)
+            print(f"work of a pass on the 600M shape: {work}")
+            for threads in [int(t) for t in args.threads.split(",")]:
+                rate = gemm_rate(threads)["float32"]
+                print(f"{threads} thread(s): float32 GEMM at the output projection's shape {rate:.1f} GFLOP/s: a pass "
+                      f"needs >= {work['gflop'] / rate:.1f} s at that rate; load {os.getloadavg()}")
+            return
+        path = build_tiny_nllb(tmp / "nllb-600m", corpus, vocab_size=2000, **SHAPES["600m"])
+        unique = len({x for r in ds for x in [*segment_passage(r["passage"]).sentences, r["question"], *r["options"]]})
+        print(f"{ds.num_rows} RACE-like rows, {unique} unique segments, eng_Latn -> fra_Latn, 600M shape (random), "
+              f"batch {settings.batch_size}, max_new_tokens {settings.max_new_tokens} (per batch 2 x longest + 10)")
+        hf = HFSeq2SeqTranslator(str(path), settings)
+        n = 0
+
+        def run(tr, threads: int) -> tuple[dict, list]:
+            nonlocal n
+            n += 1
+            torch.set_num_threads(threads)
+            load = os.getloadavg()[0]
+            with TranslationCache(tmp / f"cache{n}.sqlite") as cache, PeakRSS() as mem:
+                t0, c0 = time.perf_counter(), time.process_time()
+                res = translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            return {"wall": wall, "cpu": cpu, "peak": mem.mib, "load": load}, res.dataset.to_list()
+
+        for threads in [int(t) for t in args.threads.split(",")]:
+            torch.set_num_threads(threads)
+            hf.translate(["Warm up."], "eng_Latn", "fra_Latn")
+            base, ref = run(hf, threads)
+            achieved = [("transformers", base)]
+            print(f"\n== {threads} thread(s)")
+            print(f"{'variant':<34}{'wall s':>9}{'CPU s':>9}{'vs hf':>8}{'CPU vs hf':>10}{'same rows':>11}"
+                  f"{'peak MiB':>10}{'load':>6}")
+            print(f"{'transformers (torch threads)':<34}{base['wall']:>9.1f}{base['cpu']:>9.1f}{'1.00x':>8}"
+                  f"{'1.00x':>10}{'(ref)':>11}{base['peak']:>10.0f}{base['load']:>6.1f}", flush=True)
+            configs = [("intra", threads, 1)] + ([("inter", 1, threads)] if threads > 1 else [])
+            profiles = []
+            for ctype in args.compute_types.split(","):
+                for mode, intra, inter in configs:
+                    tr = CT2Translator(str(path), settings, compute_type=ctype, tokenizer=hf.tokenizer,
+                                       intra_threads=intra, inter_threads=inter)
+                    tr.translate(["Warm up."], "eng_Latn", "fra_Latn")
+                    r, rows = run(tr, threads)
+                    same = sum(a == b for a, b in zip(rows, ref, strict=True))
+                    name = f"ct2 {ctype} ({mode}_threads={threads})"
+                    achieved.append((name, r))
+                    print(f"{name:<34}{r['wall']:>9.1f}{r['cpu']:>9.1f}{base['wall'] / r['wall']:>7.2f}x"
+                          f"{base['cpu'] / r['cpu']:>9.2f}x{f'{same}/{len(ref)}':>11}{r['peak']:>10.0f}"
+                          f"{r['load']:>6.1f}", flush=True)
+                    if args.profile:
+                        prof = cProfile.Profile()
+                        torch.set_num_threads(threads)
+                        with TranslationCache(tmp / f"prof{n}.sqlite") as cache:
+                            prof.enable()
+                            translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
+                            prof.disable()
+                        n += 1
+                        profiles.append((name, profile_breakdown(prof)))
+                    del tr
+                    gc.collect()
+            work = stage_work(hf, ds)
+            rate = gemm_rate(threads)
+            print(f"  work of a pass: {work['source_tokens']} padded source tokens, {work['generated_tokens']} generated "
+                  f"(padded), {work['gflop']:.0f} GFLOP ({100 * work['head_share']:.0f}% the output projection); "
+                  f"this machine's float32 GEMM at the head's shape: {rate['float32']:.1f} GFLOP/s at {threads} "
+                  f"thread(s) (torch) -> a float32 pass needs >= {work['gflop'] / rate['float32']:.1f} s of that")
+            for name, r in achieved:
+                print(f"    {name:<34} {work['gflop'] / r['wall']:>6.1f} GFLOP/s wall, "
+                      f"{work['gflop'] / r['cpu']:>6.1f} per CPU-s")
+            for name, parts in profiles:
+                total = parts[-1][1]
+                print(f"  profile of {name} (one more pass, {total:.1f} s under cProfile):")
+                for label, t in parts[:-1]:
+                    print(f"    {label:<62}{t:>8.2f} s {100 * t / total:>5.1f}%")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--passages", type=int, default=40)
@@ -257,8 +428,18 @@ def main() -> None:
     ap.add_argument("--shapes", default="tiny,600m", help=f"--engines: comma-separated, of {sorted(SHAPES)}")
     ap.add_argument("--segments", type=int, default=48, help="--engines: unique segments translated")
     ap.add_argument("--repeats", type=int, default=2, help="--engines: timed passes per variant (alternating)")
+    ap.add_argument("--stage", action="store_true", help="the translate stage per engine and thread count")
+    ap.add_argument("--rows", type=int, default=20, help="--stage: RACE-like rows translated")
+    ap.add_argument("--threads", default="1,2", help="--stage: comma-separated thread counts")
+    ap.add_argument("--compute-types", default="float32,int8", help="--stage: CTranslate2 compute types")
+    ap.add_argument("--profile", action="store_true", help="--stage: profile one more pass of each ct2 variant")
+    ap.add_argument("--work-only", action="store_true",
+                    help="--stage: only the arithmetic of a pass and this machine's float32 GEMM rate")
     args = ap.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    if args.stage:
+        stage_bench(args)
+        return
     if args.max_new_tokens is None:
         args.max_new_tokens = 48 if args.engines else 256
     if args.engines:

@@ -206,3 +206,129 @@ def test_an_english_vocabulary_collapses_amharic_and_tibetan_to_unknown_pieces()
     assert (amh["fertility"], amh["continued_words"], amh["unk_rate"]) == (1.0, 0.0, 1.0)
     bod = tm.measures(tm.language_counts(bert, [item("1", "བོད་ཡིག", [])], "bod_Tibt"), None, "bod_Tibt")
     assert bod["fertility"] is None and bod["unk_rate"] == pytest.approx(1 / 4)
+
+
+# Words of several scripts and the characters that make cutting a text hard: a combining mark after a
+# space, Thai SARA AM and half-width katakana sound marks (they extend the grapheme before them), an
+# Arabic number sign (no grapheme boundary after it), an emoji sequence, punctuation, digits.
+WORDS = [
+    "hello", "world,", "cats", "sat.", "die", "Katze", "saß!", "猫坐", "ሰላም", "ነው", "naïve", "e\u0301te\u0301",
+    "\u0301x", "กำ", "\u0e33น", "ｶﾞ", "\uff9eｷ", "\u0600١٢", "مرحبا", "Привет", "नमस्ते", "👩\u200d💻", "42", "3.14",
+    "«quoted»", "don't", "x", "Ω", "[UNK]",
+]
+SEPARATORS = [" ", " ", " ", "  ", "\n", " \n ", "\t", ""]
+
+
+def varied_texts(seed: int, n: int, words: int) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    return [
+        "".join(rng.choice(WORDS) + rng.choice(SEPARATORS) for _ in range(rng.randint(1, words))).strip()
+        for _ in range(n)
+    ]
+
+
+class Recording:
+    """A tokenizer that records the texts of each call (``tokenizer(...)`` and ``backend_tokenizer.encode``)."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.calls = tokenizer, []
+        outer = self
+
+        class Backend:
+            def __getattr__(self, name):
+                return getattr(tokenizer.backend_tokenizer, name)
+
+            def encode(self, text, **kw):
+                outer.calls.append([text])
+                return tokenizer.backend_tokenizer.encode(text, **kw)
+
+        self.backend_tokenizer = Backend()
+
+    def __call__(self, texts, **kw):
+        self.calls.append(list(texts) if isinstance(texts, list) else [texts])
+        return self.tokenizer(texts, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+
+def _byte_level_bpe():
+    from tokenizers import decoders, trainers
+
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.train_from_iterator(
+        varied_texts(0, 300, 30), trainers.BpeTrainer(vocab_size=400, show_progress=False,
+                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=backend)
+
+
+def _whole_text_bpe():
+    """Gemma's kind of pipeline: a space marker prepended to the text, spaces replaced, no pre-tokenizer
+    (one BPE piece for the whole text): a text cannot be cut without changing its tokens."""
+    from tokenizers import normalizers, trainers
+
+    backend = Tokenizer(models.BPE(unk_token="<unk>"))
+    backend.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    backend.train_from_iterator(
+        varied_texts(0, 300, 30), trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>"], show_progress=False)
+    )
+    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+
+
+@pytest.fixture(scope="module", params=["wordpiece", "byte_level_bpe", "xlm_r", "whole_text_bpe"])
+def any_tok(request, tok):
+    if request.param == "wordpiece":
+        return tok
+    if request.param == "byte_level_bpe":
+        return _byte_level_bpe()
+    if request.param == "whole_text_bpe":
+        return _whole_text_bpe()
+    from transformers import AutoTokenizer
+
+    from tests.me5 import me5_dir
+
+    return AutoTokenizer.from_pretrained(me5_dir())  # XLM-R's: Precompiled, WhitespaceSplit + Metaspace
+
+
+def test_which_tokenizers_a_long_text_may_be_cut_for(any_tok, request):
+    kind = request.node.callspec.params["any_tok"]
+    assert tm.splittable(any_tok) == (kind != "whole_text_bpe")
+
+
+@pytest.mark.parametrize("with_words", [True, False])
+def test_counting_in_chunks_gives_the_one_call_counts(any_tok, with_words):
+    """Short texts and long ones (cut into parts where the tokenizer allows it, else counted alone) in
+    calls of bounded size: every count equals that of all texts in one call, and no call holds more than
+    its bound of texts, nor more characters than the bound unless it is one text that cannot be cut."""
+    texts = varied_texts(1, 60, 12) + varied_texts(2, 4, 400) + ["hello " * 50 + "cat"]
+    one = Recording(any_tok)
+    whole = tm.count_texts(one, texts, with_words=with_words, max_texts=10**9, max_chars=10**12)
+    assert len(one.calls) == 1 and whole["tokens"] > 0 and (whole["words"] > 0) == with_words
+    chunked = Recording(any_tok)
+    assert tm.count_texts(chunked, texts, with_words=with_words, max_texts=7, max_chars=300) == whole
+    split = tm.splittable(any_tok)
+    # the check of the cuts encodes three texts around a cut: those calls are not counting calls
+    counting = [c for c in chunked.calls if not (len(c) == 3 and c[0] == c[1] + c[2])]
+    assert len(counting) > len(texts) // 7 and all(len(c) <= 7 for c in counting)
+    for call in counting:
+        if sum(map(len, call)) > 300:
+            assert len(call) == 1 and (not split or " " not in call[0][150:-1]), call
+    long_parts = [c[0] for c in counting if len(c) == 1 and len(c[0]) > 150]
+    assert split == (max(map(len, long_parts)) <= 600)  # cut near 300 characters, or counted whole
+
+
+def test_a_long_text_is_cut_only_where_its_tokens_stay_the_same(any_tok):
+    text = " ".join(varied_texts(3, 200, 20))
+    parts = tm._parts(text, 500)
+    assert "".join(text[a:b] for a, b in parts) == text and len(parts) > 5
+    for _, k in parts[:-1]:
+        assert text[k] == " " and tm._safe(text, k)
+    if tm.splittable(any_tok):
+        assert tm._cuts_hold(any_tok, text, parts, window=10**9)  # every cut of the first three, whole text
+    assert not tm._safe("a \u0301b", 1) and not tm._safe("a \u0e33", 1) and not tm._safe("\u0600 1", 1)
+    assert not tm._safe("a  b", 1) and tm._safe("a b", 1) and tm._safe("猫 b", 1)

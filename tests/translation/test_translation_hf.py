@@ -153,6 +153,43 @@ def test_ctranslate2_float32_output_equals_generate(tiny_mt, settings):
 
 
 @pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
+def test_ctranslate2_batches_in_flight_on_several_workers_give_the_same_batches_in_order(tiny_mt):
+    """inter_threads=2: two batches translated at once by CTranslate2's workers, yielded in the order and
+    with the contents of the one-at-a-time path, each with its own generation limit."""
+    from xlt.translation.engines.base import EngineSettings
+
+    settings = EngineSettings(batch_size=3, max_new_tokens=12, device="cpu")
+    one = ct2.CT2Translator(str(tiny_mt), settings, compute_type="float32", intra_threads=1)
+    two = ct2.CT2Translator(str(tiny_mt), settings, compute_type="float32", intra_threads=1, inter_threads=2)
+    assert two.model.num_translators == 2 and two.inter_threads == 2 and one.inter_threads == 1
+    serial = list(one.translate_batches(TEXTS, "eng_Latn", "fra_Latn"))
+    parallel = list(two.translate_batches(TEXTS, "eng_Latn", "fra_Latn"))
+    assert len(serial) > 3 and parallel == serial
+    assert two.stats["generate_calls"] == len(serial)
+    hf = build_translator(mt_cfg(tiny_mt, "hf", batch_size=3, max_new_tokens=12).translate)
+    assert two.translate(TEXTS, "eng_Latn", "fra_Latn") == hf.translate(TEXTS, "eng_Latn", "fra_Latn")
+
+
+
+@pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
+def test_ctranslate2_on_cpu_runs_two_batches_at_once_from_two_threads_on(tiny_mt):
+    import torch
+
+    from xlt.translation.engines.base import EngineSettings
+
+    before = torch.get_num_threads()
+    try:
+        for threads, inter in ((1, 1), (2, 2), (4, 2)):
+            torch.set_num_threads(threads)
+            tr = ct2.CT2Translator(str(tiny_mt), EngineSettings(device="cpu"), compute_type="float32")
+            assert (tr.inter_threads, tr.model.num_translators) == (inter, inter), threads
+        tr = ct2.CT2Translator(str(tiny_mt), EngineSettings(device="cpu"), compute_type="float32", intra_threads=4)
+        assert tr.inter_threads == 1  # threads asked for one batch stay on one batch
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
 def test_ctranslate2_conversion_is_cached_per_checkpoint_and_quantization(tiny_mt, monkeypatch, xlt_cache):
     first = ct2.converted_model(str(tiny_mt), None, "float32")
     assert first.parent == ct2._cache_root() and str(first).startswith(xlt_cache)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import tempfile
 import unicodedata
@@ -40,6 +41,7 @@ from xlt import languages as langtab
 from xlt.errors import XltError
 from xlt.run.files import atomic_write_json
 from xlt.run.fingerprint import digest, path_fingerprint
+from xlt.scoring.llm import encoding
 
 # Bump when the counting changes: cached counts of an older version are recomputed.
 VERSION = 1
@@ -57,6 +59,7 @@ NO_SPACE_SCRIPTS = {
 # The per-language columns of a report (a result's ``tokenizer`` entry), in order.
 COLUMNS = ("fertility", "continued_words", "premium", "unk_rate")
 _MEMO: dict[str, dict[str, Any]] = {}
+log = logging.getLogger(__name__)
 
 
 def tokenizer_fingerprint(tokenizer: Any) -> str:
@@ -144,30 +147,189 @@ def _pieces_per_word(text: str, offsets: Sequence[tuple[int, int]] | None, token
     return counts
 
 
-def count_texts(tokenizer: Any, texts: Sequence[str], with_words: bool = True) -> dict[str, Any]:
+# Bounds of one tokenizer call of :func:`count_texts`: texts and characters. A language's text is counted a
+# chunk at a time (the offsets of every token of a call are Python objects, ~150 bytes a token), so the
+# memory of the measures is that of one chunk, not of all of a language's text.
+CHUNK_TEXTS = 1024
+CHUNK_CHARS = 200_000
+
+# Normalizers that map each character (or grapheme cluster, Precompiled) on its own: at a single ASCII space
+# between two letters or digits (a grapheme and normalization boundary: neither a combining mark after it
+# nor a Prepend character before it) a text normalizes to its two parts' normalized forms, joined.
+_LOCAL_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents", "Precompiled"}
+# Pre-tokenizers that always split at white space, so that no piece spans such a space, and treat the part
+# after it (which begins with that space) as they treat it inside the whole text.
+_SPACE_SPLITTERS = {"WhitespaceSplit", "Whitespace", "BertPreTokenizer"}
+# Grapheme_Cluster_Break=Prepend (Unicode 15): no grapheme boundary after these, even before a space.
+_PREPEND = frozenset(
+    [*range(0x600, 0x606), 0x6DD, 0x70F, 0x890, 0x891, 0x8E2, 0xD4E, 0x110BD, 0x110CD, 0x111C2, 0x111C3,
+     0x1193F, 0x11941, 0x11A3A, *range(0x11A84, 0x11A8A), 0x11D46, 0x11F02]
+)
+# Letters that extend the grapheme before them (Grapheme_Cluster_Break Extend or SpacingMark): Thai and Lao
+# SARA AM, the half-width katakana sound marks.
+_EXTENDING_LETTERS = frozenset([0xE33, 0xEB3, 0xFF9E, 0xFF9F])
+
+
+def _local_pre_tokenizer(pre: dict[str, Any]) -> bool:
+    kind = pre.get("type")
+    if kind in _SPACE_SPLITTERS:
+        return True
+    if kind == "Metaspace":  # a space becomes the marker that begins the next piece; never doubled
+        return bool(pre.get("split", True)) and pre.get("prepend_scheme", "always") in ("always", "first", "never")
+    if kind == "Sequence":
+        steps = pre.get("pretokenizers") or []
+        return bool(steps) and all(_local_pre_tokenizer(step) for step in steps)
+    return False
+
+
+def splittable(tokenizer: Any) -> bool:
+    """Whether a long text may be counted in parts cut at :func:`_safe_cut` positions with the same counts,
+    offsets and words as whole: a fast tokenizer whose normalizer works character by character (or none),
+    whose pre-tokenizer splits at white space (or is byte-level with a split that looks only a few characters
+    ahead, :func:`xlt.scoring.llm.encoding.split_safe`), a model without dropout, and no added token with
+    white space in it or that swallows the white space after it."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None or not getattr(tokenizer, "is_fast", False):
+        return False
+    if getattr(backend.model, "dropout", None):
+        return False
+    try:
+        norm = encoding._spec(backend.normalizer)
+        pre = encoding._spec(backend.pre_tokenizer)
+    except Exception:  # noqa: BLE001 - a component that cannot describe itself: counted whole
+        return False
+    norms = norm.get("normalizers") if norm.get("type") == "Sequence" else ([norm] if norm else [])
+    if not all(n.get("type") in _LOCAL_NORMALIZERS for n in norms or []):
+        return False
+    for added in backend.get_added_tokens_decoder().values():
+        if any(ch.isspace() for ch in added.content) or added.rstrip:
+            return False
+    return _local_pre_tokenizer(pre) or (not norms and encoding.split_safe(tokenizer))
+
+
+def _safe(text: str, k: int) -> bool:
+    """A single ASCII space at ``k`` between two letters or digits (see :data:`_LOCAL_NORMALIZERS`)."""
+    if not (0 < k < len(text) - 1 and text[k] == " "):
+        return False
+    before, after = text[k - 1], text[k + 1]
+    return (
+        unicodedata.category(before)[0] in "LN"
+        and unicodedata.category(after)[0] in "LN"
+        and ord(before) not in _PREPEND
+        and ord(after) not in _EXTENDING_LETTERS
+    )
+
+
+def _safe_cut(text: str, start: int, target: int) -> int:
+    """The last safe cut (:func:`_safe`) in ``text[start + target // 2 : start + target]``, else the first
+    after it; -1 if there is none."""
+    lo, hi = start + target // 2, min(start + target, len(text) - 1)
+    k = text.rfind(" ", lo, hi)
+    while k > lo and not _safe(text, k):
+        k = text.rfind(" ", lo, k)
+    if k >= lo and _safe(text, k):
+        return k
+    k = text.find(" ", hi)
+    while k != -1 and not _safe(text, k):
+        k = text.find(" ", k + 1)
+    return k
+
+
+def _parts(text: str, max_chars: int) -> list[tuple[int, int]]:
+    """``text`` cut at safe positions into parts of at most about ``max_chars`` characters, as spans."""
+    parts, start = [], 0
+    while len(text) - start > max_chars:
+        k = _safe_cut(text, start, max_chars)
+        if k == -1:
+            break
+        parts.append((start, k))
+        start = k
+    parts.append((start, len(text)))
+    return parts
+
+
+def _cuts_hold(tokenizer: Any, text: str, parts: list[tuple[int, int]], window: int = 400) -> bool:
+    """A check of the reasoning of :func:`splittable` on this text: around its first cuts, the tokens of a
+    window counted whole equal those of its two sides counted apart."""
+    for _, k in parts[:-1][:3]:
+        a, b = max(0, k - window), min(len(text), k + window)
+        enc = tokenizer([text[a:b], text[a:k], text[k:b]], add_special_tokens=False, return_offsets_mapping=True)
+        (whole, left, right), ids = enc["offset_mapping"], enc["input_ids"]
+        shifted = [(s + a, e + a) for s, e in left] + [(s + k, e + k) for s, e in right]
+        if list(ids[0]) != [*ids[1], *ids[2]] or [(s + a, e + a) for s, e in whole] != shifted:
+            return False
+    return True
+
+
+def _chunks(tokenizer: Any, texts: Sequence[str], max_texts: int, max_chars: int) -> Iterable[
+    tuple[list[tuple[int, str]], bool]
+]:
+    """The texts in tokenizer calls of at most ``max_texts`` texts and about ``max_chars`` characters:
+    ``([(index of the text, text or part of it), ...], alone)``; a text over ``max_chars`` is cut into
+    parts where :func:`splittable` allows (each part a chunk of its own), else counted ``alone``."""
+    batch: list[tuple[int, str]] = []
+    chars = 0
+    can_split: bool | None = None
+    for i, text in enumerate(texts):
+        if len(text) > max_chars:
+            if batch:
+                yield batch, False
+                batch, chars = [], 0
+            if can_split is None:
+                can_split = splittable(tokenizer)
+            parts = _parts(text, max_chars) if can_split else [(0, len(text))]
+            if len(parts) > 1 and not _cuts_hold(tokenizer, text, parts):
+                log.warning("tokenizer measures: cutting a long text changes its tokens; counted whole")
+                parts = [(0, len(text))]
+            for a, b in parts:
+                yield [(i, text[a:b])], len(parts) == 1
+            continue
+        if batch and (len(batch) >= max_texts or chars + len(text) > max_chars):
+            yield batch, False
+            batch, chars = [], 0
+        batch.append((i, text))
+        chars += len(text)
+    if batch:
+        yield batch, False
+
+
+def count_texts(
+    tokenizer: Any,
+    texts: Sequence[str],
+    with_words: bool = True,
+    max_texts: int = CHUNK_TEXTS,
+    max_chars: int = CHUNK_CHARS,
+) -> dict[str, Any]:
     """Token counts of ``texts`` (no special tokens): per text the tokens, and over all of them the tokens,
-    unknown pieces, words and words of two or more pieces (``with_words``)."""
+    unknown pieces, words and words of two or more pieces (``with_words``). Counted a chunk of at most
+    ``max_texts`` texts and ``max_chars`` characters at a time (a longer text on its own, in parts where the
+    tokenizer allows it: :func:`splittable`); the counts are those of all texts in one call."""
     unk = getattr(tokenizer, "unk_token_id", None)
     fast = bool(getattr(tokenizer, "is_fast", False))
-    enc = (
-        tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=fast)
-        if texts
-        else {"input_ids": []}
-    )
-    per_text = [len(ids) for ids in enc["input_ids"]]
-    out: dict[str, Any] = {
-        "per_text": per_text,
-        "tokens": sum(per_text),
-        "unknown": sum(sum(t == unk for t in ids) for ids in enc["input_ids"]) if unk is not None else 0,
-        "words": 0,
-        "continued": 0,
-    }
-    if with_words:
-        offsets = enc.get("offset_mapping") if fast else None
-        for i, text in enumerate(texts):
-            pieces = _pieces_per_word(text, offsets[i] if offsets is not None else None, tokenizer)
-            out["words"] += len(pieces)
-            out["continued"] += sum(p >= 2 for p in pieces)
+    out: dict[str, Any] = {"per_text": [0] * len(texts), "tokens": 0, "unknown": 0, "words": 0, "continued": 0}
+    for batch, alone in _chunks(tokenizer, texts, max_texts, max_chars):
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if alone and fast and backend.truncation is None and backend.padding is None:
+            # one long text that cannot be cut: the backend's encoding, read for its ids (and offsets) only
+            enc = backend.encode(batch[0][1], add_special_tokens=False)
+            ids_of: Iterable[Sequence[int]] = [enc.ids]
+            offsets = [enc.offsets] if with_words else None
+        else:
+            enc = tokenizer(
+                [t for _, t in batch], add_special_tokens=False, return_offsets_mapping=fast and with_words
+            )
+            ids_of = enc["input_ids"]
+            offsets = enc.get("offset_mapping") if fast and with_words else None
+        for j, ((i, text), ids) in enumerate(zip(batch, ids_of, strict=True)):
+            out["per_text"][i] += len(ids)
+            out["tokens"] += len(ids)
+            if unk is not None:
+                out["unknown"] += sum(t == unk for t in ids)
+            if with_words:
+                pieces = _pieces_per_word(text, offsets[j] if offsets is not None else None, tokenizer)
+                out["words"] += len(pieces)
+                out["continued"] += sum(p >= 2 for p in pieces)
+        del enc, ids_of, offsets
     return out
 
 

@@ -28,6 +28,8 @@ import json
 import logging
 import os
 import shutil
+from collections import deque
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from xlt.errors import ConfigError
 from xlt.hub import hub_resource
 from xlt.run.files import follow_umask
 from xlt.run.fingerprint import resource_fingerprint
-from xlt.translation.engines.base import Engine, EngineSettings, LanguageTokens
+from xlt.translation.engines.base import Engine, EngineSettings, LanguageTokens, length_sorted_batches
 from xlt.weights import log_weights, snapshot
 
 log = logging.getLogger(__name__)
@@ -169,7 +171,8 @@ class CT2Translator(LanguageTokens):
     """NLLB / M2M100 through CTranslate2 (see the module docstring for how settings map)."""
 
     def __init__(self, model_name_or_path: str, settings: EngineSettings | None = None, *,
-                 compute_type: str = "auto", tokenizer: Any = None, intra_threads: int | None = None) -> None:
+                 compute_type: str = "auto", tokenizer: Any = None, intra_threads: int | None = None,
+                 inter_threads: int | None = None) -> None:
         super().__init__()
         if not available():
             raise ConfigError("translate.engine=ctranslate2 needs the ctranslate2 package: pip install 'xlt[ct2]'")
@@ -190,12 +193,23 @@ class CT2Translator(LanguageTokens):
         self.compute_type = resolve_compute_type(compute_type, s.precision, self.device, self.device_index[0])
         path = converted_model(model_name_or_path, s.revision, self.compute_type)
         log_weights("translate model (ctranslate2)", model_name_or_path, s.revision)
-        if intra_threads is None:
+        # On CPU, n threads (torch's count: OMP_NUM_THREADS) run two batches at once with n // 2 threads each
+        # from n = 2 on: a thread per batch spends less CPU time than two on one batch's small products
+        # (benchmarks/translate_bench.py --stage, docs/speed-benchmarks.md).
+        if self.device != "cpu":
+            inter_threads, intra_threads = 1, 0 if intra_threads is None else intra_threads
+        else:
             import torch
 
-            intra_threads = torch.get_num_threads() if self.device == "cpu" else 0
+            n = torch.get_num_threads()
+            if inter_threads is None:
+                inter_threads = 2 if intra_threads is None and n >= 2 else 1
+            if intra_threads is None:
+                intra_threads = max(1, n // inter_threads)
+        self.inter_threads = inter_threads
         self.model = ctranslate2.Translator(str(path), device=self.device, device_index=self.device_index,
-                                            compute_type=self.compute_type, intra_threads=intra_threads)
+                                            compute_type=self.compute_type, intra_threads=intra_threads,
+                                            inter_threads=self.inter_threads)
         # One of our batches feeds every GPU: CTranslate2 splits it into max_batch_size pieces.
         replicas = len(self.device_index) if self.device == "cuda" else 1
         self.batch_size = s.batch_size * replicas
@@ -206,7 +220,9 @@ class CT2Translator(LanguageTokens):
                               ctranslate2=ctranslate2.__version__)
         self.identity = "ct2/" + json.dumps(identity, sort_keys=True)
 
-    def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
+    def _submit(self, texts: list[str], src_lang: str, tgt_lang: str, asynchronous: bool = False) -> Any:
+        """Tokenize ``texts`` and hand them to CTranslate2 (its results, or with ``asynchronous`` its async
+        results: the call returns at once and a free worker translates them)."""
         s = self.settings
         tok = self.tokenizer
         tok.src_lang = self._model_code(src_lang)
@@ -214,7 +230,7 @@ class CT2Translator(LanguageTokens):
         limit = s.generation_limit(max(map(len, ids)))
         prefix = tok.convert_ids_to_tokens(self.lang_token_id(tgt_lang))
         size, kind = self.sub_batch
-        results = self.model.translate_batch(
+        return self.model.translate_batch(
             [tok.convert_ids_to_tokens(x) for x in ids],
             target_prefix=[[prefix]] * len(texts),
             max_batch_size=size,
@@ -225,9 +241,37 @@ class CT2Translator(LanguageTokens):
             sampling_topk=1,
             max_decoding_length=max(1, limit - 1) if self.forced_eos else limit,
             return_scores=False,
+            asynchronous=asynchronous,
         )
+
+    def _decode(self, results: list[Any]) -> list[str]:
+        tok = self.tokenizer
         out = [tok.convert_tokens_to_ids(r.hypotheses[0]) for r in results]
         return [t.strip() for t in tok.batch_decode(out, skip_special_tokens=True)]
+
+    def _generate(self, texts: list[str], src_lang: str, tgt_lang: str) -> list[str]:
+        return self._decode(self._submit(texts, src_lang, tgt_lang))
+
+    def translate_batches(
+        self, texts: Sequence[str], src_lang: str, tgt_lang: str
+    ) -> Iterator[tuple[list[int], list[str]]]:
+        """As :meth:`Translator.translate_batches`; with ``inter_threads`` > 1 up to that many batches are
+        translated at once (each by one of CTranslate2's workers), still yielded in order, each batch with
+        its own generation limit."""
+        if self.inter_threads <= 1 or not texts:
+            yield from super().translate_batches(texts, src_lang, tgt_lang)
+            return
+        batches = length_sorted_batches(self.lengths(texts), self.batch_size, self.max_batch_tokens)
+        window: deque[tuple[list[int], list[Any]]] = deque()
+        for batch in batches:
+            self.stats["generate_calls"] += 1
+            window.append((batch, self._submit([texts[i] for i in batch], src_lang, tgt_lang, asynchronous=True)))
+            if len(window) > self.inter_threads:
+                done, pending = window.popleft()
+                yield done, self._decode([r.result() for r in pending])
+        while window:
+            done, pending = window.popleft()
+            yield done, self._decode([r.result() for r in pending])
 
 
 def build_ct2_translator(tcfg: TranslateConfig, **kw: Any) -> CT2Translator:
