@@ -68,7 +68,7 @@ def test_gemma_written_folder_is_the_harness_s(tmp_path):
 
     cfg = llm_root_config(
         {"belebele": {"kind": "belebele", "path": str(bele), "max_questions": LIMIT},
-         "xcopa": {"kind": "xcopa", "path": str(xcopa)}},
+         "xcopa": {"kind": "xcopa", "path": str(xcopa), "max_questions": LIMIT}},  # the harness's --limit: every task
         {"model": str(model), "num_fewshot": 5, "batch_size": 1, "dtype": "float32", "device": "cpu",
          "harness_output": str(tmp_path / "xlt")},
     )
