@@ -40,7 +40,7 @@ from xlt.config.overrides import check_overrides, check_parsable, entry_override
 from xlt.errors import ERROR_EXIT, XltError, print_error
 from xlt.run.files import atomic_write_json, atomic_write_text
 from xlt.run.layout import PREEMPTION_FILE, RunDir, is_main_process, world_size
-from xlt.run.lock import RunLock, check_held, lock_name, lost_error, slurm_identity
+from xlt.run.lock import LockLost, RunLock, check_held, lock_name, lost_error, slurm_identity
 from xlt.secrets import redact_config, redact_overrides
 from xlt.stages import run_stages
 
@@ -158,7 +158,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                         log.info("trained model: %s; to score it from another run: %s", run.model,
                                  override_form("eval.model", run.model))
         except XltError as err:
-            _record_failure(run, ERROR_EXIT, f"xlt: error: {err}")
+            if not isinstance(err, LockLost):  # the run is another holder's now: nothing of ours goes in it
+                _record_failure(run, ERROR_EXIT, f"xlt: error: {err}")
             if not _multirun_continues(cfg, err):
                 _fail(err)
         except Stopped as err:

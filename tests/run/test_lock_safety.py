@@ -357,7 +357,7 @@ def test_a_cli_run_whose_lock_is_taken_over_stops_with_an_error_naming_the_new_h
     text = (tmp_path / "out.log").read_text()
     assert code == 2 and "Traceback" not in text, text[-3000:]
     assert "xlt: error: this run lost its lock" in text and "by host node-b, PID 77, SLURM job 9002" in text
-    assert _files(run) == before  # nothing written, replaced or touched after the takeover
+    assert _files(run) == before  # nothing written (not even failed.json), replaced or touched after the takeover
     assert json.loads(lock.read_text())["token"] == "b" * 32  # left to the taker
 
 
