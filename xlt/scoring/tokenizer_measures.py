@@ -194,8 +194,8 @@ def splittable(tokenizer: Any) -> bool:
     if getattr(backend.model, "dropout", None):
         return False
     try:
-        norm = encoding._spec(backend.normalizer)
-        pre = encoding._spec(backend.pre_tokenizer)
+        norm = encoding.component_spec(backend.normalizer)
+        pre = encoding.component_spec(backend.pre_tokenizer)
     except Exception:  # noqa: BLE001 - a component that cannot describe itself: counted whole
         return False
     norms = norm.get("normalizers") if norm.get("type") == "Sequence" else ([norm] if norm else [])

@@ -46,7 +46,7 @@ def _byte_level(pre: dict, use_regex: bool) -> bool:
             and bool(pre.get("use_regex", True)) == use_regex)
 
 
-def _spec(component) -> dict:
+def component_spec(component) -> dict:
     """A pipeline component's own settings (its JSON; not the whole tokenizer's, which holds the vocabulary)."""
     return json.loads(component.__getstate__()) if component is not None else {}
 
@@ -63,7 +63,7 @@ def split_safe(tokenizer) -> bool:
     if not isinstance(backend.model, BPE) or backend.model.dropout:
         return False
     try:
-        pre = _spec(backend.pre_tokenizer)
+        pre = component_spec(backend.pre_tokenizer)
     except Exception:  # noqa: BLE001 - a pre-tokenizer that cannot describe itself: encoded whole
         return False
     if _byte_level(pre, use_regex=True):
