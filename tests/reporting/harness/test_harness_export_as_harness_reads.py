@@ -27,7 +27,7 @@ def _results_file(folder: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def exports(xlt_harness_run, tmp_path_factory):
-    """The run exported whole (Belebele capped at 3, Global-MMLU en at 5) and Belebele alone."""
+    """The run exported whole (Belebele capped at 3, Global-MMLU en at 5), Belebele alone, Global-MMLU alone."""
     from omegaconf import OmegaConf
 
     from xlt.reporting.harness.export import export_results
@@ -37,7 +37,9 @@ def exports(xlt_harness_run, tmp_path_factory):
     whole = export_results(cfg.eval, run, out / "whole")
     bele = OmegaConf.merge(cfg.eval, {"benchmarks": {"global_mmlu": {"enabled": False}}})
     belebele = export_results(bele, run, out / "belebele")
-    return {"whole": whole, "belebele": belebele}
+    mmlu = OmegaConf.merge(cfg.eval, {"benchmarks": {"belebele": {"enabled": False}}})
+    gmmlu = export_results(mmlu, run, out / "gmmlu")
+    return {"whole": whole, "belebele": belebele, "gmmlu": gmmlu}
 
 
 def _harness_file(harness_runs, run: int) -> dict:
@@ -164,13 +166,14 @@ def test_a_capped_global_mmlu_writes_no_limit_the_harness_would_misread(harness_
     documents, so config.limit is null and the file says why."""
     theirs = _harness_file(harness_runs, 0)
     assert all(n["effective"] == min(n["original"], theirs["config"]["limit"]) for n in theirs["n-samples"].values())
-    ours = _results_file(exports["whole"])
-    assert ours["config"]["limit"] is None
-    assert "global_mmlu" in ours["xlt"]["limit"] and "--limit" in ours["xlt"]["limit"]
-    counts = {t: n for t, n in ours["n-samples"].items() if t.startswith("global_mmlu")}
-    assert sum(n["effective"] for n in counts.values()) == 5
-    assert not any(all(n["effective"] == min(n["original"], cap) for n in ours["n-samples"].values())
-                   for cap in range(1, 13))
+    for name in ("gmmlu", "whole"):
+        ours = _results_file(exports[name])
+        assert ours["config"]["limit"] is None, name
+        assert "global_mmlu" in ours["xlt"]["limit"] and "--limit" in ours["xlt"]["limit"]
+        counts = {t: n for t, n in ours["n-samples"].items() if t.startswith("global_mmlu")}
+        assert sum(n["effective"] for n in counts.values()) == 5
+        assert not any(all(n["effective"] == min(n["original"], cap) for n in ours["n-samples"].values())
+                       for cap in range(1, 13))
 
 
 def test_the_harness_s_own_readers_read_the_export(exports):
