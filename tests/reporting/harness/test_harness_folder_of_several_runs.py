@@ -50,6 +50,7 @@ def test_every_results_file_is_read_each_task_from_its_newest(harness_runs):
     prov = folder.provenance()
     assert prov["results_files"] == by_file and set(prov["settings_by_file"]) == set(by_file)
     assert [s["limit"] for s in prov["settings_by_file"].values()] == [4.0, 3.0]
+    assert prov["n_shot"] == [5] and [s["n_shot"] for s in prov["settings_by_file"].values()] == [[5], [5]]
     # the harness's own get_latest_filename picks C, which holds no task xlt knows: read alone it is foreign
     from lm_eval.utils import get_latest_filename, get_results_filenames
 

@@ -120,6 +120,8 @@ class HarnessFolder:
                "date": r.get("date"), "sample_logs": self.has_samples, "tasks": sorted(self.tasks),
                "ignored_tasks": self.ignored, "ignored_files": self.ignored_files,
                "results_files": self.tasks_by_file()}
+        out["n_shot"] = sorted({v for t in self.tasks.values() for k, v in _nshot(self.contents[t.results_file]).items()
+                                if k == t.name})  # each task's own file's
         if len(out["results_files"]) > 1:
             out["settings_by_file"] = {
                 name: _settings(self.contents[self.path / name], {t: None for t in tasks})
@@ -127,9 +129,13 @@ class HarnessFolder:
         return out
 
 
+def _nshot(r: dict[str, Any]) -> dict[str, Any]:
+    return r.get("n-shot") if isinstance(r.get("n-shot"), dict) else {}
+
+
 def _settings(r: dict[str, Any], tasks: Any) -> dict[str, Any]:
     cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
-    nshot = r.get("n-shot") if isinstance(r.get("n-shot"), dict) else {}
+    nshot = _nshot(r)
     return {"model_args": cfg.get("model_args"), "model_dtype": cfg.get("model_dtype"),
             "batch_size": cfg.get("batch_size"), "limit": cfg.get("limit"), "fewshot_seed": cfg.get("fewshot_seed"),
             "n_shot": sorted({v for k, v in nshot.items() if k in tasks})}
