@@ -198,3 +198,41 @@ def test_the_harness_s_own_readers_read_the_export(exports):
     for task in results["configs"]:
         assert logger.wandb_results[f"{task}/acc"] == results["results"][task]["acc,none"]
     logger.run.finish()
+
+
+def test_with_a_chat_template_the_config_is_the_cli_s_too(harness_setup, tmp_path):
+    """``lm_eval run ... --apply_chat_template`` (its default ``fewshot_as_multiturn``: true) and xlt's
+    ``chat_template=true`` run of the same model and data: ``config`` and the chat fields equal."""
+    import shutil
+
+    from omegaconf import OmegaConf
+
+    from tests.fixtures.llm import llm_root_config
+    from tests.fixtures.llm.harness_folders import CHAT, run_harness_cli
+    from xlt import cli
+    from xlt.run.layout import RunDir
+
+    model = tmp_path / "chat_model"
+    shutil.copytree(harness_setup["model"], model)
+    tok = json.loads((model / "tokenizer_config.json").read_text(encoding="utf-8"))
+    (model / "tokenizer_config.json").write_text(json.dumps({**tok, "chat_template": CHAT}), encoding="utf-8")
+    run_harness_cli(["--model", "hf", "--model_args", f"pretrained={model}", "dtype=float32", "--tasks",
+                     "belebele_eng_Latn", "--num_fewshot", "5", "--batch_size", "4", "--device", "cpu", "--limit", "3",
+                     "--apply_chat_template", "--output_path", str(tmp_path / "harness"), "--log_samples"],
+                    harness_setup["root"] / "tasks")
+    cfg = llm_root_config(
+        {"belebele": {"kind": "belebele", "path": str(harness_setup["bele"]), "max_questions": 3,
+                      "languages": ["eng_Latn"]}},
+        {"model": str(model), "num_fewshot": 5, "batch_size": 4, "dtype": "float32", "device": "cpu",
+         "chat_template": True, "harness_output": str(tmp_path / "xlt")})
+    cfg.eval.bootstrap_samples = 50
+    cli.run_stages(OmegaConf.create(cfg), RunDir(tmp_path / "run"), ["evaluate"])
+    (theirs,) = (tmp_path / "harness").iterdir()
+    (ours,) = (tmp_path / "xlt").iterdir()
+    theirs, ours = _results_file(theirs), _results_file(ours)
+    diffs = {k: (theirs["config"][k], ours["config"][k]) for k in theirs["config"]
+             if k not in NOT_COMPARED_CONFIG and theirs["config"][k] != ours["config"].get(k)}
+    assert not diffs, diffs
+    assert ours["fewshot_as_multiturn"] is True is theirs["fewshot_as_multiturn"]
+    for key in ("chat_template", "chat_template_sha", "task_hashes", "n-samples"):
+        assert theirs[key] == ours[key], key
