@@ -81,3 +81,5 @@ def test_compare_and_report_read_the_folder_beside_its_config_file(harness_runs,
     report = json.loads((tmp_path / "rep" / "report.json").read_text(encoding="utf-8"))
     rows = {r["language"]: r for r in report["benchmarks"]["belebele"]["per_language"]}
     assert rows["eng_Latn"]["n"] == 3 and rows["fra_Latn"]["n"] == 4
+    md = (tmp_path / "rep" / "report.md").read_text(encoding="utf-8")
+    assert "tasks by results file" in md and "config.yaml" in md
