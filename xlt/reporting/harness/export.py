@@ -36,6 +36,7 @@ from xlt.reporting.run_tables import read_config
 from xlt.run.files import atomic_write_text
 from xlt.run.layout import RunDir
 from xlt.run.results import read_plan, read_predictions, read_result
+from xlt.run.state import Damaged
 from xlt.scoring.jobs import enabled_benchmarks
 from xlt.scoring.llm.load import llm_config, load_tokenizer
 from xlt.scoring.llm.prompts import FEWSHOT_DELIMITER
@@ -371,7 +372,7 @@ def _evaluation_time(run: RunDir, started: float | None) -> str | None:
         return str(time.time() - float(started))
     try:
         prov = run.done_info("evaluate").get("provenance") or {}
-    except Exception:  # noqa: BLE001 - a damaged marker: the time is unknown, as for a run without one
+    except Damaged:  # a marker xlt did not write: the time is unknown, as for a run without one
         return None
     if isinstance(prov.get("started"), (int, float)) and isinstance(prov.get("finished"), (int, float)):
         return str(float(prov["finished"]) - float(prov["started"]))

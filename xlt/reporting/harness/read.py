@@ -120,8 +120,8 @@ class HarnessFolder:
                "date": r.get("date"), "sample_logs": self.has_samples, "tasks": sorted(self.tasks),
                "ignored_tasks": self.ignored, "ignored_files": self.ignored_files,
                "results_files": self.tasks_by_file()}
-        out["n_shot"] = sorted({v for t in self.tasks.values() for k, v in _nshot(self.contents[t.results_file]).items()
-                                if k == t.name})  # each task's own file's
+        shots = {_nshot(self.contents[t.results_file]).get(t.name) for t in self.tasks.values()}
+        out["n_shot"] = sorted(shots - {None})  # each task's, from its own file
         if len(out["results_files"]) > 1:
             out["settings_by_file"] = {
                 name: _settings(self.contents[self.path / name], {t: None for t in tasks})
