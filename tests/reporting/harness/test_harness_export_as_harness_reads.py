@@ -200,6 +200,7 @@ def test_the_harness_s_own_readers_read_the_export(exports):
     logger.run.finish()
 
 
+@pytest.mark.slow  # a set-up of its own (a chat model, one more run of each tool): ~20 s
 def test_with_a_chat_template_the_config_is_the_cli_s_too(harness_setup, tmp_path):
     """``lm_eval run ... --apply_chat_template`` (its default ``fewshot_as_multiturn``: true) and xlt's
     ``chat_template=true`` run of the same model and data: ``config`` and the chat fields equal."""
