@@ -101,6 +101,12 @@ def report_progress(**fields: Any) -> None:
     _PROGRESS.update(fields)
 
 
+def stage_started(stage: str) -> float | None:
+    """When this process started running ``stage`` (``report_progress(stage=..., since=...)``); None otherwise."""
+    since = _PROGRESS.get("since")
+    return float(since) if _PROGRESS.get("stage") == stage and isinstance(since, (int, float)) else None
+
+
 def beat_interval(lease: float) -> float:
     """How often a holder rewrites its lock: a quarter of the lease, at most :data:`BEAT_MAX_S`."""
     return max(min(lease / 4, BEAT_MAX_S), 0.01)

@@ -216,9 +216,10 @@ def harness_output(cfg: Any, run: RunDir) -> None:
     if where is None or where is False or not is_main_process():
         return
     from xlt.reporting.harness.export import export_results  # lazy: start-up time
+    from xlt.run.lock import stage_started
 
     folder = run.harness_output if where is True else Path(str(where)).expanduser()
-    written = export_results(cfg.eval, run, folder)
+    written = export_results(cfg.eval, run, folder, started=stage_started("evaluate"))
     log.info("lm-evaluation-harness's files of the results: %s", written)
 
 

@@ -17,7 +17,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from tests.fixtures.llm import llm_root_config, write_harness_tasks, write_jsonl
-from tests.fixtures.llm.harness_folders import compare_folders
+from tests.fixtures.llm.harness_folders import compare_folders, run_harness_cli
 from tests.gemma import gemma_dir
 from xlt import cli
 from xlt.run.files import atomic_write_text
@@ -47,24 +47,15 @@ def _cut(tmp: Path) -> tuple[Path, Path]:
 
 
 def test_gemma_written_folder_is_the_harness_s(tmp_path):
-    from lm_eval.loggers import EvaluationTracker
-    from lm_eval.tasks import TaskManager
-
     model = gemma_dir()
     bele, xcopa = _cut(tmp_path)
     tasks = write_harness_tasks(tmp_path / "tasks", bele, None, codes=BELEBELE, xcopa_root=xcopa, xcopa_langs=XCOPA,
                                 builtin_names=True)
     assert set(tasks) == {"belebele_eng_Latn", "belebele_zho_Hans", "xcopa_it"}
-    tracker = EvaluationTracker(output_path=str(tmp_path / "harness"))
-    results = lm_eval.simple_evaluate(
-        model="hf", model_args={"pretrained": str(model), "dtype": "float32", "device": "cpu"}, tasks=list(tasks),
-        num_fewshot=5, batch_size=1, limit=LIMIT, log_samples=True, fewshot_random_seed=1234,
-        task_manager=TaskManager(include_path=str(tmp_path / "tasks"), include_defaults=False),
-        evaluation_tracker=tracker)
-    samples = results.pop("samples")
-    tracker.save_results_aggregated(results=results, samples=samples)
-    for name, task_samples in samples.items():
-        tracker.save_results_samples(task_name=name, samples=task_samples)
+    # the harness's own command line: `lm_eval run ... --limit 3 --output_path harness --log_samples`
+    run_harness_cli(["--model", "hf", "--model_args", f"pretrained={model}", "dtype=float32", "--tasks", *tasks,
+                     "--num_fewshot", "5", "--batch_size", "1", "--device", "cpu", "--limit", str(LIMIT),
+                     "--output_path", str(tmp_path / "harness"), "--log_samples"], tmp_path / "tasks")
 
     cfg = llm_root_config(
         {"belebele": {"kind": "belebele", "path": str(bele), "max_questions": LIMIT},

@@ -78,6 +78,8 @@ def test_the_written_folder_is_the_harness_s_field_by_field(parity_setup, harnes
     # The tasks are the harness's built-in ones under their own names (read from its task files).
     results = json.loads(next(ours.glob("results_*.json")).read_text(encoding="utf-8"))
     assert set(results["configs"]) == set(parity_setup["tasks"])
+    # written at the end of the evaluate stage: its time so far, a string as the harness's tracker writes it
+    assert float(results["total_evaluation_time_seconds"]) > 0
     assert {"belebele_eng_Latn", "global_mmlu_full_en_anatomy", "global_mmlu_en_stem", "xcopa_zh"} <= set(results["configs"])
     # The Lite group: lm_eval's own aggregation of the harness's own task results.
     from lm_eval.api.metrics import aggregate_subtask_metrics, pooled_sample_stderr

@@ -16,6 +16,7 @@ files are written atomically, the results file last.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,12 +36,15 @@ from xlt.reporting.run_tables import read_config
 from xlt.run.files import atomic_write_text
 from xlt.run.layout import RunDir
 from xlt.run.results import read_plan, read_predictions, read_result
+from xlt.run.state import Damaged
 from xlt.scoring.jobs import enabled_benchmarks
 from xlt.scoring.llm.load import llm_config, load_tokenizer
 from xlt.scoring.llm.prompts import FEWSHOT_DELIMITER
 from xlt.scoring.llm.requests import HarnessRequests
 
 log = logging.getLogger("xlt.harness")
+BOOTSTRAP_ITERS = 100000  # simple_evaluate's default, which the CLI leaves (acc's stderr has a closed form)
+CLI_SEEDS = (0, 1234, 1234, 1234)  # the CLI's --seed default: random, numpy, torch, few-shot
 
 
 class HarnessExportError(DataError):
@@ -59,6 +63,11 @@ class Task:
     config: dict[str, Any]
     samples: list[dict[str, Any]] = field(default_factory=list)
     per_doc: dict[str, list[float]] = field(default_factory=dict)
+    language_capped: bool = False  # its language's questions were capped (max_questions) below the data's
+
+    @property
+    def effective(self) -> int:
+        return len(next(iter(self.per_doc.values()), []))
 
 
 def export_run(run_dir: str | Path, out: str | Path, *, samples: bool = True, now: datetime | None = None) -> Path:
@@ -81,9 +90,10 @@ def refusal(e: DictConfig) -> str | None:
 
 
 def export_results(eval_cfg: DictConfig, run: RunDir, out: str | Path, *, samples: bool = True,
-                   now: datetime | None = None, tokenizer: Any = None) -> Path:
+                   now: datetime | None = None, tokenizer: Any = None, started: float | None = None) -> Path:
     """Write ``run``'s results (its ``eval`` section ``eval_cfg``) as lm-evaluation-harness's output folder ``out``
-    (see the module docstring); ``tokenizer``: the scorer's, else loaded. Returns the model's folder."""
+    (see the module docstring); ``tokenizer``: the scorer's, else loaded; ``started``: when the evaluate stage
+    writing them started (else its done-marker says). Returns the model's folder."""
     why = refusal(eval_cfg)
     if why:
         raise HarnessExportError(f"{run.path}: not written as lm-evaluation-harness's files: {why}")
@@ -114,7 +124,7 @@ def export_results(eval_cfg: DictConfig, run: RunDir, out: str | Path, *, sample
         raise HarnessExportError(f"{run.path}: no result of a benchmark the harness has a task for"
                                  + (f" (left out: {'; '.join(skipped)})" if skipped else ""))
     stamp = now or datetime.now()
-    results = _results(eval_cfg, tasks, languages, metas, tokenizer, llm, run, samples, stamp)
+    results = _results(tasks, languages, metas, tokenizer, llm, run, samples, stamp, started)
     folder = Path(out) / hf.sanitize_model_name(str(llm.model))
     date = hf.date_id(stamp)
     if samples:
@@ -167,7 +177,8 @@ def _language(requests: HarnessRequests, run: RunDir, name: str, bcfg: Any, defi
         task = tasks.get(task_name)
         if task is None:
             task = tasks[task_name] = Task(task_name, name, str(bcfg.kind), lang, counts[task_name],
-                                           _task_config(task_name, definition, bcfg, lang, conts, delim, k, sampler, where))
+                                           _task_config(task_name, definition, bcfg, lang, conts, delim, k, sampler, where),
+                                           language_capped=len(preds) < len(converted))
         gold = int(p["gold"])
         choices = [c[len(delim):] for c in conts]
         lls = [float(s) for s in p["scores"]]
@@ -225,8 +236,8 @@ def _groups(tasks: dict[str, Task], languages: dict[str, set[str]]) -> dict[str,
     return out
 
 
-def _results(eval_cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, set[str]], metas: list[dict[str, Any]],
-             tokenizer: Any, llm: Any, run: RunDir, samples: bool, stamp: datetime) -> dict[str, Any]:
+def _results(tasks: dict[str, Task], languages: dict[str, set[str]], metas: list[dict[str, Any]], tokenizer: Any,
+             llm: Any, run: RunDir, samples: bool, stamp: datetime, started: float | None) -> dict[str, Any]:
     """The results file's content, in the harness's order of keys."""
     per_task = {name: hf.task_results(name, t.per_doc) for name, t in sorted(tasks.items())}
     groups = _groups(tasks, languages)
@@ -240,8 +251,7 @@ def _results(eval_cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, 
     dtype = str(first.get("dtype") or llm.dtype)
     max_length = first.get("max_length")
     k = int(llm.num_fewshot)
-    # the harness's --limit: the cap every written benchmark shares (none: each task's n-samples says what was scored)
-    caps = {eval_cfg.benchmarks[b].max_questions for b in {t.benchmark for t in tasks.values()}}
+    limit, limit_why = _limit(tasks)
     chat = tokenizer.chat_template if llm.chat_template and isinstance(getattr(tokenizer, "chat_template", None), str) else None
     versions = {name: get_benchmark(t.kind).harness.version for name, t in tasks.items()}
     versions.update({g: get_benchmark(tasks[m[0]].kind).harness.group_version for g, m in groups.items()})
@@ -265,17 +275,20 @@ def _results(eval_cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, 
         "n-samples": {name: {"original": t.original, "effective": len(t.per_doc[next(iter(t.per_doc))])}
                       for name, t in tasks.items()},
         "config": {
-            "model": "xlt", "model_args": model_args, "model_num_parameters": None, "model_dtype": f"torch.{dtype}",
-            "model_revision": str(llm.revision or "main"), "model_sha": "", "batch_size": int(llm.batch_size),
-            "batch_sizes": [], "device": str(llm.device), "use_cache": None,
-            "limit": next(iter(caps)) if len(caps) == 1 else None, "bootstrap_iters": 0, "gen_kwargs": None,
-            "random_seed": None, "numpy_seed": None, "torch_seed": None, "fewshot_seed": int(llm.fewshot_seed),
+            "model": "xlt", "model_args": model_args, "model_num_parameters": _num_parameters(llm),
+            "model_dtype": f"torch.{dtype}", "model_revision": str(llm.revision or "main"), "model_sha": "",
+            # the CLI's --batch_size is a string; its --device; --limit a float (per task: see _limit)
+            "batch_size": str(int(llm.batch_size)), "batch_sizes": [], "device": str(llm.device), "use_cache": None,
+            "limit": limit, "bootstrap_iters": BOOTSTRAP_ITERS, "gen_kwargs": {},
+            # the CLI's --seed default (random, numpy, torch); xlt draws only the few-shot examples at random
+            "random_seed": CLI_SEEDS[0], "numpy_seed": CLI_SEEDS[1], "torch_seed": CLI_SEEDS[2],
+            "fewshot_seed": int(llm.fewshot_seed),
         },
-        "git_hash": None,
+        "git_hash": _git_hash(),
         "date": stamp.timestamp(),
         "pretty_env_info": f"written by xlt {__version__} from its own results (not by lm-evaluation-harness)",
         "transformers_version": _transformers_version(),
-        "lm_eval_version": None,
+        "lm_eval_version": f"{hf.HARNESS_VERSION}+xlt.{__version__}",  # the harness's format, written by xlt
         "upper_git_hash": None,
         **_tokenizer_info(tokenizer, max_length),
         "task_hashes": {name: hf.task_hash(t.samples) for name, t in tasks.items()} if samples else {},
@@ -284,19 +297,86 @@ def _results(eval_cfg: DictConfig, tasks: dict[str, Task], languages: dict[str, 
         "model_name_sanitized": hf.sanitize_model_name(str(llm.model)),
         "system_instruction": llm.system_prompt,
         "system_instruction_sha": hf.hash_string(llm.system_prompt) if llm.system_prompt else None,
-        "fewshot_as_multiturn": bool(llm.fewshot_as_multiturn),
+        # the CLI's: unset (null) without --apply_chat_template, else the setting (default true)
+        "fewshot_as_multiturn": bool(llm.fewshot_as_multiturn) if chat else None,
         "chat_template": chat,
         "chat_template_sha": hf.hash_string(chat) if chat else None,
-        "total_evaluation_time_seconds": None,
+        "total_evaluation_time_seconds": _evaluation_time(run, started),
         "xlt": {
             "version": __version__, "run": str(run.path), "format": f"lm-evaluation-harness {hf.HARNESS_VERSION}",
             "scored_by": "xlt's LLM scorer under the harness protocol (eval.llm.protocol=harness)",
             "stderr": "the harness's: sample standard deviation of the per-document metric / sqrt(documents) "
                       "(groups: pooled, weighted by size); xlt's reports give a seeded 95% bootstrap interval",
             "samples": samples,
+            **({"limit": limit_why} if limit_why else {}),
         },
     }
     return out
+
+
+def _limit(tasks: dict[str, Task]) -> tuple[float | None, str | None]:
+    """``config.limit`` as the harness means it (``--limit L``: the first L documents of **each task**, a float
+    as its CLI writes it; null: every document), or null and why no ``--limit`` selects the documents written."""
+    split = sorted({t.benchmark for t in tasks.values()
+                    if t.language_capped and get_benchmark(t.kind).prompt.harness_task_unit is not None})
+    if split:
+        units = sorted({str(get_benchmark(tasks[n].kind).prompt.harness_task_unit) for n in tasks
+                        if tasks[n].benchmark in split})
+        return None, (f"null: {', '.join(split)} capped a language's questions (max_questions, the first n of the "
+                      f"language), while the harness's --limit caps each task (one per {', '.join(units)}); no "
+                      "--limit selects these documents (n-samples says what each task scored)")
+    capped = {t.effective for t in tasks.values() if t.effective < t.original}
+    if not capped:
+        return None, None
+    cap = capped.pop()
+    if capped or any(t.effective != min(t.original, cap) for t in tasks.values()):
+        return None, ("null: the tasks were capped at different numbers of documents, while the harness's --limit "
+                      "is one number for every task (n-samples says what each task scored)")
+    return float(cap), None
+
+
+def _num_parameters(llm: Any) -> int:
+    """``model_num_parameters`` as the harness counts it (``model.num_parameters()``), on the model built on the
+    meta device from its config (no weights read); -1, the harness's own value, where it cannot be built."""
+    try:
+        import torch  # lazy: start-up time
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        config = AutoConfig.from_pretrained(str(llm.model), revision=llm.revision or None)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+        return int(model.num_parameters())
+    except Exception as err:  # noqa: BLE001 - any model transformers cannot build from its config
+        log.warning("model_num_parameters: %s not built from its config (%s: %s); written as -1, as the harness "
+                    "does", llm.model, type(err).__name__, err)
+        return -1
+
+
+def _git_hash() -> str | None:
+    """``git_hash`` as the harness takes it (``git describe --always``), of the code that wrote the results: xlt's
+    checkout; null outside a git checkout, as the harness writes it."""
+    import subprocess  # lazy: start-up time
+
+    try:
+        out = subprocess.run(["git", "describe", "--always"], cwd=Path(__file__).resolve().parent,  # noqa: S607
+                             capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _evaluation_time(run: RunDir, started: float | None) -> str | None:
+    """``total_evaluation_time_seconds`` (a string, as the harness's tracker writes it): the evaluate stage's
+    time, from ``started`` (the stage writing the files) or from its done-marker."""
+    if started is not None:
+        return str(time.time() - float(started))
+    try:
+        prov = run.done_info("evaluate").get("provenance") or {}
+    except Damaged:  # a marker xlt did not write: the time is unknown, as for a run without one
+        return None
+    if isinstance(prov.get("started"), (int, float)) and isinstance(prov.get("finished"), (int, float)):
+        return str(float(prov["finished"]) - float(prov["started"]))
+    return None
 
 
 def _tokenizer_info(tokenizer: Any, max_length: Any) -> dict[str, Any]:

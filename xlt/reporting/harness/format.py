@@ -84,6 +84,16 @@ def samples_name(task: str, date: str) -> str:
     return f"{SAMPLES_PREFIX}{task}_{date}.jsonl"
 
 
+def is_results_file(name: str) -> bool:
+    """``lm_eval.utils.get_results_filenames``'s rule on a file's name: ``results_`` first, ``.json`` in it."""
+    return name.startswith(RESULTS_PREFIX) and ".json" in name
+
+
+def is_samples_file(name: str) -> bool:
+    """``lm_eval.utils.get_sample_results_filenames``'s rule on a file's name: ``samples_`` first, ``.json`` in it."""
+    return name.startswith(SAMPLES_PREFIX) and ".json" in name
+
+
 def file_date(name: str) -> str:
     """``lm_eval.utils.get_file_datetime``: the date a results or samples file's name ends with."""
     return name[name.rfind("_") + 1:].replace(".jsonl", "").replace(".json", "")

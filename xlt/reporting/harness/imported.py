@@ -168,11 +168,11 @@ def _write_results_only(run: RunDir, folder: HarnessFolder, entry: str, kind: st
     for t in tasks:
         data = folder.tasks[t]
         if data.n is None:
-            raise HarnessFolderError(f"{folder.results_file}: field 'n-samples.{t}.effective' missing; without "
+            raise HarnessFolderError(f"{data.results_file}: field 'n-samples.{t}.effective' missing; without "
                                      "sample logs it is the task's number of documents")
         right = data.acc * data.n
         if abs(right - round(right)) > 1e-6:
-            raise HarnessFolderError(f"{folder.results_file}: field 'results.{t}.acc,none' ({data.acc}) is not a "
+            raise HarnessFolderError(f"{data.results_file}: field 'results.{t}.acc,none' ({data.acc}) is not a "
                                      f"whole number of right answers out of its {data.n} documents")
         n, correct = n + data.n, correct + round(right)
     result = {
@@ -251,6 +251,20 @@ def harness_provenance(runs: list[RunInfo]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _files_note(p: dict[str, Any]) -> str:
+    """Which task came from which results file (several runs into one folder), what was not read."""
+    out = ""
+    by_file = p.get("results_files") or {}
+    if len(by_file) > 1:
+        out += "; tasks by results file (each from the newest holding it): " + "; ".join(
+            f"`{name}`: {', '.join(tasks)}" for name, tasks in by_file.items())
+    if p.get("ignored_tasks"):
+        out += f"; tasks not read (no benchmark xlt knows): {', '.join(p['ignored_tasks'])}"
+    if p.get("ignored_files"):
+        out += f"; files not read (not the harness's results or sample files): {', '.join(p['ignored_files'])}"
+    return out
+
+
 def harness_markdown(provenance: dict[str, dict[str, Any]]) -> str:
     """The comparison's section on its systems read from lm-evaluation-harness folders."""
     lines = ["\n## Systems read from lm-evaluation-harness output folders\n\n"]
@@ -261,8 +275,7 @@ def harness_markdown(provenance: dict[str, dict[str, Any]]) -> str:
                      f"{p.get('fewshot_seed')}, batch size {p.get('batch_size')}, chat template "
                      f"{'yes' if p.get('chat_template') else 'no'}; lm-evaluation-harness {p.get('lm_eval_version')}, "
                      f"transformers {p.get('transformers_version')}; results `{p['results_file']}`"
-                     + (f"; tasks not read (no benchmark xlt knows): {', '.join(p['ignored_tasks'])}"
-                        if p.get("ignored_tasks") else "") + "\n")
+                     + _files_note(p) + "\n")
     lines.append("\nEach harness task's documents become xlt's items through the benchmark's own row conversion (the "
                  "item id comes from the document's content); in a comparison each is matched to the compared xlt "
                  "run's item by that id and by the document's hash. Per language, accuracy pools the language's "

@@ -1,5 +1,8 @@
 """The checked reader of an lm-evaluation-harness output folder (``--output_path``, with or without
-``--log_samples``): its latest ``results_<date>.json`` and the ``samples_<task>_<date>.jsonl`` of the same date.
+``--log_samples``): every ``results_<date>.json`` in it (one per run into the same folder), each task from the
+newest file holding it, and the ``samples_<task>_<date>.jsonl`` of that file's date. Files that are not the
+harness's output files by its own naming (``lm_eval.utils.get_results_filenames`` /
+``get_sample_results_filenames``: an ``lm_eval --config`` YAML, notes) are named as not read.
 
 Every task the harness names as one of a benchmark xlt knows (:class:`xlt.data.benchmarks.declarations.HarnessTasks`)
 is read: its ``acc,none`` and, with sample logs, each document turned into xlt's item (the benchmark's own row
@@ -13,6 +16,7 @@ results say, results that disagree with their samples, or a folder with no task 
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -25,9 +29,10 @@ from xlt.data.benchmarks import get_benchmark
 from xlt.errors import DataError
 from xlt.registry import BENCHMARKS
 from xlt.reporting.harness import format as hf
-from xlt.run.layout import CONFIG_FILE
+from xlt.run.layout import CONFIG_FILE, EVAL_DIR, MARKERS_DIR
 
 KEY = f"acc,{hf.FILTER}"
+log = logging.getLogger("xlt.harness")
 
 
 class HarnessFolderError(DataError):
@@ -48,26 +53,40 @@ class Sample:
 
 @dataclass
 class TaskData:
-    """One task of the folder: its benchmark and language, its results entry and (with sample logs) its samples."""
+    """One task of the folder: its benchmark and language, the results file it was read from and its entry there,
+    and (with sample logs) its samples."""
 
     name: str
     kind: str
     language: str
     acc: float
     n: int | None
+    results_file: Path
     samples: list[Sample] | None = None
     samples_file: Path | None = None
 
 
 @dataclass
 class HarnessFolder:
-    """What :func:`read_folder` read: the model's folder, its results file, the tasks xlt knows, the rest named."""
+    """What :func:`read_folder` read: the model's folder, its results files (newest first) and the tasks xlt knows,
+    each from the newest results file holding it; the tasks and files not read, named."""
 
     path: Path
-    results_file: Path
-    results: dict[str, Any]
+    results_files: list[Path]
+    contents: dict[Path, dict[str, Any]]
     tasks: dict[str, TaskData] = field(default_factory=dict)
-    ignored: list[str] = field(default_factory=list)
+    ignored: list[str] = field(default_factory=list)  # tasks of benchmarks xlt does not know
+    ignored_files: list[str] = field(default_factory=list)  # not the harness's output files, by its naming
+
+    @property
+    def results_file(self) -> Path:
+        """The newest results file a task was read from (its model and settings are the folder's)."""
+        used = {t.results_file for t in self.tasks.values()}
+        return next(f for f in self.results_files if f in used)
+
+    @property
+    def results(self) -> dict[str, Any]:
+        return self.contents[self.results_file]
 
     @property
     def has_samples(self) -> bool:
@@ -82,34 +101,70 @@ class HarnessFolder:
             name = args.get("pretrained") or args.get("model")
         return str(name or cfg.get("model") or self.path.name)
 
+    def tasks_by_file(self) -> dict[str, list[str]]:
+        """Per results file read (newest first), the tasks taken from it."""
+        out: dict[str, list[str]] = {}
+        for f in self.results_files:
+            names = sorted(t.name for t in self.tasks.values() if t.results_file == f)
+            if names:
+                out[f.name] = names
+        return out
+
     def provenance(self) -> dict[str, Any]:
-        """The model and the settings the folder records (shown beside its numbers)."""
+        """The model and the settings the folder records (shown beside its numbers); with several runs' results
+        files, which task came from which file and each file's settings."""
         r = self.results
-        cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
-        nshot = r.get("n-shot") if isinstance(r.get("n-shot"), dict) else {}
-        return {"results_file": str(self.results_file), "model": self.model, "model_source": r.get("model_source"),
-                "model_args": cfg.get("model_args"), "model_dtype": cfg.get("model_dtype"),
-                "batch_size": cfg.get("batch_size"), "limit": cfg.get("limit"), "fewshot_seed": cfg.get("fewshot_seed"),
-                "n_shot": sorted({v for k, v in nshot.items() if k in self.tasks}),
-                "chat_template": bool(r.get("chat_template")), "lm_eval_version": r.get("lm_eval_version"),
-                "transformers_version": r.get("transformers_version"), "date": r.get("date"),
-                "sample_logs": self.has_samples, "tasks": sorted(self.tasks), "ignored_tasks": self.ignored}
+        out = {"results_file": str(self.results_file), **_settings(r, self.tasks), "model": self.model,
+               "model_source": r.get("model_source"), "chat_template": bool(r.get("chat_template")),
+               "lm_eval_version": r.get("lm_eval_version"), "transformers_version": r.get("transformers_version"),
+               "date": r.get("date"), "sample_logs": self.has_samples, "tasks": sorted(self.tasks),
+               "ignored_tasks": self.ignored, "ignored_files": self.ignored_files,
+               "results_files": self.tasks_by_file()}
+        shots = {_nshot(self.contents[t.results_file]).get(t.name) for t in self.tasks.values()}
+        out["n_shot"] = sorted(shots - {None})  # each task's, from its own file
+        if len(out["results_files"]) > 1:
+            out["settings_by_file"] = {
+                name: _settings(self.contents[self.path / name], {t: None for t in tasks})
+                for name, tasks in out["results_files"].items()}
+        return out
+
+
+def _nshot(r: dict[str, Any]) -> dict[str, Any]:
+    return r.get("n-shot") if isinstance(r.get("n-shot"), dict) else {}
+
+
+def _settings(r: dict[str, Any], tasks: Any) -> dict[str, Any]:
+    cfg = r.get("config") if isinstance(r.get("config"), dict) else {}
+    nshot = _nshot(r)
+    return {"model_args": cfg.get("model_args"), "model_dtype": cfg.get("model_dtype"),
+            "batch_size": cfg.get("batch_size"), "limit": cfg.get("limit"), "fewshot_seed": cfg.get("fewshot_seed"),
+            "n_shot": sorted({v for k, v in nshot.items() if k in tasks})}
+
+
+def _xlt_run(p: Path) -> bool:
+    """An xlt run directory: its config.yaml beside what its stages wrote (stage markers, evaluation results)."""
+    return (p / CONFIG_FILE).is_file() and ((p / MARKERS_DIR).is_dir() or (p / EVAL_DIR).is_dir())
+
+
+def _results_files(folder: Path) -> list[Path]:
+    return [f for f in folder.iterdir() if f.is_file() and hf.is_results_file(f.name)]
 
 
 def is_harness_folder(path: str | Path) -> bool:
-    """Whether ``path`` looks like an lm-evaluation-harness output folder (a results file in it or one level
-    down) rather than an xlt run directory (``config.yaml``)."""
+    """Whether ``path`` is an lm-evaluation-harness output folder (a results file, by the harness's naming, in it
+    or one level down) rather than an xlt run directory. Other files beside the harness's (an ``lm_eval
+    --config`` YAML, notes) do not make it something else; they are named as not read."""
     p = Path(path)
-    if not p.is_dir() or (p / CONFIG_FILE).exists():
+    if not p.is_dir() or _xlt_run(p):
         return False
-    return any(p.glob(f"{hf.RESULTS_PREFIX}*.json")) or any(p.glob(f"*/{hf.RESULTS_PREFIX}*.json"))
+    return bool(_results_files(p)) or any(_results_files(d) for d in p.iterdir() if d.is_dir())
 
 
 def model_folder(path: Path) -> Path:
     """The folder holding the results files: ``path`` itself or its one model subfolder."""
-    if any(path.glob(f"{hf.RESULTS_PREFIX}*.json")):
+    if _results_files(path):
         return path
-    subs = sorted({f.parent for f in path.glob(f"*/{hf.RESULTS_PREFIX}*.json")})
+    subs = sorted(d for d in path.iterdir() if d.is_dir() and _results_files(d)) if path.is_dir() else []
     if not subs:
         raise HarnessFolderError(f"{path}: no {hf.RESULTS_PREFIX}<date>.json in it or in a model folder under it; not "
                                  "an lm-evaluation-harness output folder (--output_path)")
@@ -117,6 +172,19 @@ def model_folder(path: Path) -> Path:
         raise HarnessFolderError(f"{path}: holds the results of several models ({', '.join(s.name for s in subs)}); "
                                  "give one model's folder")
     return subs[0]
+
+
+def _not_harness_files(folder: Path, top: Path) -> list[str]:
+    """Files of the model folder (and of the output folder above it) that are not the harness's output files by
+    its naming (``results_<date>.json``, ``samples_<task>_<date>.jsonl``), relative to ``top``."""
+    out = []
+    for d in ([top] if top != folder else []) + [folder]:
+        for f in sorted(d.iterdir()):
+            if f == folder or (d == folder and f.is_file() and (hf.is_results_file(f.name)
+                                                               or hf.is_samples_file(f.name))):
+                continue
+            out.append(str(f.relative_to(top)) + ("/" if f.is_dir() else ""))
+    return out
 
 
 def _json_file(path: Path) -> Any:
@@ -150,43 +218,57 @@ def _task_kind(name: str) -> tuple[str, str] | None:
 
 
 def read_folder(path: str | Path, *, samples: bool = True) -> HarnessFolder:
-    """Read the harness output folder ``path`` (see the module docstring); ``samples=False`` reads the results only."""
-    folder = model_folder(Path(path))
-    names = [str(f) for f in folder.glob(f"{hf.RESULTS_PREFIX}*.json")]
-    latest = Path(max(names, key=lambda f: hf.file_date(Path(f).name)))  # lm_eval.utils.get_latest_filename
-    results = _json_file(latest)
-    if not isinstance(results, dict) or not isinstance(results.get("results"), dict):
-        raise HarnessFolderError(f"{latest}: field 'results' missing or not an object; not lm-evaluation-harness's "
-                                 "results file")
-    out = HarnessFolder(folder, latest, results)
-    nsamples = results.get("n-samples") if isinstance(results.get("n-samples"), dict) else {}
-    date = hf.file_date(latest.name)
-    for name, entry in results["results"].items():
-        found = _task_kind(str(name))
+    """Read the harness output folder ``path`` (see the module docstring); ``samples=False`` reads the results only.
+
+    Every results file is read (lm_eval writes a new ``results_<date>.json`` per run into the same folder), newest
+    first by the date in its name (``lm_eval.utils.get_file_datetime``, as its ``get_latest_filename``); each task
+    is taken from the newest file holding it, with the sample logs of that file's date, as the harness's own
+    Hub card keeps each task's latest results (``EvaluationTracker.recreate_metadata_card``)."""
+    top = Path(path)
+    folder = model_folder(top)
+    files = sorted(_results_files(folder), key=lambda f: hf.file_date(f.name), reverse=True)
+    contents: dict[Path, dict[str, Any]] = {}
+    for f in files:
+        data = _json_file(f)
+        if not isinstance(data, dict) or not isinstance(data.get("results"), dict):
+            raise HarnessFolderError(f"{f}: field 'results' missing or not an object; not lm-evaluation-harness's "
+                                     "results file")
+        contents[f] = data
+    out = HarnessFolder(folder, files, contents, ignored_files=_not_harness_files(folder, top))
+    for f, results in contents.items():
+        nsamples = results.get("n-samples") if isinstance(results.get("n-samples"), dict) else {}
         groups = results.get("group_subtasks") if isinstance(results.get("group_subtasks"), dict) else {}
-        if found is None or name in groups:
-            if name not in groups:
-                out.ignored.append(str(name))
-            continue
-        if not isinstance(entry, dict) or KEY not in entry:
-            raise HarnessFolderError(f"{latest}: field 'results.{name}.{KEY}' missing")
-        acc = _number(entry[KEY], f"{latest}: field 'results.{name}.{KEY}'")
-        n = (nsamples.get(name) or {}).get("effective") if isinstance(nsamples.get(name), dict) else None
-        out.tasks[str(name)] = TaskData(str(name), found[0], found[1], acc, n if isinstance(n, int) else None)
+        for name, entry in results["results"].items():
+            found = _task_kind(str(name))
+            if found is None or name in groups:
+                if name not in groups and str(name) not in out.ignored:
+                    out.ignored.append(str(name))
+                continue
+            if str(name) in out.tasks:  # a newer run's results of the task
+                continue
+            if not isinstance(entry, dict) or KEY not in entry:
+                raise HarnessFolderError(f"{f}: field 'results.{name}.{KEY}' missing")
+            acc = _number(entry[KEY], f"{f}: field 'results.{name}.{KEY}'")
+            n = (nsamples.get(name) or {}).get("effective") if isinstance(nsamples.get(name), dict) else None
+            out.tasks[str(name)] = TaskData(str(name), found[0], found[1], acc, n if isinstance(n, int) else None, f)
     if not out.tasks:
         shown = ", ".join(out.ignored[:5]) + (" ..." if len(out.ignored) > 5 else "")
-        raise HarnessFolderError(f"{latest}: none of its tasks ({shown or 'none'}) is a task of a benchmark xlt knows "
+        where = files[0] if len(files) == 1 else f"{folder} ({len(files)} results files)"
+        raise HarnessFolderError(f"{where}: none of its tasks ({shown or 'none'}) is a task of a benchmark xlt knows "
                                  f"(the harness's {', '.join(_known_patterns())}); a foreign results file")
     if samples:
-        files = {t: folder / hf.samples_name(t, date) for t in out.tasks}
-        present = [t for t, f in files.items() if f.is_file()]
-        if present and len(present) < len(files):
-            gone = sorted(set(files) - set(present))
-            raise HarnessFolderError(f"{folder}: sample logs of {len(gone)} task(s) missing ({hf.samples_name(gone[0], date)}"
+        files_of = {t: folder / hf.samples_name(t, hf.file_date(d.results_file.name)) for t, d in out.tasks.items()}
+        present = [t for t, f in files_of.items() if f.is_file()]
+        if present and len(present) < len(files_of):
+            gone = sorted(set(files_of) - set(present))
+            raise HarnessFolderError(f"{folder}: sample logs of {len(gone)} task(s) missing ({files_of[gone[0]].name}"
                                      f"{' ...' if len(gone) > 1 else ''}) while the other tasks have theirs; a partial "
                                      "copy (copy the whole folder, or read it without sample logs)")
         for t in present:
-            _read_samples(out.tasks[t], files[t], latest)
+            _read_samples(out.tasks[t], files_of[t], out.tasks[t].results_file)
+    if len(out.tasks_by_file()) > 1 or out.ignored or out.ignored_files:
+        log.info("%s: tasks read from %s; not read: tasks %s (no benchmark xlt knows), files %s (not the harness's "
+                 "output files)", folder, out.tasks_by_file(), out.ignored or "none", out.ignored_files or "none")
     return out
 
 
