@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
-import re
-import sys
 import tempfile
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -97,37 +96,69 @@ def spaced(language: str) -> tuple[bool, str]:
     return True, ""
 
 
+# White space and punctuation (Unicode category P) lie in planes 0 and 1: a table of these code points.
+_TABLE_SIZE = 0x20000
+
+
 @functools.cache
-def _word_re() -> re.Pattern[str]:
-    """A word (:func:`word_spans`): one punctuation mark (Unicode category P), or a run of non-white-space
-    characters that begins and ends with a character that is not punctuation."""
-    marks = [c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)).startswith("P")]
-    ranges, first = [], marks[0]
-    for prev, c in zip(marks, [*marks[1:], None], strict=True):
-        if c != prev + 1:
-            ranges.append(re.escape(chr(first)) + ("-" + re.escape(chr(prev)) if prev > first else ""))
-            first = c
-    p = "".join(ranges)
-    return re.compile(rf"[^\s{p}](?:\S*[^\s{p}])?|[{p}]")
+def _char_classes() -> Any:
+    """Per code point below :data:`_TABLE_SIZE`: 1 white space (``str.isspace``), 2 punctuation, 0 other."""
+    table = np.zeros(_TABLE_SIZE, dtype=np.uint8)
+    for c in range(_TABLE_SIZE):
+        ch = chr(c)
+        if ch.isspace():
+            table[c] = 1
+        elif unicodedata.category(ch).startswith("P"):
+            table[c] = 2
+    return table
+
+
+def _word_array(text: str, a: int = 0, b: int | None = None) -> Any:
+    """The words of ``text[a:b]`` (:func:`word_spans`) as an (n, 2) array of spans in ``text``, in order:
+    per white-space separated run, its punctuation before the first and after the last character that is
+    not punctuation one word each, and what lies from that first to that last character one word."""
+    cps = np.frombuffer(text[a:b].encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    cls = np.zeros(len(cps), dtype=np.uint8)
+    low = cps < _TABLE_SIZE
+    cls[low] = _char_classes()[cps[low]]
+    solid = cls != 1
+    idx = np.arange(len(cps))
+    run = np.cumsum(solid & ~np.concatenate([[False], solid[:-1]])) - 1  # the run of each solid character
+    core = idx[solid & (cls != 2)]
+    first = np.full(int(run[-1]) + 1 if len(run) else 0, -1, dtype=np.int64)
+    last = first.copy()
+    if len(core):
+        change = run[core][1:] != run[core][:-1]
+        heads = core[np.concatenate([[True], change])]
+        tails = core[np.concatenate([change, [True]])]
+        first[run[heads]], last[run[tails]] = heads, tails
+    marks = idx[solid & (cls == 2)]
+    r = run[marks]
+    marks = marks[(first[r] < 0) | (marks < first[r]) | (marks > last[r])]
+    has = first >= 0
+    spans = np.concatenate([np.stack([first[has], last[has] + 1], axis=1), np.stack([marks, marks + 1], axis=1)])
+    return spans[np.argsort(spans[:, 0], kind="stable")] + a
 
 
 def word_spans(text: str) -> list[tuple[int, int]]:
     """The words of ``text`` as (start, end) character spans: white-space separated chunks, with the
     punctuation at their start and end split off, one word per mark ("Hello," -> "Hello", ",")."""
-    return [m.span() for m in _word_re().finditer(text)]
+    return [(int(s), int(e)) for s, e in _word_array(text)]
 
 
-def _word_counts(text: str, offsets: Any, a: int, b: int) -> tuple[int, int]:
-    """The words of ``text[a:b]`` (:func:`word_spans`) and how many of them are in two or more pieces: the
-    tokens (``offsets``, an (n, 2) array in ``text``) that overlap them."""
-    spans = np.fromiter((x for m in _word_re().finditer(text, a, b) for x in m.span()), dtype=np.int64)
-    spans = spans.reshape(-1, 2)
-    if not len(spans):
-        return 0, 0
+def _word_pieces(text: str, offsets: Any, a: int, b: int) -> tuple[Any, Any]:
+    """The words of ``text[a:b]`` (:func:`word_spans`, an (n, 2) array) and the number of tokens
+    (``offsets``, an (m, 2) array in ``text``) that overlap each."""
+    spans = _word_array(text, a, b)
     offsets = offsets[offsets[:, 1] > offsets[:, 0]]
     starts, ends = np.sort(offsets[:, 0]), np.sort(offsets[:, 1])
     # a token overlaps [s, e) when it starts before e and ends after s; one that ends by s starts before e
-    pieces = np.searchsorted(starts, spans[:, 1], "left") - np.searchsorted(ends, spans[:, 0], "right")
+    return spans, np.searchsorted(starts, spans[:, 1], "left") - np.searchsorted(ends, spans[:, 0], "right")
+
+
+def _word_counts(text: str, offsets: Any, a: int, b: int) -> tuple[int, int]:
+    """The words of ``text[a:b]`` and how many of them are in two or more pieces (:func:`_word_pieces`)."""
+    spans, pieces = _word_pieces(text, offsets, a, b)
     return len(spans), int((pieces >= 2).sum())
 
 
@@ -147,12 +178,14 @@ def _pieces_per_word(text: str, offsets: None, tokenizer: Any) -> list[int]:
 # Bounds of one tokenizer call of :func:`count_texts`: texts and characters. A language's text is counted a
 # chunk at a time (the offsets of every token of a call are Python objects, ~150 bytes a token), so the
 # memory of the measures is that of one chunk, not of all of a language's text. A longer text is counted in
-# parts of at most ``max_chars`` characters, each encoded with ``CONTEXT_CHARS`` characters of the text on
-# both sides (its tokens: those whose offsets start inside the part), ``WINDOW_GROUP`` parts per call.
+# parts of at most ``PART_CHARS`` characters (``max_chars`` if less), each encoded with ``CONTEXT_CHARS``
+# characters of the text on both sides (its tokens: those whose offsets start inside the part), as many
+# parts per call as fit in ``max_chars`` (the tokenizers library encodes a long string slower per character
+# than several short ones: 8,000 characters is near the fastest for the shipped tokenizers).
 CHUNK_TEXTS = 1024
 CHUNK_CHARS = 200_000
-CONTEXT_CHARS = 1_000
-WINDOW_GROUP = 4
+PART_CHARS = 8_000
+CONTEXT_CHARS = 256
 # The cuts of a long text checked against the text around them encoded whole (``CHECK_CHARS`` each side).
 CHECKED_CUTS = 4
 CHECK_CHARS = 5_000
@@ -263,7 +296,12 @@ def exact_rule(tokenizer: Any) -> tuple[str, frozenset[str]]:
         if n.get("type") not in _LOCAL_NORMALIZERS and not (
                 pattern is not None and (len(pattern) == 1 or " " not in pattern)):
             return f"its {n.get('type')} normalizer may change text across a space", frozenset()
-    space = backend.normalizer.normalize_str(" ") if backend.normalizer is not None else " "
+    space = " "  # what a space between two letters becomes
+    if backend.normalizer is not None:
+        whole, left = backend.normalizer.normalize_str("x y"), backend.normalizer.normalize_str("x")
+        if not (whole.startswith(left) and whole.endswith("y") and len(whole) > len(left) + 1):
+            return "its normalizer does not keep a space between two letters", frozenset()
+        space = whole[len(left):-1]
     for added in backend.get_added_tokens_decoder().values():
         content = added.content
         pairs = zip(content, content[1:], strict=False)
@@ -350,18 +388,20 @@ def _plain_backend(tokenizer: Any) -> Any:
     return copy
 
 
-def _windowed(backend: Any, text: str, parts: Sequence[tuple[int, int]], context: int) -> Iterable[
+def _windowed(backend: Any, text: str, parts: Sequence[tuple[int, int]], context: int, per_call: int = 1) -> Iterable[
     tuple[int, int, Any, Any]
 ]:
     """Per part ``(a, b)`` of ``text``: ``(a, b, ids, offsets)`` of the tokens whose offsets start in it
-    (numpy arrays, offsets in ``text``), the part encoded with ``context`` characters on both sides."""
+    (numpy arrays, offsets in ``text``), the part encoded with ``context`` characters on both sides,
+    ``per_call`` parts per call."""
     context = max(1, context)  # a token prepended at a window's start lies before its part
-    for g in range(0, len(parts), WINDOW_GROUP):
-        group = parts[g: g + WINDOW_GROUP]
+    for g in range(0, len(parts), per_call):
+        group = parts[g: g + per_call]
         spans = [(max(0, a - context), min(len(text), b + context)) for a, b in group]
         encs = backend.encode_batch([text[s:e] for s, e in spans], add_special_tokens=False)
         for (a, b), (s, _), enc in zip(group, spans, encs, strict=True):
-            offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2) + s
+            flat = itertools.chain.from_iterable(enc.offsets)  # faster than asarray of a list of tuples
+            offsets = np.fromiter(flat, dtype=np.int64, count=2 * len(enc)).reshape(-1, 2) + s
             ids = np.asarray(enc.ids, dtype=np.int64)
             keep = (offsets[:, 0] >= a) & (offsets[:, 0] < b) if a else offsets[:, 0] < b
             yield a, b, ids[keep], offsets[keep]
@@ -397,7 +437,8 @@ def _count_long(tokenizer: Any, text: str, with_words: bool, max_chars: int, con
     if hit is None or hit[0] is not tokenizer:  # once per loaded tokenizer (Gemma's vocabulary is read)
         hit = _RULES[id(tokenizer)] = (tokenizer, exact_rule(tokenizer))
     why, crossing = hit[1]
-    cuts, unsafe = _cuts(text, max_chars, crossing)
+    part_chars = min(max_chars, PART_CHARS)
+    cuts, unsafe = _cuts(text, part_chars, crossing)
     bounds = [0, *cuts, len(text)]
     parts = list(zip(bounds, bounds[1:], strict=False))
     out = {"tokens": 0, "unknown": 0, "words": 0, "continued": 0}
@@ -413,14 +454,25 @@ def _count_long(tokenizer: Any, text: str, with_words: bool, max_chars: int, con
         return {**out, "estimated": f"{why}: a text of {len(text):,} characters counted in {len(parts)} parts "
                 f"on their own"}
     backend = _plain_backend(tokenizer)
-    for a, b, ids, offsets in _windowed(backend, text, parts, context):
+    pending = -1  # the pieces of the last part's last word, which goes on past the cut (a cut in a word)
+    for a, b, ids, offsets in _windowed(backend, text, parts, context, max(1, max_chars // part_chars)):
         out["tokens"] += len(ids)
         if unk is not None:
             out["unknown"] += int((ids == unk).sum())
-        if with_words:
-            words, continued = _word_counts(text, offsets, a, b)
-            out["words"] += words
-            out["continued"] += continued
+        if not with_words:
+            continue
+        spans, pieces = _word_pieces(text, offsets, a, b)
+        if pending >= 0 and len(spans) and spans[0, 0] == a:
+            pieces[0] += pending  # one word, its tokens counted on both sides of the cut
+        elif pending >= 0:
+            out["words"] += 1
+            out["continued"] += pending >= 2
+        pending = -1
+        if len(spans) and spans[-1, 1] == b < len(text) and not (text[b - 1].isspace() or text[b].isspace()):
+            pending = int(pieces[-1])
+            spans, pieces = spans[:-1], pieces[:-1]
+        out["words"] += len(spans)
+        out["continued"] += int((pieces >= 2).sum())
     step = max(1, len(cuts) // CHECKED_CUTS)
     checked = sorted({*cuts[::step][:CHECKED_CUTS - 1], cuts[-1]})
     diffs = [_check_cut(backend, text, k, context, max(CHECK_CHARS, 2 * context)) for k in checked]
@@ -459,19 +511,20 @@ def count_texts(
     def count(batch: list[tuple[int, str]]) -> None:
         enc = tokenizer([t for _, t in batch], add_special_tokens=False, return_offsets_mapping=fast and with_words)
         offsets = enc.get("offset_mapping") if fast and with_words else None
-        for j, ((i, text), ids) in enumerate(zip(batch, enc["input_ids"], strict=True)):
+        for (i, text), ids in zip(batch, enc["input_ids"], strict=True):
             out["per_text"][i] += len(ids)
             out["tokens"] += len(ids)
             if unk is not None:
                 out["unknown"] += sum(t == unk for t in ids)
-            if not with_words:
-                continue
-            if offsets is None:
+            if with_words and offsets is None:
                 pieces = _pieces_per_word(text, None, tokenizer)
-                words, continued = len(pieces), sum(p >= 2 for p in pieces)
-            else:
-                words, continued = _word_counts(text, np.asarray(offsets[j], dtype=np.int64).reshape(-1, 2), 0,
-                                                len(text))
+                out["words"] += len(pieces)
+                out["continued"] += sum(p >= 2 for p in pieces)
+        if with_words and offsets is not None:  # the batch's texts joined by spaces, counted at once
+            starts = np.cumsum([0, *(len(t) + 1 for _, t in batch[:-1])])
+            joined = np.concatenate([np.asarray(o, dtype=np.int64).reshape(-1, 2) + s
+                                     for o, s in zip(offsets, starts, strict=True)])
+            words, continued = _word_counts(" ".join(t for _, t in batch), joined, 0, int(starts[-1] + len(batch[-1][1])))
             out["words"] += words
             out["continued"] += continued
 
