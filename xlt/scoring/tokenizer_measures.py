@@ -186,6 +186,9 @@ CHUNK_TEXTS = 1024
 CHUNK_CHARS = 200_000
 PART_CHARS = 8_000
 CONTEXT_CHARS = 256
+# What the counts of a long text may differ from one call's by, per cut not provably exact (a stated bound,
+# checked by tests/scoring/test_tokenizer_measures_cuts.py on every kind of normalizer and model; measured: 0).
+ESTIMATE_BOUND = 1
 # The cuts of a long text checked against the text around them encoded whole (``CHECK_CHARS`` each side).
 CHECKED_CUTS = 4
 CHECK_CHARS = 5_000
@@ -308,7 +311,8 @@ def exact_rule(tokenizer: Any) -> tuple[str, frozenset[str]]:
         if (any(a.isalnum() and b in (" ", space) for a, b in pairs)
                 or (added.rstrip and content[-1:].isalnum()) or (added.lstrip and content[:1] in (" ", space))):
             return f"its added token {content!r} may match across a space", frozenset()
-    if _local_pre_tokenizer(pre) or (not norms and encoding.split_safe(tokenizer)):
+    # a space splitter splits at the space the normalizer leaves (one that makes it "▁" leaves none)
+    if (space == " " and _local_pre_tokenizer(pre)) or (not norms and encoding.split_safe(tokenizer)):
         return "", frozenset()
     if isinstance(backend.model, BPE) and space and _no_crossing_pre_tokenizer(pre):
         crossing = _crossing(backend, space)
@@ -476,6 +480,7 @@ def _count_long(tokenizer: Any, text: str, with_words: bool, max_chars: int, con
     step = max(1, len(cuts) // CHECKED_CUTS)
     checked = sorted({*cuts[::step][:CHECKED_CUTS - 1], cuts[-1]})
     diffs = [_check_cut(backend, text, k, context, max(CHECK_CHARS, 2 * context)) for k in checked]
+    rule_why = why
     if not why and unsafe:
         why = f"{unsafe} of its cuts are not at a space between two letters or digits"
     if not why and any(diffs):
@@ -483,10 +488,12 @@ def _count_long(tokenizer: Any, text: str, with_words: bool, max_chars: int, con
         log.warning("tokenizer measures: %s; the counts of a long text are estimated", why)
     if not why:
         return {**out, "estimated": ""}
+    loose = unsafe if not rule_why else len(cuts)
     return {**out, "estimated": (
         f"{why}: a text of {len(text):,} characters counted in {len(parts)} parts with {context:,} characters "
-        f"of context; at {len(checked)} checked cuts the parts gave {sum(map(abs, diffs))} token(s) more or "
-        f"less than the text around the cut encoded whole")}
+        f"of context, {loose} cut(s) not provably exact (bound: {ESTIMATE_BOUND} token and word per such cut); at "
+        f"{len(checked)} checked cuts the parts gave {sum(map(abs, diffs))} token(s) more or less than the "
+        "text around the cut encoded whole")}
 
 
 def count_texts(
@@ -616,6 +623,9 @@ def measures(
         out["premium"] = None
         notes.append(f"premium not defined: {english_why or 'no English items to compare with'}")
     else:
+        if english.get("estimated") and english is not counts:
+            out_estimated = f"the premium's English counts are estimated ({english['estimated']})"
+            counts = {**counts, "estimated": "; ".join(x for x in (counts.get("estimated"), out_estimated) if x)}
         shared = sorted(set(counts["per_item"]) & set(english["per_item"]))
         den = sum(english["per_item"][i] for i in shared)
         out["premium"] = sum(counts["per_item"][i] for i in shared) / den if den else None
