@@ -18,6 +18,11 @@ languages written with spaces between words: for a script without them (:data:`N
 the ``script`` column of ``xlt/languages.tsv``) a white-space chunk is a phrase or a sentence, so the
 measures say why they are not defined instead of a misleading number.
 
+Memory is bounded whatever the tokenizer: texts are tokenized a chunk at a time, and a text longer than a
+chunk in parts with a little context on both sides (:func:`count_texts`, :func:`_count_long`). The counts
+equal those of one call where the tokenizer provably tokenizes the parts as the whole (:func:`exact_rule`,
+checked again at a few cuts); elsewhere they are ``estimated``, with the reason, and the report says so.
+
 The per-item token counts of one (tokenizer, items, language) are computed once and cached under
 ``$XLT_CACHE/tokenizer_measures/`` (default ``~/.cache/xlt``), keyed by the tokenizer's fingerprint
 (:func:`tokenizer_fingerprint`: the content of its serialised definition) and a digest of the items' texts.
@@ -397,19 +402,29 @@ def _windowed(backend: Any, text: str, parts: Sequence[tuple[int, int]], context
 ]:
     """Per part ``(a, b)`` of ``text``: ``(a, b, ids, offsets)`` of the tokens whose offsets start in it
     (numpy arrays, offsets in ``text``), the part encoded with ``context`` characters on both sides,
-    ``per_call`` parts per call."""
+    ``per_call`` parts per call. The next call is encoded (in the tokenizers library, without the GIL) while
+    the caller reads this one's tokens: at most two calls in memory."""
+    from concurrent.futures import ThreadPoolExecutor
+
     context = max(1, context)  # a token prepended at a window's start lies before its part
-    for g in range(0, len(parts), per_call):
-        group = parts[g: g + per_call]
+    groups = [parts[g: g + per_call] for g in range(0, len(parts), per_call)]
+
+    def encode(group: Sequence[tuple[int, int]]) -> tuple[list[tuple[int, int]], Any]:
         spans = [(max(0, a - context), min(len(text), b + context)) for a, b in group]
-        encs = backend.encode_batch([text[s:e] for s, e in spans], add_special_tokens=False)
-        for (a, b), (s, _), enc in zip(group, spans, encs, strict=True):
-            flat = itertools.chain.from_iterable(enc.offsets)  # faster than asarray of a list of tuples
-            offsets = np.fromiter(flat, dtype=np.int64, count=2 * len(enc)).reshape(-1, 2) + s
-            ids = np.asarray(enc.ids, dtype=np.int64)
-            keep = (offsets[:, 0] >= a) & (offsets[:, 0] < b) if a else offsets[:, 0] < b
-            yield a, b, ids[keep], offsets[keep]
-        del encs
+        return spans, backend.encode_batch([text[s:e] for s, e in spans], add_special_tokens=False)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(encode, groups[0]) if groups else None
+        for n, group in enumerate(groups):
+            spans, encs = pending.result()
+            pending = pool.submit(encode, groups[n + 1]) if n + 1 < len(groups) else None
+            for (a, b), (s, _), enc in zip(group, spans, encs, strict=True):
+                flat = itertools.chain.from_iterable(enc.offsets)  # faster than asarray of a list of tuples
+                offsets = np.fromiter(flat, dtype=np.int64, count=2 * len(enc)).reshape(-1, 2) + s
+                ids = np.asarray(enc.ids, dtype=np.int64)
+                keep = (offsets[:, 0] >= a) & (offsets[:, 0] < b) if a else offsets[:, 0] < b
+                yield a, b, ids[keep], offsets[keep]
+            del encs
 
 
 def _check_cut(backend: Any, text: str, k: int, context: int, span: int) -> int:
