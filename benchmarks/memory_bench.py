@@ -178,14 +178,14 @@ def measures_main(args: argparse.Namespace) -> None:
     print(f"load average after: {os.getloadavg()}")
 
 
-def run_capped(args: list[str], cap_gb: float) -> tuple[float, float, float, str]:
-    """(peak RSS MB, wall s, CPU s, stdout) of ``python -c CHILD args`` in a fresh process (its
+def run_capped(args: list[str], cap_gb: float, child: str = CHILD) -> tuple[float, float, float, str]:
+    """(peak RSS MB, wall s, CPU s, stdout) of ``python -c child args`` in a fresh process (its
     ``ru_maxrss`` and CPU time from ``wait4``); peak -1 if its resident memory passed ``cap_gb`` and it was
     killed."""
     start = time.perf_counter()
     out = tempfile.TemporaryFile(mode="w+")
     err = tempfile.TemporaryFile(mode="w+")
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, *args], cwd=REPO, env=ENV, stdout=out, stderr=err)
+    proc = subprocess.Popen([sys.executable, "-c", child, *args], cwd=REPO, env=ENV, stdout=out, stderr=err)
     killed = False
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)

@@ -4,6 +4,7 @@ built here with a known vocabulary, so every count below is worked out by hand."
 from __future__ import annotations
 
 import json
+import unicodedata
 
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
@@ -230,7 +231,8 @@ def varied_texts(seed: int, n: int, words: int) -> list[str]:
 
 
 class Recording:
-    """A tokenizer that records the texts of each call (``tokenizer(...)`` and ``backend_tokenizer.encode``)."""
+    """A tokenizer that records the texts of each call (``tokenizer(...)``, ``backend_tokenizer.encode`` and
+    ``backend_tokenizer.encode_batch``)."""
 
     def __init__(self, tokenizer):
         self.tokenizer, self.calls = tokenizer, []
@@ -243,6 +245,10 @@ class Recording:
             def encode(self, text, **kw):
                 outer.calls.append([text])
                 return tokenizer.backend_tokenizer.encode(text, **kw)
+
+            def encode_batch(self, texts, **kw):
+                outer.calls.append(list(texts))
+                return tokenizer.backend_tokenizer.encode_batch(texts, **kw)
 
         self.backend_tokenizer = Backend()
 
@@ -269,7 +275,7 @@ def _byte_level_bpe():
 
 def _whole_text_bpe():
     """Gemma's kind of pipeline: a space marker prepended to the text, spaces replaced, no pre-tokenizer
-    (one BPE piece for the whole text): a text cannot be cut without changing its tokens."""
+    (one BPE piece for the whole text)."""
     from tokenizers import normalizers, trainers
 
     backend = Tokenizer(models.BPE(unk_token="<unk>"))
@@ -296,39 +302,67 @@ def any_tok(request, tok):
 
 
 def test_which_tokenizers_a_long_text_may_be_cut_for(any_tok, request):
+    """Each is provably cut exactly at safe positions; the whole-text BPE only after a character none of
+    its merges joins to the space marker after it."""
     kind = request.node.callspec.params["any_tok"]
-    assert tm.splittable(any_tok) == (kind != "whole_text_bpe")
+    why, crossing = tm.exact_rule(any_tok)
+    assert why == "" and tm.splittable(any_tok)
+    assert bool(crossing) == (kind == "whole_text_bpe")
+    if crossing:
+        vocab = any_tok.backend_tokenizer.get_vocab()
+        assert all(any(c + "▁" in piece for piece in vocab) for c in crossing)
+        assert crossing == {"\n"}  # its merges join a line break to the space after it, never a letter
+
+
+def _one_call(tokenizer, texts, with_words):
+    return tm.count_texts(tokenizer, texts, with_words=with_words, max_texts=10**9, max_chars=10**12)
 
 
 @pytest.mark.parametrize("with_words", [True, False])
 def test_counting_in_chunks_gives_the_one_call_counts(any_tok, with_words):
-    """Short texts and long ones (cut into parts where the tokenizer allows it, else counted alone) in
-    calls of bounded size: every count equals that of all texts in one call, and no call holds more than
-    its bound of texts, nor more characters than the bound unless it is one text that cannot be cut."""
-    texts = varied_texts(1, 60, 12) + varied_texts(2, 4, 400) + ["hello " * 50 + "cat"]
+    """Short texts and long ones (cut into parts, each encoded with a little context) in calls of bounded
+    size: every count equals that of all texts in one call where the counts say they are not estimated,
+    and no call holds more than its bound of texts, nor more characters than a part, its context and a
+    checked cut's neighbourhood, however long the text."""
+    texts = varied_texts(1, 60, 12) + varied_texts(2, 4, 400) + ["hello " * 50 + "cat"] + [
+        " ".join(varied_texts(4, 400, 60))]  # ~100 KB
     one = Recording(any_tok)
-    whole = tm.count_texts(one, texts, with_words=with_words, max_texts=10**9, max_chars=10**12)
+    whole = _one_call(one, texts, with_words)
     assert len(one.calls) == 1 and whole["tokens"] > 0 and (whole["words"] > 0) == with_words
+    assert whole["estimated"] == ""
     chunked = Recording(any_tok)
-    assert tm.count_texts(chunked, texts, with_words=with_words, max_texts=7, max_chars=300) == whole
-    split = tm.splittable(any_tok)
-    # the check of the cuts encodes three texts around a cut: those calls are not counting calls
-    counting = [c for c in chunked.calls if not (len(c) == 3 and c[0] == c[1] + c[2])]
-    assert len(counting) > len(texts) // 7 and all(len(c) <= 7 for c in counting)
-    for call in counting:
-        if sum(map(len, call)) > 300:
-            assert len(call) == 1 and (not split or " " not in call[0][150:-1]), call
-    long_parts = [c[0] for c in counting if len(c) == 1 and len(c[0]) > 150]
-    assert split == (max(map(len, long_parts)) <= 600)  # cut near 300 characters, or counted whole
+    got = tm.count_texts(chunked, texts, with_words=with_words, max_texts=7, max_chars=300, context=50)
+    if got["estimated"]:  # cuts after a character the whole-text BPE merges with the space marker
+        assert "not at a space between two letters or digits" in got["estimated"]
+    assert {**got, "estimated": ""} == whole
+    assert len(chunked.calls) > len(texts) // 7 and all(len(c) <= 7 for c in chunked.calls)
+    for call in chunked.calls:  # a batch of short texts, a part with its context, or a checked cut's text
+        assert sum(map(len, call)) <= 300 or (len(call) == 1 and len(call[0]) <= 2 * tm.CHECK_CHARS + 100), call
+    assert max(len(t) for c in chunked.calls for t in c) < len(texts[-1]) // 5
 
 
 def test_a_long_text_is_cut_only_where_its_tokens_stay_the_same(any_tok):
     text = " ".join(varied_texts(3, 200, 20))
-    parts = tm._parts(text, 500)
+    crossing = tm.exact_rule(any_tok)[1]
+    cuts, unsafe = tm._cuts(text, 500, crossing)
+    parts = tm._parts(text, 500, crossing)
     assert "".join(text[a:b] for a, b in parts) == text and len(parts) > 5
-    for _, k in parts[:-1]:
-        assert text[k] == " " and tm._safe(text, k)
-    if tm.splittable(any_tok):
-        assert tm._cuts_hold(any_tok, text, parts, window=10**9)  # every cut of the first three, whole text
+    assert all(250 <= b - a <= 500 for a, b in parts[:-1])
+    for k in cuts:
+        safe = tm._safe(text, k, crossing)
+        assert text[k].isspace() and (safe or unsafe)
+        # the tokens of the whole text around every cut, counted in two windowed parts, are the same
+        assert tm._check_cut(any_tok.backend_tokenizer, text, k, 50, 10**9) == 0 or not safe
     assert not tm._safe("a \u0301b", 1) and not tm._safe("a \u0e33", 1) and not tm._safe("\u0600 1", 1)
     assert not tm._safe("a  b", 1) and tm._safe("a b", 1) and tm._safe("猫 b", 1)
+
+
+def test_a_text_without_white_space_is_cut_between_graphemes():
+    """No safe cut and no white space: a cut never separates a mark, a joiner or a variation selector from
+    the character before it."""
+    text = ("e\u0301" * 7 + "👩\u200d💻" + "猫\ufe0f") * 400
+    cuts, unsafe = tm._cuts(text, 100)
+    assert unsafe == len(cuts) > 10
+    for k in cuts:
+        assert not unicodedata.category(text[k]).startswith("M") and text[k] not in "\u200d\ufe0f"
+        assert text[k - 1] != "\u200d"

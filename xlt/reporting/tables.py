@@ -96,6 +96,8 @@ def per_language_frame(results: list[dict[str, Any]], groups: dict[str, str] | N
         if isinstance(tok, dict):  # the scorer's tokenizer on the items (xlt.scoring.tokenizer_measures)
             row.update({c: tok.get(c) if tok.get(c) is not None else float("nan") for c in TOKENIZER_COLUMNS})
             row["tokenizer_notes"] = tok.get("notes") or ""
+            # counts of a long text the tokenizer may not give its parts as it gives the whole (the reason)
+            row["tokenizer_estimated"] = tok.get("estimated") or ""
             row["tokenizer_fingerprint"] = tok.get("tokenizer")  # which systems share a vocabulary
         draws = r.get("draws")
         if isinstance(draws, dict):  # an LLM under eval.llm.protocol=paper: the mean over few-shot draws, its spread

@@ -18,6 +18,11 @@ languages written with spaces between words: for a script without them (:data:`N
 the ``script`` column of ``xlt/languages.tsv``) a white-space chunk is a phrase or a sentence, so the
 measures say why they are not defined instead of a misleading number.
 
+Memory is bounded whatever the tokenizer: texts are tokenized a chunk at a time, and a text longer than a
+chunk in parts with a little context on both sides (:func:`count_texts`, :func:`_count_long`). The counts
+equal those of one call where the tokenizer provably tokenizes the parts as the whole (:func:`exact_rule`,
+checked again at a few cuts); elsewhere they are ``estimated``, with the reason, and the report says so.
+
 The per-item token counts of one (tokenizer, items, language) are computed once and cached under
 ``$XLT_CACHE/tokenizer_measures/`` (default ``~/.cache/xlt``), keyed by the tokenizer's fingerprint
 (:func:`tokenizer_fingerprint`: the content of its serialised definition) and a digest of the items' texts.
@@ -25,7 +30,9 @@ The per-item token counts of one (tokenizer, items, language) are computed once 
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
@@ -35,6 +42,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from omegaconf import OmegaConf
 
 from xlt import languages as langtab
@@ -44,7 +52,7 @@ from xlt.run.fingerprint import digest, path_fingerprint
 from xlt.scoring.llm import encoding
 
 # Bump when the counting changes: cached counts of an older version are recomputed.
-VERSION = 1
+VERSION = 2
 # Scripts written without spaces between words (ISO 15924, as the language table spells them).
 NO_SPACE_SCRIPTS = {
     "Hans": "Chinese",
@@ -93,31 +101,70 @@ def spaced(language: str) -> tuple[bool, str]:
     return True, ""
 
 
+# White space and punctuation (Unicode category P) lie in planes 0 and 1: a table of these code points.
+_TABLE_SIZE = 0x20000
+
+
+@functools.cache
+def _char_classes() -> Any:
+    """Per code point below :data:`_TABLE_SIZE`: 1 white space (``str.isspace``), 2 punctuation, 0 other."""
+    table = np.zeros(_TABLE_SIZE, dtype=np.uint8)
+    for c in range(_TABLE_SIZE):
+        ch = chr(c)
+        if ch.isspace():
+            table[c] = 1
+        elif unicodedata.category(ch).startswith("P"):
+            table[c] = 2
+    return table
+
+
+def _word_array(text: str, a: int = 0, b: int | None = None) -> Any:
+    """The words of ``text[a:b]`` (:func:`word_spans`) as an (n, 2) array of spans in ``text``, in order:
+    per white-space separated run, its punctuation before the first and after the last character that is
+    not punctuation one word each, and what lies from that first to that last character one word."""
+    cps = np.frombuffer(text[a:b].encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    cls = np.zeros(len(cps), dtype=np.uint8)
+    low = cps < _TABLE_SIZE
+    cls[low] = _char_classes()[cps[low]]
+    solid = cls != 1
+    idx = np.arange(len(cps))
+    run = np.cumsum(solid & ~np.concatenate([[False], solid[:-1]])) - 1  # the run of each solid character
+    core = idx[solid & (cls != 2)]
+    first = np.full(int(run[-1]) + 1 if len(run) else 0, -1, dtype=np.int64)
+    last = first.copy()
+    if len(core):
+        change = run[core][1:] != run[core][:-1]
+        heads = core[np.concatenate([[True], change])]
+        tails = core[np.concatenate([change, [True]])]
+        first[run[heads]], last[run[tails]] = heads, tails
+    marks = idx[solid & (cls == 2)]
+    r = run[marks]
+    marks = marks[(first[r] < 0) | (marks < first[r]) | (marks > last[r])]
+    has = first >= 0
+    spans = np.concatenate([np.stack([first[has], last[has] + 1], axis=1), np.stack([marks, marks + 1], axis=1)])
+    return spans[np.argsort(spans[:, 0], kind="stable")] + a
+
+
 def word_spans(text: str) -> list[tuple[int, int]]:
     """The words of ``text`` as (start, end) character spans: white-space separated chunks, with the
     punctuation at their start and end split off, one word per mark ("Hello," -> "Hello", ",")."""
-    spans: list[tuple[int, int]] = []
-    i, n = 0, len(text)
-    while i < n:
-        if text[i].isspace():
-            i += 1
-            continue
-        j = i
-        while j < n and not text[j].isspace():
-            j += 1
-        a, b = i, j
-        while a < b and unicodedata.category(text[a]).startswith("P"):
-            spans.append((a, a + 1))
-            a += 1
-        tail = []
-        while b > a and unicodedata.category(text[b - 1]).startswith("P"):
-            tail.append((b - 1, b))
-            b -= 1
-        if a < b:
-            spans.append((a, b))
-        spans += reversed(tail)
-        i = j
-    return spans
+    return [(int(s), int(e)) for s, e in _word_array(text)]
+
+
+def _word_pieces(text: str, offsets: Any, a: int, b: int) -> tuple[Any, Any]:
+    """The words of ``text[a:b]`` (:func:`word_spans`, an (n, 2) array) and the number of tokens
+    (``offsets``, an (m, 2) array in ``text``) that overlap each."""
+    spans = _word_array(text, a, b)
+    offsets = offsets[offsets[:, 1] > offsets[:, 0]]
+    starts, ends = np.sort(offsets[:, 0]), np.sort(offsets[:, 1])
+    # a token overlaps [s, e) when it starts before e and ends after s; one that ends by s starts before e
+    return spans, np.searchsorted(starts, spans[:, 1], "left") - np.searchsorted(ends, spans[:, 0], "right")
+
+
+def _word_counts(text: str, offsets: Any, a: int, b: int) -> tuple[int, int]:
+    """The words of ``text[a:b]`` and how many of them are in two or more pieces (:func:`_word_pieces`)."""
+    spans, pieces = _word_pieces(text, offsets, a, b)
+    return len(spans), int((pieces >= 2).sum())
 
 
 def item_texts(item: dict[str, Any]) -> list[str]:
@@ -127,39 +174,41 @@ def item_texts(item: dict[str, Any]) -> list[str]:
     ]
 
 
-def _pieces_per_word(text: str, offsets: Sequence[tuple[int, int]] | None, tokenizer: Any) -> list[int]:
-    """Per word of ``text``, the number of tokens it is split into: the tokens whose offsets overlap it
-    (a fast tokenizer's offsets), else the word tokenized on its own."""
-    spans = word_spans(text)
-    if offsets is None:
-        return [len(tokenizer(text[a:b], add_special_tokens=False)["input_ids"]) for a, b in spans]
-    tokens = sorted((s, e) for s, e in offsets if e > s)
-    counts, k = [], 0
-    for a, b in spans:
-        while k < len(tokens) and tokens[k][1] <= a:
-            k += 1
-        m = k
-        c = 0
-        while m < len(tokens) and tokens[m][0] < b:
-            c += tokens[m][1] > a
-            m += 1
-        counts.append(c)
-    return counts
+def _pieces_per_word(text: str, offsets: None, tokenizer: Any) -> list[int]:
+    """Per word of ``text``, the number of tokens it is split into, each word tokenized on its own (a slow
+    tokenizer, without offsets; a fast one's are counted from its offsets by :func:`_word_counts`)."""
+    return [len(tokenizer(text[a:b], add_special_tokens=False)["input_ids"]) for a, b in word_spans(text)]
 
 
 # Bounds of one tokenizer call of :func:`count_texts`: texts and characters. A language's text is counted a
 # chunk at a time (the offsets of every token of a call are Python objects, ~150 bytes a token), so the
-# memory of the measures is that of one chunk, not of all of a language's text.
+# memory of the measures is that of one chunk, not of all of a language's text. A longer text is counted in
+# parts of at most ``PART_CHARS`` characters (``max_chars`` if less), each encoded with ``CONTEXT_CHARS``
+# characters of the text on both sides (its tokens: those whose offsets start inside the part), as many
+# parts per call as fit in ``max_chars`` (the tokenizers library encodes a long string slower per character
+# than several short ones: 8,000 characters is near the fastest for the shipped tokenizers).
 CHUNK_TEXTS = 1024
 CHUNK_CHARS = 200_000
+PART_CHARS = 8_000
+CONTEXT_CHARS = 256
+# What the counts of a long text may differ from one call's by, per cut not provably exact (a stated bound,
+# checked by tests/scoring/test_tokenizer_measures_cuts.py on every kind of normalizer and model; measured: 0).
+ESTIMATE_BOUND = 1
+# The cuts of a long text checked against the text around them encoded whole (``CHECK_CHARS`` each side).
+CHECKED_CUTS = 4
+CHECK_CHARS = 5_000
 
 # Normalizers that map each character (or grapheme cluster, Precompiled) on its own: at a single ASCII space
 # between two letters or digits (a grapheme and normalization boundary: neither a combining mark after it
-# nor a Prepend character before it) a text normalizes to its two parts' normalized forms, joined.
-_LOCAL_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents", "Precompiled"}
+# nor a Prepend character before it) a text normalizes to its two parts' normalized forms, joined. Strip
+# and Prepend change only the ends of a text (inside the context of a part, never at a cut).
+_LOCAL_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents", "Precompiled",
+                      "Nmt", "ByteLevel", "Strip", "Prepend"}
 # Pre-tokenizers that always split at white space, so that no piece spans such a space, and treat the part
 # after it (which begins with that space) as they treat it inside the whole text.
 _SPACE_SPLITTERS = {"WhitespaceSplit", "Whitespace", "BertPreTokenizer"}
+# Pre-tokenizers that only split their pieces further, by a rule about single characters.
+_CHAR_SPLITTERS = {"Punctuation", "Digits", "UnicodeScripts", "CharDelimiterSplit"}
 # Grapheme_Cluster_Break=Prepend (Unicode 15): no grapheme boundary after these, even before a space.
 _PREPEND = frozenset(
     [*range(0x600, 0x606), 0x6DD, 0x70F, 0x890, 0x891, 0x8E2, 0xD4E, 0x110BD, 0x110CD, 0x111C2, 0x111C3,
@@ -168,47 +217,123 @@ _PREPEND = frozenset(
 # Letters that extend the grapheme before them (Grapheme_Cluster_Break Extend or SpacingMark): Thai and Lao
 # SARA AM, the half-width katakana sound marks.
 _EXTENDING_LETTERS = frozenset([0xE33, 0xEB3, 0xFF9E, 0xFF9F])
+# Characters a cut of a text without a safe cut is never put before (they join the character before them).
+_JOINING = frozenset(["\u200d", "\u200c", "\u034f", *map(chr, range(0xFE00, 0xFE10)),
+                      *map(chr, range(0x1F3FB, 0x1F400)), *map(chr, range(0xE0020, 0xE0080))])
 
 
-def _local_pre_tokenizer(pre: dict[str, Any]) -> bool:
+def _space_splitter(pre: dict[str, Any]) -> bool:
     kind = pre.get("type")
     if kind in _SPACE_SPLITTERS:
         return True
-    if kind == "Metaspace":  # a space becomes the marker that begins the next piece; never doubled
-        return bool(pre.get("split", True)) and pre.get("prepend_scheme", "always") in ("always", "first", "never")
-    if kind == "Sequence":
-        steps = pre.get("pretokenizers") or []
-        return bool(steps) and all(_local_pre_tokenizer(step) for step in steps)
+    # Metaspace: a space becomes the marker that begins the next piece; never doubled (the part after a cut
+    # begins with it, so no marker is prepended there, whatever the scheme)
+    return kind == "Metaspace" and bool(pre.get("split", True)) and pre.get("prepend_scheme", "always") in (
+        "always", "first", "never")
+
+
+def _local_pre_tokenizer(pre: dict[str, Any]) -> bool:
+    """Splits at every white space: a space splitter, or a sequence in which one comes after steps that only
+    split by single characters (any step after it works on pieces that already end at the space)."""
+    steps = (pre.get("pretokenizers") or []) if pre.get("type") == "Sequence" else [pre]
+    for step in steps:
+        if _space_splitter(step):
+            return True
+        if step.get("type") not in _CHAR_SPLITTERS:
+            return False
     return False
 
 
-def splittable(tokenizer: Any) -> bool:
-    """Whether a long text may be counted in parts cut at :func:`_safe_cut` positions with the same counts,
-    offsets and words as whole: a fast tokenizer whose normalizer works character by character (or none),
-    whose pre-tokenizer splits at white space (or is byte-level with a split that looks only a few characters
-    ahead, :func:`xlt.scoring.llm.encoding.split_safe`), a model without dropout, and no added token with
-    white space in it or that swallows the white space after it."""
+def _no_crossing_pre_tokenizer(pre: dict[str, Any]) -> bool:
+    """None, or steps that only split, by a rule about single characters (a Split on one character)."""
+    steps = (pre.get("pretokenizers") or []) if pre.get("type") == "Sequence" else ([pre] if pre else [])
+    for step in steps:
+        pattern = step.get("pattern") or {}
+        if not (step.get("type") in _CHAR_SPLITTERS
+                or (step.get("type") == "Split" and len(pattern.get("String") or "") == 1)):
+            return False
+    return True
+
+
+def _crossing(backend: Any, space: str) -> frozenset[str] | None:
+    """For a BPE model: the characters some token of the vocabulary has right before ``space`` (what a space
+    becomes), so that a merge may join them to it; a cut after any other character is never crossed by a
+    merge (each side is merged as on its own). None when ``space`` is not one piece of the vocabulary."""
+    vocab = backend.get_vocab()
+    if space not in vocab:
+        return None
+    out: set[str] = set()
+    for piece in vocab:
+        i = piece.find(space, 1)
+        while i > 0:
+            if piece[i - 1] != space[-1]:
+                out.add(piece[i - 1])
+            i = piece.find(space, i + 1)
+    return frozenset(out)
+
+
+def exact_rule(tokenizer: Any) -> tuple[str, frozenset[str]]:
+    """Whether the parts of a long text cut at :func:`_safe` positions provably get the whole text's tokens,
+    and which characters before a space make it unsafe all the same: ``("", chars)`` when they do, else
+    ``(why not, _)``. They do for a fast tokenizer whose model has no dropout, whose normalizers work
+    character by character (:data:`_LOCAL_NORMALIZERS`; Replace of one character, or of a string without
+    a space), with no added token that can match across a space between two letters or digits, and
+
+    * a pre-tokenizer that splits at every white space (:func:`_local_pre_tokenizer`: BERT's, XLM-R's, the
+      tiny model's Metaspace + Punctuation), or a byte-level one with a split that looks only a few
+      characters ahead and no normalizer (:func:`xlt.scoring.llm.encoding.split_safe`); or
+    * a BPE model and a pre-tokenizer that only splits by single characters (Gemma's: its normalizer makes
+      spaces ``▁``, and it merges over the whole text): no token of the vocabulary has a letter or digit
+      before the space's ``▁``, so no merge crosses the cut (the characters it does have them before are
+      returned: a cut after one of them is not safe)."""
+    from tokenizers.models import BPE
+
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None or not getattr(tokenizer, "is_fast", False):
-        return False
+        return "a slow tokenizer (no offsets)", frozenset()
     if getattr(backend.model, "dropout", None):
-        return False
+        return "the model samples its pieces (dropout)", frozenset()
     try:
         norm = encoding.component_spec(backend.normalizer)
         pre = encoding.component_spec(backend.pre_tokenizer)
-    except Exception:  # noqa: BLE001 - a component that cannot describe itself: counted whole
-        return False
+    except Exception:  # noqa: BLE001 - a component that cannot describe itself: not provable
+        return "a normalizer or pre-tokenizer that does not describe itself", frozenset()
     norms = norm.get("normalizers") if norm.get("type") == "Sequence" else ([norm] if norm else [])
-    if not all(n.get("type") in _LOCAL_NORMALIZERS for n in norms or []):
-        return False
+    for n in norms or []:
+        pattern = (n.get("pattern") or {}).get("String") if n.get("type") == "Replace" else None
+        if n.get("type") not in _LOCAL_NORMALIZERS and not (
+                pattern is not None and (len(pattern) == 1 or " " not in pattern)):
+            return f"its {n.get('type')} normalizer may change text across a space", frozenset()
+    space = " "  # what a space between two letters becomes
+    if backend.normalizer is not None:
+        whole, left = backend.normalizer.normalize_str("x y"), backend.normalizer.normalize_str("x")
+        if not (whole.startswith(left) and whole.endswith("y") and len(whole) > len(left) + 1):
+            return "its normalizer does not keep a space between two letters", frozenset()
+        space = whole[len(left):-1]
     for added in backend.get_added_tokens_decoder().values():
-        if any(ch.isspace() for ch in added.content) or added.rstrip:
-            return False
-    return _local_pre_tokenizer(pre) or (not norms and encoding.split_safe(tokenizer))
+        content = added.content
+        pairs = zip(content, content[1:], strict=False)
+        if (any(a.isalnum() and b in (" ", space) for a, b in pairs)
+                or (added.rstrip and content[-1:].isalnum()) or (added.lstrip and content[:1] in (" ", space))):
+            return f"its added token {content!r} may match across a space", frozenset()
+    # a space splitter splits at the space the normalizer leaves (one that makes it "▁" leaves none)
+    if (space == " " and _local_pre_tokenizer(pre)) or (not norms and encoding.split_safe(tokenizer)):
+        return "", frozenset()
+    if isinstance(backend.model, BPE) and space and _no_crossing_pre_tokenizer(pre):
+        crossing = _crossing(backend, space)
+        if crossing is not None:
+            return "", crossing
+    return "its pre-tokenizer does not split at every space", frozenset()
 
 
-def _safe(text: str, k: int) -> bool:
-    """A single ASCII space at ``k`` between two letters or digits (see :data:`_LOCAL_NORMALIZERS`)."""
+def splittable(tokenizer: Any) -> bool:
+    """Whether a long text is provably counted exactly in parts cut at safe positions (:func:`exact_rule`)."""
+    return not exact_rule(tokenizer)[0]
+
+
+def _safe(text: str, k: int, crossing: frozenset[str] = frozenset()) -> bool:
+    """A single ASCII space at ``k`` between two letters or digits (see :data:`_LOCAL_NORMALIZERS`), the one
+    before it not one a token of the vocabulary joins to a space (``crossing``, :func:`exact_rule`)."""
     if not (0 < k < len(text) - 1 and text[k] == " "):
         return False
     before, after = text[k - 1], text[k + 1]
@@ -217,80 +342,173 @@ def _safe(text: str, k: int) -> bool:
         and unicodedata.category(after)[0] in "LN"
         and ord(before) not in _PREPEND
         and ord(after) not in _EXTENDING_LETTERS
+        and before not in crossing
     )
 
 
-def _safe_cut(text: str, start: int, target: int) -> int:
-    """The last safe cut (:func:`_safe`) in ``text[start + target // 2 : start + target]``, else the first
-    after it; -1 if there is none."""
-    lo, hi = start + target // 2, min(start + target, len(text) - 1)
-    k = text.rfind(" ", lo, hi)
-    while k > lo and not _safe(text, k):
+def _last_cut(text: str, lo: int, hi: int, crossing: frozenset[str]) -> tuple[int, bool]:
+    """Where to cut ``text`` in ``[lo, hi]``: the last safe position (:func:`_safe`), else the last white
+    space, else the last character that does not join the one before it (a combining mark, a joiner, a
+    variation selector, a skin tone); and whether it is safe."""
+    k = text.rfind(" ", lo, hi + 1)
+    while k >= lo:
+        if _safe(text, k, crossing):
+            return k, True
         k = text.rfind(" ", lo, k)
-    if k >= lo and _safe(text, k):
-        return k
-    k = text.find(" ", hi)
-    while k != -1 and not _safe(text, k):
-        k = text.find(" ", k + 1)
-    return k
+    for k in range(hi, lo, -1):
+        if text[k].isspace():
+            return k, False
+    k = hi
+    while k > lo + 1 and (unicodedata.category(text[k])[0] == "M" or text[k] in _JOINING
+                          or text[k - 1] in _JOINING or 0xDC00 <= ord(text[k]) <= 0xDFFF):
+        k -= 1
+    return k, False
 
 
-def _parts(text: str, max_chars: int) -> list[tuple[int, int]]:
-    """``text`` cut at safe positions into parts of at most about ``max_chars`` characters, as spans."""
-    parts, start = [], 0
+def _cuts(text: str, max_chars: int, crossing: frozenset[str] = frozenset()) -> tuple[list[int], int]:
+    """Cut positions that make ``text`` parts of at most ``max_chars`` characters (each at least half of it,
+    but the last), and how many of them are not safe (:func:`_last_cut`)."""
+    cuts: list[int] = []
+    start, unsafe = 0, 0
     while len(text) - start > max_chars:
-        k = _safe_cut(text, start, max_chars)
-        if k == -1:
-            break
-        parts.append((start, k))
+        k, ok = _last_cut(text, start + max(1, max_chars // 2), start + max_chars, crossing)
+        cuts.append(k)
+        unsafe += not ok
         start = k
-    parts.append((start, len(text)))
-    return parts
+    return cuts, unsafe
 
 
-def _cuts_hold(tokenizer: Any, text: str, parts: list[tuple[int, int]], window: int = 400) -> bool:
-    """A check of the reasoning of :func:`splittable` on this text: around its first cuts, the tokens of a
-    window counted whole equal those of its two sides counted apart."""
-    for _, k in parts[:-1][:3]:
-        a, b = max(0, k - window), min(len(text), k + window)
-        enc = tokenizer([text[a:b], text[a:k], text[k:b]], add_special_tokens=False, return_offsets_mapping=True)
-        (whole, left, right), ids = enc["offset_mapping"], enc["input_ids"]
-        shifted = [(s + a, e + a) for s, e in left] + [(s + k, e + k) for s, e in right]
-        if list(ids[0]) != [*ids[1], *ids[2]] or [(s + a, e + a) for s, e in whole] != shifted:
-            return False
-    return True
+def _parts(text: str, max_chars: int, crossing: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
+    """``text`` cut (:func:`_cuts`) into parts of at most ``max_chars`` characters, as spans."""
+    bounds = [0, *_cuts(text, max_chars, crossing)[0], len(text)]
+    return list(zip(bounds, bounds[1:], strict=False))
 
 
-def _chunks(tokenizer: Any, texts: Sequence[str], max_texts: int, max_chars: int) -> Iterable[
-    tuple[list[tuple[int, str]], bool]
+def _plain_backend(tokenizer: Any) -> Any:
+    """The fast tokenizer's backend, or a copy of it without truncation and padding where it has them."""
+    backend = tokenizer.backend_tokenizer
+    if backend.truncation is None and backend.padding is None:
+        return backend
+    from tokenizers import Tokenizer
+
+    copy = Tokenizer.from_str(backend.to_str())
+    copy.no_truncation()
+    copy.no_padding()
+    return copy
+
+
+def _windowed(backend: Any, text: str, parts: Sequence[tuple[int, int]], context: int, per_call: int = 1) -> Iterable[
+    tuple[int, int, Any, Any]
 ]:
-    """The texts in tokenizer calls of at most ``max_texts`` texts and about ``max_chars`` characters:
-    ``([(index of the text, text or part of it), ...], alone)``; a text over ``max_chars`` is cut into
-    parts where :func:`splittable` allows (each part a chunk of its own), else counted ``alone``."""
-    batch: list[tuple[int, str]] = []
-    chars = 0
-    can_split: bool | None = None
-    for i, text in enumerate(texts):
-        if len(text) > max_chars:
-            if batch:
-                yield batch, False
-                batch, chars = [], 0
-            if can_split is None:
-                can_split = splittable(tokenizer)
-            parts = _parts(text, max_chars) if can_split else [(0, len(text))]
-            if len(parts) > 1 and not _cuts_hold(tokenizer, text, parts):
-                log.warning("tokenizer measures: cutting a long text changes its tokens; counted whole")
-                parts = [(0, len(text))]
-            for a, b in parts:
-                yield [(i, text[a:b])], len(parts) == 1
+    """Per part ``(a, b)`` of ``text``: ``(a, b, ids, offsets)`` of the tokens whose offsets start in it
+    (numpy arrays, offsets in ``text``), the part encoded with ``context`` characters on both sides,
+    ``per_call`` parts per call. The next call is encoded (in the tokenizers library, without the GIL) while
+    the caller reads this one's tokens: at most two calls in memory."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    context = max(1, context)  # a token prepended at a window's start lies before its part
+    groups = [parts[g: g + per_call] for g in range(0, len(parts), per_call)]
+
+    def encode(group: Sequence[tuple[int, int]]) -> tuple[list[tuple[int, int]], Any]:
+        spans = [(max(0, a - context), min(len(text), b + context)) for a, b in group]
+        return spans, backend.encode_batch([text[s:e] for s, e in spans], add_special_tokens=False)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        pending = pool.submit(encode, groups[0]) if groups else None
+        for n, group in enumerate(groups):
+            spans, encs = pending.result()
+            pending = pool.submit(encode, groups[n + 1]) if n + 1 < len(groups) else None
+            for (a, b), (s, _), enc in zip(group, spans, encs, strict=True):
+                flat = itertools.chain.from_iterable(enc.offsets)  # faster than asarray of a list of tuples
+                offsets = np.fromiter(flat, dtype=np.int64, count=2 * len(enc)).reshape(-1, 2) + s
+                ids = np.asarray(enc.ids, dtype=np.int64)
+                keep = (offsets[:, 0] >= a) & (offsets[:, 0] < b) if a else offsets[:, 0] < b
+                yield a, b, ids[keep], offsets[keep]
+            del encs
+
+
+def _check_cut(backend: Any, text: str, k: int, context: int, span: int) -> int:
+    """Tokens of ``text`` around cut ``k`` (``span`` characters each side) counted in its two parts as
+    :func:`_windowed` counts them, less those of the same text encoded whole; 0 also requires the same
+    tokens at the same offsets (else the difference is reported as at least 1)."""
+    s, e = max(0, k - span), min(len(text), k + span)
+    sub = text[s:e]
+    whole = backend.encode(sub, add_special_tokens=False)
+    got = list(_windowed(backend, sub, [(0, k - s), (k - s, len(sub))], context))
+    ids = np.concatenate([g[2] for g in got])
+    offsets = np.concatenate([g[3] for g in got])
+    diff = len(ids) - len(whole.ids)
+    if diff == 0 and not (np.array_equal(ids, np.asarray(whole.ids, dtype=np.int64))
+                          and np.array_equal(offsets, np.asarray(whole.offsets, dtype=np.int64).reshape(-1, 2))):
+        return 1
+    return diff
+
+
+_RULES: dict[int, tuple[Any, tuple[str, frozenset[str]]]] = {}
+
+
+def _count_long(tokenizer: Any, text: str, with_words: bool, max_chars: int, context: int) -> dict[str, Any]:
+    """The counts of one text longer than ``max_chars``, in parts (:func:`_windowed`), with ``estimated``:
+    "" where the parts provably give the whole text's counts (:func:`exact_rule`, every cut safe, and the
+    checked cuts agree), else why not, with the number of cuts and the checked cuts' differences."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    hit = _RULES.get(id(tokenizer))
+    if hit is None or hit[0] is not tokenizer:  # once per loaded tokenizer (Gemma's vocabulary is read)
+        hit = _RULES[id(tokenizer)] = (tokenizer, exact_rule(tokenizer))
+    why, crossing = hit[1]
+    part_chars = min(max_chars, PART_CHARS)
+    cuts, unsafe = _cuts(text, part_chars, crossing)
+    bounds = [0, *cuts, len(text)]
+    parts = list(zip(bounds, bounds[1:], strict=False))
+    out = {"tokens": 0, "unknown": 0, "words": 0, "continued": 0}
+    if getattr(tokenizer, "backend_tokenizer", None) is None or not getattr(tokenizer, "is_fast", False):
+        for a, b in parts:  # a slow tokenizer: each part on its own, words tokenized one by one
+            ids = tokenizer(text[a:b], add_special_tokens=False)["input_ids"]
+            out["tokens"] += len(ids)
+            out["unknown"] += sum(t == unk for t in ids) if unk is not None else 0
+            if with_words:
+                pieces = _pieces_per_word(text[a:b], None, tokenizer)
+                out["words"] += len(pieces)
+                out["continued"] += sum(p >= 2 for p in pieces)
+        return {**out, "estimated": f"{why}: a text of {len(text):,} characters counted in {len(parts)} parts "
+                f"on their own"}
+    backend = _plain_backend(tokenizer)
+    pending = -1  # the pieces of the last part's last word, which goes on past the cut (a cut in a word)
+    for a, b, ids, offsets in _windowed(backend, text, parts, context, max(1, max_chars // part_chars)):
+        out["tokens"] += len(ids)
+        if unk is not None:
+            out["unknown"] += int((ids == unk).sum())
+        if not with_words:
             continue
-        if batch and (len(batch) >= max_texts or chars + len(text) > max_chars):
-            yield batch, False
-            batch, chars = [], 0
-        batch.append((i, text))
-        chars += len(text)
-    if batch:
-        yield batch, False
+        spans, pieces = _word_pieces(text, offsets, a, b)
+        if pending >= 0 and len(spans) and spans[0, 0] == a:
+            pieces[0] += pending  # one word, its tokens counted on both sides of the cut
+        elif pending >= 0:
+            out["words"] += 1
+            out["continued"] += pending >= 2
+        pending = -1
+        if len(spans) and spans[-1, 1] == b < len(text) and not (text[b - 1].isspace() or text[b].isspace()):
+            pending = int(pieces[-1])
+            spans, pieces = spans[:-1], pieces[:-1]
+        out["words"] += len(spans)
+        out["continued"] += int((pieces >= 2).sum())
+    step = max(1, len(cuts) // CHECKED_CUTS)
+    checked = sorted({*cuts[::step][:CHECKED_CUTS - 1], cuts[-1]})
+    diffs = [_check_cut(backend, text, k, context, max(CHECK_CHARS, 2 * context)) for k in checked]
+    rule_why = why
+    if not why and unsafe:
+        why = f"{unsafe} of its cuts are not at a space between two letters or digits"
+    if not why and any(diffs):
+        why = "the parts differ from the whole text at a checked cut (a tokenizer this module reasons about wrongly)"
+        log.warning("tokenizer measures: %s; the counts of a long text are estimated", why)
+    if not why:
+        return {**out, "estimated": ""}
+    loose = unsafe if not rule_why else len(cuts)
+    return {**out, "estimated": (
+        f"{why}: a text of {len(text):,} characters counted in {len(parts)} parts with {context:,} characters "
+        f"of context, {loose} cut(s) not provably exact (bound: {ESTIMATE_BOUND} token and word per such cut); at "
+        f"{len(checked)} checked cuts the parts gave {sum(map(abs, diffs))} token(s) more or less than the "
+        "text around the cut encoded whole")}
 
 
 def count_texts(
@@ -299,42 +517,64 @@ def count_texts(
     with_words: bool = True,
     max_texts: int = CHUNK_TEXTS,
     max_chars: int = CHUNK_CHARS,
+    context: int = CONTEXT_CHARS,
 ) -> dict[str, Any]:
     """Token counts of ``texts`` (no special tokens): per text the tokens, and over all of them the tokens,
     unknown pieces, words and words of two or more pieces (``with_words``). Counted a chunk of at most
-    ``max_texts`` texts and ``max_chars`` characters at a time (a longer text on its own, in parts where the
-    tokenizer allows it: :func:`splittable`); the counts are those of all texts in one call."""
+    ``max_texts`` texts and ``max_chars`` characters at a time, a longer text in parts of at most
+    ``max_chars`` characters with ``context`` characters on both sides (:func:`_count_long`): the counts
+    are those of all texts in one call where the tokenizer provably tokenizes the parts as the whole, and
+    ``estimated`` says why not where it does not (else "")."""
     unk = getattr(tokenizer, "unk_token_id", None)
     fast = bool(getattr(tokenizer, "is_fast", False))
     out: dict[str, Any] = {"per_text": [0] * len(texts), "tokens": 0, "unknown": 0, "words": 0, "continued": 0}
-    for batch, alone in _chunks(tokenizer, texts, max_texts, max_chars):
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        if alone and fast and backend.truncation is None and backend.padding is None:
-            # one long text that cannot be cut: the backend's encoding, read for its ids (and offsets) only
-            enc = backend.encode(batch[0][1], add_special_tokens=False)
-            ids_of: Iterable[Sequence[int]] = [enc.ids]
-            offsets = [enc.offsets] if with_words else None
-        else:
-            enc = tokenizer(
-                [t for _, t in batch], add_special_tokens=False, return_offsets_mapping=fast and with_words
-            )
-            ids_of = enc["input_ids"]
-            offsets = enc.get("offset_mapping") if fast and with_words else None
-        for j, ((i, text), ids) in enumerate(zip(batch, ids_of, strict=True)):
+    reasons: list[str] = []
+
+    def count(batch: list[tuple[int, str]]) -> None:
+        enc = tokenizer([t for _, t in batch], add_special_tokens=False, return_offsets_mapping=fast and with_words)
+        offsets = enc.get("offset_mapping") if fast and with_words else None
+        for (i, text), ids in zip(batch, enc["input_ids"], strict=True):
             out["per_text"][i] += len(ids)
             out["tokens"] += len(ids)
             if unk is not None:
                 out["unknown"] += sum(t == unk for t in ids)
-            if with_words:
-                pieces = _pieces_per_word(text, offsets[j] if offsets is not None else None, tokenizer)
+            if with_words and offsets is None:
+                pieces = _pieces_per_word(text, None, tokenizer)
                 out["words"] += len(pieces)
                 out["continued"] += sum(p >= 2 for p in pieces)
-        del enc, ids_of, offsets
+        if with_words and offsets is not None:  # the batch's texts joined by spaces, counted at once
+            starts = np.cumsum([0, *(len(t) + 1 for _, t in batch[:-1])])
+            joined = np.concatenate([np.asarray(o, dtype=np.int64).reshape(-1, 2) + s
+                                     for o, s in zip(offsets, starts, strict=True)])
+            words, continued = _word_counts(" ".join(t for _, t in batch), joined, 0, int(starts[-1] + len(batch[-1][1])))
+            out["words"] += words
+            out["continued"] += continued
+
+    batch: list[tuple[int, str]] = []
+    chars = 0
+    for i, text in enumerate(texts):
+        if len(text) > max_chars:
+            long = _count_long(tokenizer, text, with_words, max_chars, context)
+            out["per_text"][i] = long["tokens"]
+            for key in ("tokens", "unknown", "words", "continued"):
+                out[key] += long[key]
+            if long["estimated"]:
+                reasons.append(long["estimated"])
+            continue
+        if batch and (len(batch) >= max_texts or chars + len(text) > max_chars):
+            count(batch)
+            batch, chars = [], 0
+        batch.append((i, text))
+        chars += len(text)
+    if batch:
+        count(batch)
+    out["estimated"] = "; ".join(dict.fromkeys(reasons)) if len(reasons) < 2 else (
+        f"{len(reasons)} long texts estimated, the first: {reasons[0]}")
     return out
 
 
 # What a cached file of counts must hold to be used (language_counts).
-_COUNTS = {"tokens", "unknown", "words", "continued", "per_item"}
+_COUNTS = {"tokens", "unknown", "words", "continued", "per_item", "estimated"}
 
 
 def language_counts(
@@ -398,6 +638,9 @@ def measures(
         out["premium"] = None
         notes.append(f"premium not defined: {english_why or 'no English items to compare with'}")
     else:
+        if english.get("estimated") and english is not counts:
+            out_estimated = f"the premium's English counts are estimated ({english['estimated']})"
+            counts = {**counts, "estimated": "; ".join(x for x in (counts.get("estimated"), out_estimated) if x)}
         shared = sorted(set(counts["per_item"]) & set(english["per_item"]))
         den = sum(english["per_item"][i] for i in shared)
         out["premium"] = sum(counts["per_item"][i] for i in shared) / den if den else None
@@ -405,6 +648,8 @@ def measures(
         if not shared:
             notes.append("premium not defined: no item id shared with the English items")
     out["notes"] = "; ".join(notes)
+    # counts of a long text that are not provably those of one call (count_texts): the report says so
+    out["estimated"] = counts.get("estimated") or ""
     return out
 
 

@@ -101,6 +101,10 @@ def tokenizer_line(df: pd.DataFrame) -> str:
         return ""
     notes = sorted({n for n in df.get("tokenizer_notes", pd.Series(dtype=str)).fillna("") if n})
     why = f" Not defined: {'; '.join(notes)}." if notes else ""
+    est = df[df.get("tokenizer_estimated", pd.Series("", index=df.index)).fillna("") != ""]
+    if len(est):  # a long text counted in parts where that is not provably exact (tokenizer_measures)
+        why += (f" **Estimated** ({', '.join(est['language'])}): "
+                f"{'; '.join(dict.fromkeys(est['tokenizer_estimated']))}.")
     return ("\nTokenizer of the scored model, on the items (no special tokens): `fertility` subword tokens per word, "
             "`continued_words` share of words in two or more pieces, `premium` tokens on the parallel items / the "
             f"English items' tokens, `unk_rate` share of unknown pieces.{why}\n")
