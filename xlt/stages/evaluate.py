@@ -32,6 +32,7 @@ from xlt.run.artifacts import check_model
 from xlt.run.files import atomic_write_json, atomic_write_text, json_text
 from xlt.run.fingerprint import path_fingerprint
 from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir, is_main_process
+from xlt.run.lock import stage_started
 from xlt.run.results import read_result
 from xlt.scoring import before, declaration
 from xlt.scoring.jobs import (
@@ -216,7 +217,6 @@ def harness_output(cfg: Any, run: RunDir) -> None:
     if where is None or where is False or not is_main_process():
         return
     from xlt.reporting.harness.export import export_results  # lazy: start-up time
-    from xlt.run.lock import stage_started
 
     folder = run.harness_output if where is True else Path(str(where)).expanduser()
     written = export_results(cfg.eval, run, folder, started=stage_started("evaluate"))
