@@ -2,8 +2,8 @@
 
 Each variant is a fresh process whose peak resident set size (``ru_maxrss`` of the finished child, from
 ``os.wait4``) and wall / CPU time are read; the measures of a git revision (``--before-rev``, default
-``main``: its ``xlt/scoring/tokenizer_measures.py`` read with ``git show`` and put in place of this tree's in
-the child) against this tree's ("after"):
+``main``; ``ee454d0`` is the commit before issue 55: its ``xlt/scoring/tokenizer_measures.py`` read with ``git show``
+and put in place of this tree's in the child) against this tree's ("after"):
 
 * **evaluation** (``--eval``): ``python -m xlt.train +recipe=demo_tiny stages=[evaluate]`` on the demo's
   Belebele whose first English passage is replaced by ``--mb`` MB of prose (a corrupted export), the tiny
@@ -18,7 +18,7 @@ the child) against this tree's ("after"):
 
 A variant whose resident memory passes ``--cap-gb`` is killed (shown as ``> cap``). Run:
 
-    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/tokenizer_memory_bench.py --mb 20 [--cap-gb 9]
+    OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 python benchmarks/tokenizer_memory_bench.py --mb 20 --before-rev ee454d0 [--cap-gb 9]
 """
 
 from __future__ import annotations

@@ -503,7 +503,7 @@ def _count_long(tokenizer: Any, text: str, with_words: bool, max_chars: int, con
         log.warning("tokenizer measures: %s; the counts of a long text are estimated", why)
     if not why:
         return {**out, "estimated": ""}
-    loose = unsafe if not rule_why else len(cuts)
+    loose = unsafe if not rule_why and not any(diffs) else len(cuts)
     return {**out, "estimated": (
         f"{why}: a text of {len(text):,} characters counted in {len(parts)} parts with {context:,} characters "
         f"of context, {loose} cut(s) not provably exact (bound: {ESTIMATE_BOUND} token and word per such cut); at "
