@@ -115,6 +115,7 @@ def pin(cfg: Any, run: RunDir) -> dict[str, Any]:
     path = run.data / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path.parent / LOCK)):
+        existed = path.exists()  # a record of other settings (or a damaged one) is replaced; else created once
         rec = read(run, cfg)
         if rec is not None:
             return rec["resolved"]
@@ -126,7 +127,7 @@ def pin(cfg: Any, run: RunDir) -> dict[str, Any]:
         record = {"settings": settings(cfg), "resolved": resolved, "host": host, "pid": os.getpid(),
                   "time": time.time(), "how": "adopted from the run's earlier record of its inputs" if adopted
                   else f"resolved on {host}"}
-        if path.exists():  # settings changed (or a damaged record): another translator, resolved again
+        if existed:  # settings changed (or a damaged record): another translator, resolved again
             log.info("translate: the translator settings changed; resolved again on %s: %s", host, resolved)
             atomic_write_json(path, record)
             return resolved
