@@ -68,8 +68,8 @@ def test_shards_on_a_bf16_gpu_and_on_a_cpu_agree(tmp_path, monkeypatch, model):
     assert parts and PinnedStub.built == ["bf16"]
     inputs_a = context(shard[0], run, STAGES["translate"]).inputs
 
-    node(monkeypatch, "Tesla V100-SXM2-32GB", bf16=False)  # cannot run the recorded dtype: says so, deletes nothing
-    with pytest.raises(ConfigError, match=r"V100.*does not support bfloat16.*translate.precision"):
+    node(monkeypatch, "Tesla K80", bf16=False)  # cannot run the recorded dtype: says so, deletes nothing
+    with pytest.raises(ConfigError, match=r"K80.*does not support bfloat16.*translate.precision"):
         run_stages(shard[1], run, ["translate"])
     assert sorted(p.name for p in run.translation_parts.rglob("*-*-*")) == parts
 
@@ -151,3 +151,32 @@ def test_pinned_config_fixes_what_auto_leaves_open(model):
     assert resolution.pinned_config(t, {"unresolved": "no GPU"}) is t
     echo = make_cfg().translate
     assert resolution.pinned_config(echo, {"kind": "echo"}) is echo
+
+
+def test_runs_sharing_a_cache_resolve_as_the_first_did(tmp_path, monkeypatch, model):
+    """The paper sweep: one run translates on an A100 into the shared cache; another run, on a CPU node, adopts
+    the cache's record and translates nothing (every segment a hit)."""
+    PinnedStub.built, PinnedStub.translated = [], 0
+    monkeypatch.setattr(stage, "build_translator", PinnedStub)
+    shared = str(tmp_path / "shared")
+    node(monkeypatch, "NVIDIA A100", bf16=True)
+    run_stages(cfg_of(model, cache_dir=shared), make_run(tmp_path / "a"), ["translate"])
+    assert list((tmp_path / "shared" / "translation_cache" / "translators").glob("*.json"))
+    done = PinnedStub.translated
+    node(monkeypatch, None)
+    other = make_run(tmp_path / "b")
+    run_stages(cfg_of(model, cache_dir=shared), other, ["translate"])
+    assert PinnedStub.translated == done and PinnedStub.built[-1] == "bf16"
+    assert "shared cache" in json.loads((other.data / resolution.RECORD).read_text())["how"]
+
+
+def test_translate_test_reads_the_record(tmp_path, monkeypatch, model):
+    """The evaluate stage's translate-test hashes (translator_inputs) read the run's record too."""
+    from xlt.stages.inputs import translator_inputs
+
+    run = make_run(tmp_path / "run")
+    node(monkeypatch, "NVIDIA H100", bf16=True)
+    resolution.pin(cfg_of(model), run)
+    node(monkeypatch, None)
+    assert translator_inputs(cfg_of(model), run)["resolved"] == {"engine": "hf", "dtype": "bfloat16"}
+    assert translator_inputs(cfg_of(model))["resolved"] == {"engine": "hf", "dtype": "float32"}  # no run: this machine

@@ -14,6 +14,11 @@ reader (the stage's input hash, :func:`xlt.cluster.status` on a login node) read
 cannot run the recorded dtype or compute type stops with a message that says so and what to do
 (:func:`check_machine`).
 
+With ``translate.cache_dir`` (a segment cache shared between runs, as in the paper sweep) the first run to
+resolve a set of settings also records it in the cache (``<cache>/translators/<digest>.json``, created once with
+a hard link), and every later run sharing the cache adopts it: runs on other GPU models make the same cache keys
+and hit each other's segments.
+
 The record holds the requested settings it was resolved from (the ``translator`` keys of the ``translate``
 group): a run whose settings change (another model, ``translate.precision=fp32``...) asks for another
 translator, resolved again (its translations are redone). A run finished before the record existed adopts
@@ -24,11 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import hashlib
 import json
 import logging
 import os
 import socket
 import time
+from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
@@ -97,17 +104,59 @@ def _adopted(run: RunDir, cfg: Any) -> dict[str, Any] | None:
     return None
 
 
+def shared_record(cfg: Any, run: RunDir) -> Path | None:
+    """With ``translate.cache_dir`` (a cache shared between runs): the cache's record of these settings'
+    resolution, ``<cache>/translators/<settings digest>.json``, so that every run sharing the cache resolves
+    them as the first one did (the same cache keys on every node); None without a shared cache."""
+    if not cfg.translate.cache_dir:
+        return None
+    name = hashlib.sha256(json_text(settings(cfg), indent=None).encode("utf-8")).hexdigest()[:24]
+    return run.translation_cache(cfg.translate.cache_dir) / "translators" / f"{name}.json"
+
+
+def _read_shared(cfg: Any, run: RunDir) -> dict[str, Any] | None:
+    path = shared_record(cfg, run)
+    if path is None:
+        return None
+    try:
+        rec = read_state(path, SCHEMA)
+    except Damaged as err:
+        log.warning("translate: %s; not used", err)
+        return None
+    return rec["resolved"] if rec is not None and rec["settings"] == settings(cfg) else None
+
+
 def resolve(cfg: Any, run: RunDir | None) -> dict[str, Any]:
-    """What the run's translator resolves to, for its hashes: the record (or a finished run's evidence), else
-    this machine's resolution (nothing is written: a reader such as ``xlt status`` never pins)."""
+    """What the run's translator resolves to, for its hashes: the run's record (or a finished run's evidence, or
+    the shared cache's record), else this machine's resolution (nothing is written: a reader such as ``xlt
+    status`` never pins)."""
     if run is not None:
         rec = read(run, cfg)
         if rec is not None:
             return rec["resolved"]
-        adopted = _adopted(run, cfg)
-        if adopted is not None:
-            return adopted
+        found = _adopted(run, cfg) or _read_shared(cfg, run)
+        if found is not None:
+            return found
     return local(cfg)
+
+
+def _create_once(path: Path, record: dict[str, Any]) -> bool:
+    """Create ``path`` holding ``record`` unless it exists (a hard link: atomic on NFS too, no lock needed);
+    whether this call created it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = create_temp_file(path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(json_text(record))
+            f.flush()
+            os.fsync(f.fileno())
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
 
 
 def pin(cfg: Any, run: RunDir) -> dict[str, Any]:
@@ -119,35 +168,41 @@ def pin(cfg: Any, run: RunDir) -> dict[str, Any]:
         rec = read(run, cfg)
         if rec is not None:
             return rec["resolved"]
-        adopted = _adopted(run, cfg)
-        resolved = adopted if adopted is not None else local(cfg)
+        host = socket.gethostname()
+        resolved, how = _adopted(run, cfg), "adopted from the run's earlier record of its inputs"
+        if resolved is None:
+            resolved, how = _pin_shared(cfg, run, host)
         if not _complete(resolved):
             return resolved  # the translator says why when it is built; nothing recorded
-        host = socket.gethostname()
         record = {"settings": settings(cfg), "resolved": resolved, "host": host, "pid": os.getpid(),
-                  "time": time.time(), "how": "adopted from the run's earlier record of its inputs" if adopted
-                  else f"resolved on {host}"}
+                  "time": time.time(), "how": how}
         if existed:  # settings changed (or a damaged record): another translator, resolved again
-            log.info("translate: the translator settings changed; resolved again on %s: %s", host, resolved)
+            log.info("translate: the translator settings changed; resolved again (%s): %s", how, resolved)
             atomic_write_json(path, record)
-            return resolved
-        fd, tmp = create_temp_file(path)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(json_text(record))
-                f.flush()
-                os.fsync(f.fileno())
-            os.link(tmp, path)  # fails if another host's shard recorded first (no reliance on the lock)
-        except FileExistsError:
+        elif not _create_once(path, record):  # another host's shard recorded first (no reliance on the lock)
             rec = read(run, cfg)
-            if rec is not None:
-                return rec["resolved"]
-            raise
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-    log.info("translate: translator resolved once for this run (%s): %s", path, resolved)
+            if rec is None:
+                raise ConfigError(f"{path}: recorded by another process for other translator settings; the "
+                                  "shards of one run must share their translate settings")
+            return rec["resolved"]
+    log.info("translate: translator resolved once for this run (%s, %s): %s", path, how, resolved)
     return resolved
+
+
+def _pin_shared(cfg: Any, run: RunDir, host: str) -> tuple[dict[str, Any], str]:
+    """This machine's resolution, or with a shared cache the one its record holds (created here when absent)."""
+    shared = shared_record(cfg, run)
+    found = _read_shared(cfg, run)
+    if found is not None:
+        return found, f"adopted from the shared cache's record {shared}"
+    resolved = local(cfg)
+    if shared is None or not _complete(resolved):
+        return resolved, f"resolved on {host}"
+    if _create_once(shared, {"settings": settings(cfg), "resolved": resolved, "host": host, "pid": os.getpid(),
+                             "time": time.time(), "how": f"resolved on {host}"}):
+        return resolved, f"resolved on {host}"
+    found = _read_shared(cfg, run)  # another run recorded first
+    return (found, f"adopted from the shared cache's record {shared}") if found else (resolved, f"resolved on {host}")
 
 
 def pinned_config(tcfg: Any, resolved: dict[str, Any]) -> Any:
