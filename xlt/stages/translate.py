@@ -4,8 +4,10 @@ Work is cut into *units* of (language, split, row range of ``translate.rows_per_
 ``translate.shard_index`` of ``translate.num_shards`` takes every ``num_shards``-th unit, so shards split
 both by language and by rows. A finished unit is a *part*: a dataset folder written atomically under
 ``data/translated/.parts/<lang>/<split>-<start>-<end>`` with its quality counts. A rerun skips finished
-parts (and languages already merged from the same units); inside an unfinished one the SQLite cache (committed per generation batch) makes a rerun
-translate only what is missing. Part boundaries do not depend on ``num_shards``, so any mix of shard
+parts (and languages already merged from the same units); inside an unfinished one the segment cache
+(:mod:`xlt.translation.cache`, committed per generation batch) makes a rerun translate only what is missing.
+The translator (``auto`` engine, precision, compute type) is resolved once per run by the first shard
+(:mod:`xlt.translation.resolution`, the stage's guard), so shards on other GPU models agree. Part boundaries do not depend on ``num_shards``, so any mix of shard
 runs gives the same result as one run.
 
 When every unit is done (whichever shard finishes last, or a plain rerun), the parts are merged per
