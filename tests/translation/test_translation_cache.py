@@ -31,7 +31,7 @@ WRITER = textwrap.dedent("""
     root, host, batches, start, uts = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4]), sys.argv[5]
     while not start.exists():
         time.sleep(0.01)
-    cache = TranslationCache(root, writer=writer_id(None if uts == "uts" else host), compact_at=4)
+    cache = TranslationCache(root, writer=writer_id(None if uts == "uts" else host), compact_at=4, merge_at=4)
     done = []
     for b in range(batches):
         pairs = [(f"{host} {b} {i}", f"T({host} {b} {i})") for i in range(3)]
@@ -59,7 +59,7 @@ def _texts(hosts: list[str], batches: int) -> list[str]:
 def _run_writers(root: Path, tmp_path: Path, hosts: list[str], batches: int, uts: bool = False) -> list[dict]:
     start = tmp_path / "start"
     procs = [_writer(root, h, batches, start, uts) for h in hosts]
-    reader = TranslationCache(root, compact_at=4)
+    reader = TranslationCache(root, compact_at=4, merge_at=4)
     texts = _texts(hosts, batches)
     start.touch()
     seen: set[str] = set()
@@ -119,13 +119,13 @@ KILLED = textwrap.dedent("""
     import os, signal, sys
     from xlt.translation.cache import TranslationCache
     cache = TranslationCache(sys.argv[1], writer="killed-host-1-abcd")
-    real, calls = os.fsync, [0]
-    def fsync(fd):  # the 5th batch's file is written, not yet renamed, when the process is killed
+    real, calls = os.rename, [0]
+    def rename(a, b):  # the 5th batch's file is written, not yet renamed, when the process is killed
         calls[0] += 1
         if calls[0] == 5:
             os.kill(os.getpid(), signal.SIGKILL)
-        real(fd)
-    os.fsync = fsync
+        real(a, b)
+    os.rename = rename
     for b in range(8):
         cache.put_many(@ID@, "eng_Latn", "fra_Latn", [(f"b{b} s{i}", f"T{b}.{i}") for i in range(4)])
 """).replace("@ID@", repr(ID))
@@ -198,9 +198,9 @@ def test_merging_keeps_one_translation_per_key_whatever_the_order(tmp_path):
     for order in (("x", "y"), ("y", "x")):
         shutil.rmtree(root, ignore_errors=True)
         for t in order:  # two shards translated the same segment in differently shaped batches
-            with TranslationCache(root, compact_at=1) as cache:
+            with TranslationCache(root, compact_at=1, merge_at=1) as cache:
                 cache.put_many(ID, "eng_Latn", "fra_Latn", [("same", t)])
-        with TranslationCache(root, compact_at=1) as cache:
+        with TranslationCache(root, compact_at=1, merge_at=1) as cache:
             assert cache.get_many(ID, "eng_Latn", "fra_Latn", ["same"]) == {"same": "x"}
             assert cache.get_many(ID, "eng_Latn", "fra_Latn", ["same"]) == {"same": "x"}  # after merging
         assert len(list(root.glob("??/*.seg"))) == 1

@@ -23,8 +23,9 @@ without locks: a *compaction* reads a set of files, writes what they hold as one
 place), then removes the files it read. Two compactions of the same files leave the segments twice (the same
 key: the same translation; a lookup takes the smallest, so the answer does not depend on file order); a
 lookup that finds a file gone (merged meanwhile) lists the folder again. ``incoming/`` is distributed into the
-buckets by whoever finds it holding more than ``compact_at`` files (and each writer's own files when it
-closes); a bucket is merged into one file by a lookup that has just read more than ``compact_at`` files of it.
+buckets by whoever finds it holding more than ``compact_at`` files (each writer looks now and then, and
+distributes its own files when it closes); a bucket is merged into one file by a lookup that has just read
+more than ``merge_at`` files of it.
 
 Damaged files are named in the log, counted (:attr:`TranslationCache.damaged`), moved to ``damaged/`` and
 skipped: their segments are translated again; the run never stops for them. An SQLite cache of earlier xlt
@@ -51,7 +52,8 @@ log = logging.getLogger(__name__)
 FORMAT_FILE = "format.json"
 INCOMING = "incoming"
 DAMAGED = "damaged"
-COMPACT_AT = 64  # files in incoming/ or in one bucket before they are merged
+COMPACT_AT = 256  # files in incoming/ before they are distributed into the buckets
+MERGE_AT = 64  # files in one bucket before a lookup merges them
 _MIGRATE_ROWS = 100_000  # rows of an old SQLite cache copied per step
 
 
@@ -77,13 +79,14 @@ class TranslationCache:
     random); ``legacy``: an old SQLite cache to copy in (default :func:`legacy_path`, when it exists)."""
 
     def __init__(self, root: str | Path, *, writer: str | None = None, legacy: Path | None = None,
-                 compact_at: int = COMPACT_AT):
+                 compact_at: int = COMPACT_AT, merge_at: int = MERGE_AT):
         self.root = Path(root)
         self.writer = writer or cf.writer_id()
         self.compact_at = compact_at
+        self.merge_at = merge_at
         self.damaged: dict[str, str] = {}  # file -> why it was skipped
         self._seq = 0
-        self._own_incoming: list[Path] = []
+        self._puts = 0
         (self.root / INCOMING).mkdir(parents=True, exist_ok=True)
         self._check_format()
         legacy = legacy if legacy is not None else legacy_path(self.root)
@@ -105,7 +108,7 @@ class TranslationCache:
         found: dict[str, str] = {}
         incoming = self._scan(self.root / INCOMING, set(keys), found, keep_all=None)
         for b in sorted({bucket(k) for k in keys}):
-            self._scan(self.root / b, set(keys), found, keep_all=self.compact_at)
+            self._scan(self.root / b, set(keys), found, keep_all=self.merge_at)
         if incoming is not None:
             self._compact_incoming(*incoming)
         return {keys[k]: t for k, t in found.items()}
@@ -115,18 +118,19 @@ class TranslationCache:
         rows = [(segment_key(identity, src_lang, tgt_lang, s), t) for s, t in pairs]
         if not rows:
             return
-        path = cf.write_segments(self.root / INCOMING, self._name(), rows)
-        self._own_incoming.append(path)
-        if len(self._own_incoming) % self.compact_at == 0:  # now and then: is incoming/ due to be distributed?
+        cf.write_segments(self.root / INCOMING, self._name(), rows, durable=False)
+        self._puts += 1
+        if self._puts % max(1, self.compact_at // 8) == 0:  # now and then: is incoming/ due to be distributed?
             files = cf.list_segments(self.root / INCOMING)
             if len(files) > self.compact_at:
                 self._compact_incoming(*self._read_all(files))
 
     def close(self) -> None:
         """Distribute this writer's own files of ``incoming/`` into the buckets; report damaged files."""
-        if self._own_incoming:
-            self._compact_incoming(*self._read_all(self._own_incoming))
-            self._own_incoming = []
+        if self._puts:
+            own = [p for p in cf.list_segments(self.root / INCOMING) if p.name.startswith(f"{self.writer}-")]
+            self._compact_incoming(*self._read_all(own))
+            self._puts = 0
         if self.damaged:
             log.warning("translation cache %s: %d damaged file(s) skipped (moved to %s): %s", self.root,
                         len(self.damaged), self.root / DAMAGED, ", ".join(sorted(self.damaged)))

@@ -4,8 +4,8 @@ put in place by an atomic rename, so that writers on many hosts share one folder
 
 A *segment file* holds one JSON header line ``{"format": "xlt-segment-cache", "version": 1, "count": n,
 "sha256": <of the body>}`` and ``n`` body lines ``[key, translation]``. It is written under a temporary name
-``.<name>.<random>.tmp`` in its folder (which readers skip), flushed, and renamed: a reader sees the whole
-file or none. A file whose header, count or checksum does not hold (truncated by a full disk, damaged by
+``.<name>.<random>.tmp`` in its folder (which readers skip), flushed (and for a merge, synced to disk), and
+renamed: a reader sees the whole file or none. A file whose header, count or checksum does not hold (truncated by a full disk, damaged by
 hand) is :class:`DamagedFile`.
 """
 
@@ -45,8 +45,11 @@ def writer_id(host: str | None = None) -> str:
     return f"{name}-{os.getpid()}-{os.urandom(4).hex()}"
 
 
-def write_segments(folder: Path, name: str, records: Iterable[tuple[str, str]]) -> Path:
-    """Write ``records`` (key, translation) as segment file ``folder/name`` (temporary name, flush, rename)."""
+def write_segments(folder: Path, name: str, records: Iterable[tuple[str, str]], durable: bool = True) -> Path:
+    """Write ``records`` (key, translation) as segment file ``folder/name`` (temporary name, flush, rename).
+    ``durable``: fsync before the rename (for a file that replaces others: a merge); without it the file
+    survives the process's death (SIGKILL), as SQLite's ``synchronous=NORMAL`` did, and an OS crash may leave
+    it damaged (detected by its checksum, skipped)."""
     body = "".join(json.dumps([k, t], ensure_ascii=False) + "\n" for k, t in records).encode("utf-8")
     header = {"format": FORMAT, "version": VERSION, "count": body.count(b"\n"),
               "sha256": hashlib.sha256(body).hexdigest()}
@@ -56,7 +59,8 @@ def write_segments(folder: Path, name: str, records: Iterable[tuple[str, str]]) 
         with os.fdopen(fd, "wb") as f:
             f.write(json.dumps(header).encode("utf-8") + b"\n" + body)
             f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                os.fsync(f.fileno())
         os.rename(tmp, path)  # unique name: never replaces another writer's file
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
