@@ -4,7 +4,7 @@ Both sides use the same tiny random NLLB-shaped model (:func:`xlt.translation.ti
 the same data, batch size and generation limits, in one process:
 
 * **xlt**: passages split into sentences, unique segments only (shared passages and repeated options
-  once), length-sorted batches, per-batch generation limit, SQLite cache (cold);
+  once), length-sorted batches, per-batch generation limit, the segment cache (cold);
 * **baseline**: per-passage generation without sentence splitting or length sorting: rows in dataset
   order, each field (passage, question, 4 options) translated whole, batches in input order;
 * **warm rerun**: xlt again on the same data with the cache filled by the first run.
@@ -38,7 +38,7 @@ during a variant's first pass above its level before the pass, plus the variant'
 
 ``--stage`` measures what a user of the translate stage meets: :func:`translate_dataset` (the stage's work
 on a unit: unique segments, cache lookup, length-sorted batches, a cache commit per batch, segment and
-row rules, the rows re-assembled) with a fresh SQLite cache, on ``--rows`` RACE-like rows into French, at
+row rules, the rows re-assembled) with a fresh segment cache, on ``--rows`` RACE-like rows into French, at
 the stage's defaults (batch 32, ``max_new_tokens`` 256 with the per-batch limit 2 x longest + 10), on the
 600M shape, per engine and thread count (``--threads 1,2``): transformers (torch threads), CTranslate2
 float32 and int8 with ``intra_threads`` = the thread count, and with more than one thread also with the
@@ -278,7 +278,7 @@ def profile_breakdown(prof) -> list[tuple[str, float]]:
         ("tokenization into pieces, per batch", cum("engines/ct2.py", "_submit") - cum("~", "translate_batch")),
         ("input lengths (tokenization, once)", cum("engines/base.py", "lengths")),
         ("decoding pieces to text", cum("engines/ct2.py", "_decode")),
-        ("cache: SQLite reads and commits", cum("translation/cache.py", "get_many") + cum("translation/cache.py", "put_many")),
+        ("cache: reads and commits", cum("translation/cache.py", "get_many") + cum("translation/cache.py", "put_many")),
         ("segmenting, segment and row rules, rows", total - cum("translation/dataset.py", "translate_segments")),
     ]
     return [*parts, ("rest", total - sum(t for _, t in parts)), ("total", total)]
