@@ -360,7 +360,7 @@ def stage_bench(args) -> None:
             n += 1
             torch.set_num_threads(threads)
             load = os.getloadavg()[0]
-            with TranslationCache(tmp / f"cache{n}.sqlite") as cache, PeakRSS() as mem:
+            with TranslationCache(tmp / f"cache{n}") as cache, PeakRSS() as mem:
                 t0, c0 = time.perf_counter(), time.process_time()
                 res = translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -393,7 +393,7 @@ def stage_bench(args) -> None:
                     if args.profile:
                         prof = cProfile.Profile()
                         torch.set_num_threads(threads)
-                        with TranslationCache(tmp / f"prof{n}.sqlite") as cache:
+                        with TranslationCache(tmp / f"prof{n}") as cache:
                             prof.enable()
                             translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
                             prof.disable()
@@ -459,7 +459,7 @@ def main() -> None:
         baseline(ds, tr, "fra_Latn")
         t_base = time.perf_counter() - t0
 
-        with TranslationCache(Path(tmp) / "cache.sqlite") as cache:
+        with TranslationCache(Path(tmp) / "translation_cache") as cache:
             t0 = time.perf_counter()
             cold = translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
             t_xlt = time.perf_counter() - t0
