@@ -180,3 +180,10 @@ def test_translate_test_reads_the_record(tmp_path, monkeypatch, model):
     node(monkeypatch, None)
     assert translator_inputs(cfg_of(model), run)["resolved"] == {"engine": "hf", "dtype": "bfloat16"}
     assert translator_inputs(cfg_of(model))["resolved"] == {"engine": "hf", "dtype": "float32"}  # no run: this machine
+
+
+def test_engines_that_resolve_nothing_are_not_pinned(tmp_path):
+    """echo and plug-in engines: their code's identity enters the hashes and must follow an upgrade."""
+    run = make_run(tmp_path / "run")
+    assert resolution.pin(make_cfg(), run) == {"kind": "echo"}
+    assert not (run.data / resolution.RECORD).exists()

@@ -71,6 +71,13 @@ def local(cfg: Any) -> dict[str, Any]:
         return {"unresolved": str(err).splitlines()[0]}
 
 
+def pinned_kind(cfg: Any) -> bool:
+    """Whether the translator has settings resolved on the machine (``translate.kind=hf``: engine, dtype,
+    compute type). Another kind (echo, a plug-in engine) is not pinned: what enters its hashes is its code's
+    identity, which must follow an upgrade."""
+    return str(cfg.translate.kind) == "hf"
+
+
 def _complete(resolved: dict[str, Any]) -> bool:
     """Whether ``resolved`` pins what ``auto`` leaves open (an engine that could not be asked is not)."""
     return "unresolved" not in resolved and resolved.get("compute_type") != "auto"
@@ -130,7 +137,7 @@ def resolve(cfg: Any, run: RunDir | None) -> dict[str, Any]:
     """What the run's translator resolves to, for its hashes: the run's record (or a finished run's evidence, or
     the shared cache's record), else this machine's resolution (nothing is written: a reader such as ``xlt
     status`` never pins)."""
-    if run is not None:
+    if run is not None and pinned_kind(cfg):
         rec = read(run, cfg)
         if rec is not None:
             return rec["resolved"]
@@ -161,6 +168,8 @@ def _create_once(path: Path, record: dict[str, Any]) -> bool:
 
 def pin(cfg: Any, run: RunDir) -> dict[str, Any]:
     """Resolve the run's translator once and record it (see the module docstring); return what it resolves to."""
+    if not pinned_kind(cfg):
+        return local(cfg)
     path = run.data / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path.parent / LOCK)):
