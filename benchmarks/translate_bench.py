@@ -4,7 +4,7 @@ Both sides use the same tiny random NLLB-shaped model (:func:`xlt.translation.ti
 the same data, batch size and generation limits, in one process:
 
 * **xlt**: passages split into sentences, unique segments only (shared passages and repeated options
-  once), length-sorted batches, per-batch generation limit, SQLite cache (cold);
+  once), length-sorted batches, per-batch generation limit, the segment cache (cold);
 * **baseline**: per-passage generation without sentence splitting or length sorting: rows in dataset
   order, each field (passage, question, 4 options) translated whole, batches in input order;
 * **warm rerun**: xlt again on the same data with the cache filled by the first run.
@@ -38,7 +38,7 @@ during a variant's first pass above its level before the pass, plus the variant'
 
 ``--stage`` measures what a user of the translate stage meets: :func:`translate_dataset` (the stage's work
 on a unit: unique segments, cache lookup, length-sorted batches, a cache commit per batch, segment and
-row rules, the rows re-assembled) with a fresh SQLite cache, on ``--rows`` RACE-like rows into French, at
+row rules, the rows re-assembled) with a fresh segment cache, on ``--rows`` RACE-like rows into French, at
 the stage's defaults (batch 32, ``max_new_tokens`` 256 with the per-batch limit 2 x longest + 10), on the
 600M shape, per engine and thread count (``--threads 1,2``): transformers (torch threads), CTranslate2
 float32 and int8 with ``intra_threads`` = the thread count, and with more than one thread also with the
@@ -278,7 +278,7 @@ def profile_breakdown(prof) -> list[tuple[str, float]]:
         ("tokenization into pieces, per batch", cum("engines/ct2.py", "_submit") - cum("~", "translate_batch")),
         ("input lengths (tokenization, once)", cum("engines/base.py", "lengths")),
         ("decoding pieces to text", cum("engines/ct2.py", "_decode")),
-        ("cache: SQLite reads and commits", cum("translation/cache.py", "get_many") + cum("translation/cache.py", "put_many")),
+        ("cache: reads and commits", cum("translation/cache.py", "get_many") + cum("translation/cache.py", "put_many")),
         ("segmenting, segment and row rules, rows", total - cum("translation/dataset.py", "translate_segments")),
     ]
     return [*parts, ("rest", total - sum(t for _, t in parts)), ("total", total)]
@@ -360,7 +360,7 @@ def stage_bench(args) -> None:
             n += 1
             torch.set_num_threads(threads)
             load = os.getloadavg()[0]
-            with TranslationCache(tmp / f"cache{n}.sqlite") as cache, PeakRSS() as mem:
+            with TranslationCache(tmp / f"cache{n}") as cache, PeakRSS() as mem:
                 t0, c0 = time.perf_counter(), time.process_time()
                 res = translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -393,7 +393,7 @@ def stage_bench(args) -> None:
                     if args.profile:
                         prof = cProfile.Profile()
                         torch.set_num_threads(threads)
-                        with TranslationCache(tmp / f"prof{n}.sqlite") as cache:
+                        with TranslationCache(tmp / f"prof{n}") as cache:
                             prof.enable()
                             translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
                             prof.disable()
@@ -459,7 +459,7 @@ def main() -> None:
         baseline(ds, tr, "fra_Latn")
         t_base = time.perf_counter() - t0
 
-        with TranslationCache(Path(tmp) / "cache.sqlite") as cache:
+        with TranslationCache(Path(tmp) / "translation_cache") as cache:
             t0 = time.perf_counter()
             cold = translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
             t_xlt = time.perf_counter() - t0

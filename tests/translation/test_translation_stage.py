@@ -180,7 +180,7 @@ def test_shared_cache_dir(tmp_path, counting):
     shared = tmp_path / "shared_cache"
     counting()
     call_stage("translate", make_cfg(cache_dir=str(shared)), make_run(tmp_path / "a"))
-    assert (shared / "translation_cache.sqlite").exists()
+    assert (shared / "translation_cache" / "format.json").exists()
     second = counting()
     call_stage("translate", make_cfg(cache_dir=str(shared)), make_run(tmp_path / "b"))
     assert second.translated == 0  # another run reuses the shared cache

@@ -33,7 +33,7 @@ def items() -> Dataset:
 
 def test_translate_items_into_english(tmp_path):
     stats: dict[str, QualityStats] = {}
-    with TranslationCache(tmp_path / "c.sqlite") as cache:
+    with TranslationCache(tmp_path / "translation_cache") as cache:
         out = translate_items(items(), EchoTranslator(batch_size=3), cache, stats=stats)
     assert out["id"] == ["q0", "q1", "q2", "q3", "q4"]  # original order
     assert out["language"] == ["fra_Latn", "de", "fra_Latn", "eng_Latn", "de"]  # kept for per-language results
@@ -57,7 +57,7 @@ def test_translate_items_uses_cache(tmp_path):
             Counting.n += len(texts)
             return super()._generate(texts, src, tgt)
 
-    with TranslationCache(tmp_path / "c.sqlite") as cache:
+    with TranslationCache(tmp_path / "translation_cache") as cache:
         translate_items(items(), Counting(), cache)
         first = Counting.n
         again = translate_items(items(), Counting(), cache)

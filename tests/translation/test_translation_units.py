@@ -48,7 +48,7 @@ def test_translate_keeps_order():
 
 
 def test_cache_roundtrip_and_keys(tmp_path):
-    path = tmp_path / "c.sqlite"
+    path = tmp_path / "translation_cache"
     with TranslationCache(path) as cache:
         cache.put_many("m1", "eng_Latn", "fra_Latn", [("hello", "bonjour"), ("cat", "chat")])
         assert cache.get_many("m1", "eng_Latn", "fra_Latn", ["hello", "dog"]) == {"hello": "bonjour"}

@@ -88,7 +88,8 @@ class TranslateConfig:
     device: str = neutral("auto", why="where the model runs; the dtype / compute type that ran enters the hashes")
     # Extra FLORES -> model language code mappings (M2M100 uses ISO codes like "fr").
     lang_code_map: dict[str, str] = opt(default_factory=dict, translator=True)
-    # Folder of the SQLite translation cache (shared between runs); None: <run>/data.
+    # Folder of the translation segment cache (translation_cache/ in it; safe on a network filesystem, shared
+    # between runs and hosts); None: <run>/data.
     cache_dir: str | None = neutral(None, why="where the translation cache lives (its keys hold the translator identity)")
     # Commit the cache after this many generate() batches (a killed run loses at most this many).
     commit_every: int = neutral(1, ge=1, why="how often the cache is committed")

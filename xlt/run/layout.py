@@ -23,7 +23,7 @@ Layout (the constants below; :class:`RunDir` joins them)::
         data/train_set          the English training set (build_data); train_set.tsv, build_report.{json,md}
         data/translated/        merged translations per language (<lang>/xlt_translation.json seals each),
                                 .parts/<lang>/<unit> while shards translate; translation_report.{json,md}
-        data/translation_cache.sqlite  the segment cache (unless translate.cache_dir)
+        data/translation_cache/  the segment cache (unless translate.cache_dir)
         data/translate_test/, data/machine_translated/   quality counts of evaluation items translated
         checkpoints/            resumable Trainer checkpoints (xlt_complete.json in each complete one;
                                 stale/: those of other inputs)
@@ -70,7 +70,7 @@ MERGED_FILE = "xlt_translation.json"  # in a merged (or imported) language folde
 PART_STATS_FILE = "quality.json"  # in a translated part: its seal and quality counts
 TRANSLATED_LOCK = ".translated.lock"  # in DATA_DIR
 MERGE_LOCK = ".merge.lock"  # in TRANSLATED_DIR
-TRANSLATION_CACHE = "translation_cache.sqlite"  # in DATA_DIR, or translate.cache_dir
+TRANSLATION_CACHE = "translation_cache"  # a folder in DATA_DIR, or translate.cache_dir (xlt.translation.cache)
 TRANSLATE_TEST_DIR = "translate_test"  # in DATA_DIR
 MACHINE_TRANSLATED_DIR = "machine_translated"  # in DATA_DIR
 CHECKPOINTS_DIR = "checkpoints"
@@ -203,8 +203,8 @@ class RunDir:
         return self.translation_parts / language / unit
 
     def translation_cache(self, cache_dir: str | None) -> Path:
-        """The SQLite segment cache: in ``cache_dir`` (``translate.cache_dir``, shared between runs), else in
-        ``data/``."""
+        """The segment cache's folder (:mod:`xlt.translation.cache`): in ``cache_dir`` (``translate.cache_dir``,
+        shared between runs), else in ``data/``."""
         return (Path(cache_dir).expanduser() if cache_dir else self.data) / TRANSLATION_CACHE
 
     @property

@@ -49,6 +49,7 @@ from xlt.scoring.results import check_outputs, missing_jobs, missing_message, st
 from xlt.scoring.scorers import build_scorer, check_scores
 from xlt.scoring.tokenizer_measures import benchmark_measures
 from xlt.stages.inputs import local_fingerprint, model_fingerprint, train_stage_files, translator_inputs
+from xlt.translation import resolution
 from xlt.translation.translate_test import TranslateTestRunner
 
 log = logging.getLogger("xlt.evaluate")
@@ -183,7 +184,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     # same translated items as the trained one (the run's translation cache), never untranslated ones.
     translate_test = None
     if any(j.translated for j in mine):
-        translate_test = TranslateTestRunner(cfg.translate, run)
+        translate_test = TranslateTestRunner(cfg.translate, run, resolved=resolution.resolve(cfg, run))
     current = score_jobs(cfg, run, ctx, jobs, mine, lambda: build_scorer(cfg, run), translate_test)
     missing_before: list[EvalJob] = []
     if before.wanted(cfg.eval):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
@@ -276,17 +277,22 @@ def scorer_model_settings(cfg: Any) -> dict[str, Any] | None:
     return {key: OmegaConf.select(cfg, key) for key in reads} if reads else None
 
 
-def translate_test_values(cfg: Any) -> dict[str, Any] | None:
+def uses_translate_test(cfg: Any) -> bool:
+    """Whether an enabled benchmark translates with the ``translate`` group's model (translate-test, machine-translated entries)."""
+    return any(b.enabled and uses_translator(b) for b in cfg.eval.benchmarks.values())
+
+
+def translate_test_values(cfg: Any, run: RunDir | None = None) -> dict[str, Any] | None:
     """Translate-test, and the machine-translated entries xlt makes, translate with the ``translate`` group's
     model: its inputs are evaluation inputs."""
-    if not any(b.enabled and uses_translator(b) for b in cfg.eval.benchmarks.values()):
+    if not uses_translate_test(cfg):
         return None
-    return translator_inputs(cfg)
+    return translator_inputs(cfg, run)
 
 
 def files(cfg: Any, run: RunDir) -> dict[str, Any]:
     """The stage's file inputs: the scored model, the translator of translate-test, the local benchmark copies."""
-    out: dict[str, Any] = {"model": scored_model(cfg, run), "translate_test": translate_test_values(cfg)}
+    out: dict[str, Any] = {"model": scored_model(cfg, run), "translate_test": translate_test_values(cfg, run)}
     settings = scorer_model_settings(cfg)
     if settings is not None:  # absent otherwise: the hashes of runs that score their own model are unchanged
         out["model settings"] = settings
@@ -313,9 +319,12 @@ def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
 
 
 def guard(cfg: Any, run: RunDir) -> None:
-    """Scoring the run's own model: it must be the one training saved (the user decides otherwise)."""
+    """Scoring the run's own model: it must be the one training saved (the user decides otherwise). Translating
+    test sets: the run's translator is resolved once (:func:`xlt.translation.resolution.pin`)."""
     if declaration.scores_run_model(cfg.eval):
         check_model(run)
+    if uses_translate_test(cfg):
+        resolution.pin(cfg, run)
 
 
 STAGE = StageSpec("evaluate", run_stage, upstream=upstream, files=files, outputs=(EVAL_DIR,), shard_section="eval",

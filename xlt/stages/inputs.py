@@ -16,11 +16,11 @@ from omegaconf import OmegaConf
 from xlt.config.keys import translator_values
 from xlt.config.model import TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
-from xlt.errors import DataError, XltError
+from xlt.errors import DataError
 from xlt.modeling import packaged, packaged_llm
 from xlt.run.fingerprint import path_fingerprint, resource_fingerprint
 from xlt.run.layout import RunDir
-from xlt.translation import engines
+from xlt.translation import engines, resolution
 
 
 def local_fingerprint(path: Any) -> str | None:
@@ -46,17 +46,15 @@ def model_fingerprint(name_or_path: str | None, revision: str | None = None) -> 
     return resource_fingerprint(name_or_path, revision)
 
 
-def translator_inputs(cfg: Any) -> dict[str, Any]:
+def translator_inputs(cfg: Any, run: RunDir | None = None) -> dict[str, Any]:
     """What the ``translate`` group's translator computes from: its settings (the schema's ``translator``
     keys, :func:`xlt.config.keys.translator_values`), its checkpoint (a local folder's fingerprint, or the
-    commit the Hub cache resolves its revision to) and what it resolves to on this machine (engine, dtype
-    or compute type: :func:`xlt.translation.engines.resolved_settings`)."""
+    commit the Hub cache resolves its revision to) and what it resolves to (engine, dtype or compute type:
+    :func:`xlt.translation.engines.resolved_settings`), as ``run`` recorded it once for all its shards,
+    requeues and readers (:mod:`xlt.translation.resolution`; this machine's resolution until it is recorded)."""
     t = cfg.translate
     hf = engines.reads_checkpoint(t)
-    try:
-        resolved = engines.resolved_settings(t)
-    except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so
-        resolved = {"unresolved": str(err).splitlines()[0]}
+    resolved = resolution.resolve(cfg, run)
     return {"settings": translator_values(cfg),
             "model": resource_fingerprint(t.model_name_or_path, t.revision) if hf else None,
             "resolved": resolved}

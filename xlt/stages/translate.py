@@ -4,8 +4,10 @@ Work is cut into *units* of (language, split, row range of ``translate.rows_per_
 ``translate.shard_index`` of ``translate.num_shards`` takes every ``num_shards``-th unit, so shards split
 both by language and by rows. A finished unit is a *part*: a dataset folder written atomically under
 ``data/translated/.parts/<lang>/<split>-<start>-<end>`` with its quality counts. A rerun skips finished
-parts (and languages already merged from the same units); inside an unfinished one the SQLite cache (committed per generation batch) makes a rerun
-translate only what is missing. Part boundaries do not depend on ``num_shards``, so any mix of shard
+parts (and languages already merged from the same units); inside an unfinished one the segment cache
+(:mod:`xlt.translation.cache`, committed per generation batch) makes a rerun translate only what is missing.
+The translator (``auto`` engine, precision, compute type) is resolved once per run by the first shard
+(:mod:`xlt.translation.resolution`, the stage's guard), so shards on other GPU models agree. Part boundaries do not depend on ``num_shards``, so any mix of shard
 runs gives the same result as one run.
 
 When every unit is done (whichever shard finishes last, or a plain rerun), the parts are merged per
@@ -34,6 +36,7 @@ from xlt.run.files import atomic_dir
 from xlt.run.layout import MERGED_FILE, PART_STATS_FILE, TRANSLATION_REPORT_FILE, RunDir, shard
 from xlt.run.state import seal
 from xlt.stages.inputs import local_fingerprint, translator_inputs
+from xlt.translation import resolution
 from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
 from xlt.translation.engines import build_translator, stored_identity
@@ -222,7 +225,9 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     todo = [u for u in shard_units(units, tcfg.shard_index, tcfg.num_shards) if not is_unit_done(run, u, merged)]
     translator: Translator | None = None
     if todo:
-        translator = build_translator(tcfg)
+        resolved = resolution.resolve(cfg, run)  # as recorded by the guard (pin): the same on every node
+        resolution.check_machine(tcfg, resolved, run)
+        translator = build_translator(resolution.pinned_config(tcfg, resolved))
         if hasattr(translator, "check_languages"):
             translator.check_languages([tcfg.source_language, *languages])
         log.info("translate: %d of %d units to do in shard %d/%d", len(todo), len(units), tcfg.shard_index, tcfg.num_shards)
@@ -255,7 +260,7 @@ def files(cfg: Any, run: RunDir) -> dict[str, Any]:
     out: dict[str, Any] = {"translate.import_dir": local_fingerprint(t.import_dir),
                            "translate.model": local_fingerprint(t.model_name_or_path)}
     if not t.import_dir and t.languages:  # what the translator resolves to (engine, dtype, cached commit)
-        out["translator"] = translator_inputs(cfg)
+        out["translator"] = translator_inputs(cfg, run)
     return out
 
 
@@ -263,5 +268,13 @@ def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     return json_problems(run, {run.translation_report: None})
 
 
+def guard(cfg: Any, run: RunDir) -> None:
+    """Before the stage's inputs are hashed: resolve the run's translator once (``data/translator.json``,
+    :func:`xlt.translation.resolution.pin`), so every shard, requeue and reader hashes the same."""
+    t = cfg.translate
+    if not t.import_dir and t.languages:
+        resolution.pin(cfg, run)
+
+
 STAGE = StageSpec("translate", run_stage, upstream=lambda cfg: ("build_data",), files=files,
-                  outputs=(TRANSLATION_REPORT_FILE,), shard_section="translate", check=check)
+                  outputs=(TRANSLATION_REPORT_FILE,), shard_section="translate", check=check, guard=guard)

@@ -5,7 +5,10 @@ Modules, in the order data flows through them:
 * :mod:`~xlt.translation.segment`   passages -> sentences (and back), so MT never sees multi-sentence inputs.
 * :mod:`~xlt.translation.engines`   the MT engines (``translate.engine``: hf, ctranslate2) behind one
   translator interface and one settings object, the deterministic ``echo`` translator for tests.
-* :mod:`~xlt.translation.cache`     SQLite cache of translated segments, committed in batches.
+* :mod:`~xlt.translation.resolution` the run's translator (engine, dtype, compute type) resolved once for
+  all its shards, requeues and readers.
+* :mod:`~xlt.translation.cache`     cache of translated segments, committed in batches: immutable files,
+  safe with writers on many hosts over a network filesystem (:mod:`~xlt.translation.cache_files`).
 * :mod:`~xlt.translation.dataset`   translate one dataset into one language: unique segments, cache,
   batches, re-assembly, quality rules.
 * :mod:`~xlt.translation.quality`   empty / unchanged / runaway / duplicate-option checks and their rules.

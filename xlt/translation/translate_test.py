@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from datasets import Dataset, concatenate_datasets
@@ -21,6 +22,7 @@ from xlt.config.translate import TranslateConfig
 from xlt.errors import ConfigError
 from xlt.run.files import atomic_write_json
 from xlt.run.layout import MACHINE_TRANSLATED_DIR, TRANSLATE_TEST_DIR, RunDir
+from xlt.translation import resolution
 from xlt.translation.cache import TranslationCache
 from xlt.translation.dataset import QualityRules, translate_dataset
 from xlt.translation.engines import build_translator
@@ -106,16 +108,21 @@ class TranslateTestRunner:
     """
 
     def __init__(self, translate: TranslateConfig, run: RunDir, translator: Translator | None = None,
-                 target: str = "eng_Latn"):
+                 target: str = "eng_Latn", resolved: dict[str, Any] | None = None):
         self.translate = translate  # the ``translate`` section: the translator and its cache
         self.run = run
         self.target = target
         self._translator = translator
+        self.resolved = resolved  # the run's translator as resolved once (xlt.translation.resolution)
 
     @property
     def translator(self) -> Translator:
         if self._translator is None:
-            self._translator = build_translator(self.translate)
+            tcfg = self.translate
+            if self.resolved is not None:
+                resolution.check_machine(tcfg, self.resolved, self.run)
+                tcfg = resolution.pinned_config(tcfg, self.resolved)
+            self._translator = build_translator(tcfg)
         return self._translator
 
     def __call__(self, items: Dataset, benchmark: str, language: str) -> Dataset:
