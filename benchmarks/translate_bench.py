@@ -40,16 +40,19 @@ during a variant's first pass above its level before the pass, plus the variant'
 on a unit: unique segments, cache lookup, length-sorted batches, a cache commit per batch, segment and
 row rules, the rows re-assembled) with a fresh SQLite cache, on ``--rows`` RACE-like rows into French, at
 the stage's defaults (batch 32, ``max_new_tokens`` 256 with the per-batch limit 2 x longest + 10), on the
-600M shape, per engine and thread count (``--threads 1,2``): transformers (torch threads), CTranslate2
-float32 and int8 with ``intra_threads`` = the thread count, and with more than one thread also with the
-threads spent on batches instead (``inter_threads``, one thread each: xlt keeps that many batches in
-flight). Wall and CPU seconds of the call (model conversion and loading excluded), the ratio to
-transformers at the same thread count, whether the rows equal transformers' rows, peak memory above the
-level before the call; ``--profile`` adds a cProfile of one more pass of each CTranslate2 variant, its
-time split into CTranslate2's own work and the stage's around it (tokenization, decoding, cache,
-segmenting, rules).
+600M shape, per thread count (``--threads 1,2``: ``OMP_NUM_THREADS`` the same for both engines):
+transformers (torch threads) and CTranslate2 float32 and int8 (``--compute-types``) in the thread layouts
+of ``--configs``: ``default`` (xlt's policy, :func:`~xlt.translation.engines.ct2.cpu_thread_plan`) and
+``intra`` (one batch at a time on all the threads). Per variant: wall and CPU seconds of the call (model
+conversion and loading excluded), CPU / wall (2.0 = both cores busy all along), both ratios to transformers
+at the same thread count, whether the rows equal transformers' rows, peak memory above the level before the
+call, the load average at the start and end of the pass; at the end a markdown table of them all. The
+header gives the work of a pass (GFLOP) and this machine's float32 GEMM rate at each thread count (wall and
+per CPU-second, at the output projection's shape and in cache). ``--profile`` adds a cProfile of one more
+pass of each CTranslate2 variant, its time split into CTranslate2's own work and the stage's around it
+(tokenization, decoding, cache, segmenting, rules).
 
-    python benchmarks/translate_bench.py --stage --rows 20 --threads 1,2 --profile
+    OMP_NUM_THREADS=2 HF_HUB_OFFLINE=1 python benchmarks/translate_bench.py --stage --rows 20 --threads 1,2 --configs default
 """
 
 from __future__ import annotations
