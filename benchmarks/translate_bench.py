@@ -40,16 +40,19 @@ during a variant's first pass above its level before the pass, plus the variant'
 on a unit: unique segments, cache lookup, length-sorted batches, a cache commit per batch, segment and
 row rules, the rows re-assembled) with a fresh segment cache, on ``--rows`` RACE-like rows into French, at
 the stage's defaults (batch 32, ``max_new_tokens`` 256 with the per-batch limit 2 x longest + 10), on the
-600M shape, per engine and thread count (``--threads 1,2``): transformers (torch threads), CTranslate2
-float32 and int8 with ``intra_threads`` = the thread count, and with more than one thread also with the
-threads spent on batches instead (``inter_threads``, one thread each: xlt keeps that many batches in
-flight). Wall and CPU seconds of the call (model conversion and loading excluded), the ratio to
-transformers at the same thread count, whether the rows equal transformers' rows, peak memory above the
-level before the call; ``--profile`` adds a cProfile of one more pass of each CTranslate2 variant, its
-time split into CTranslate2's own work and the stage's around it (tokenization, decoding, cache,
-segmenting, rules).
+600M shape, per thread count (``--threads 1,2``: ``OMP_NUM_THREADS`` the same for both engines):
+transformers (torch threads) and CTranslate2 float32 and int8 (``--compute-types``) in the thread layouts
+of ``--configs``: ``default`` (xlt's policy, :func:`~xlt.translation.engines.ct2.cpu_thread_plan`) and
+``intra`` (one batch at a time on all the threads). Per variant: wall and CPU seconds of the call (model
+conversion and loading excluded), CPU / wall (2.0 = both cores busy all along), both ratios to transformers
+at the same thread count, whether the rows equal transformers' rows, peak memory above the level before the
+call, the load average at the start and end of the pass; at the end a markdown table of them all. The
+header gives the work of a pass (GFLOP) and this machine's float32 GEMM rate at each thread count (wall and
+per CPU-second, at the output projection's shape and in cache). ``--profile`` adds a cProfile of one more
+pass of each CTranslate2 variant, its time split into CTranslate2's own work and the stage's around it
+(tokenization, decoding, cache, segmenting, rules).
 
-    python benchmarks/translate_bench.py --stage --rows 20 --threads 1,2 --profile
+    OMP_NUM_THREADS=2 HF_HUB_OFFLINE=1 python benchmarks/translate_bench.py --stage --rows 20 --threads 1,2 --configs default
 """
 
 from __future__ import annotations
@@ -309,19 +312,31 @@ def stage_work(tr, ds) -> dict[str, float]:
 
 
 def gemm_rate(threads: int) -> dict[str, float]:
-    """GFLOP/s of this machine for the decoder's largest product ([32, 1024] x [1024, 256206], the output
-    projection) in float32 (torch) and int8 (CTranslate2's own kernels are not reachable from Python:
-    torch's quantized linear stands in, where it is built), at ``threads`` threads, best of 3."""
+    """This machine's float32 GEMM rate (GFLOP/s, torch, best of 3) at ``threads`` threads for two shapes:
+    ``head``, the decoder's largest product ([32, 1024] x [1024, 256206], the output projection: a 1 GB
+    weight streamed from memory for 32 rows), and ``dense``, a product whose operands stay in cache
+    ([512, 1024] x [1024, 1024], repeated: the core's arithmetic rate). Their ratio between thread counts
+    says how far this machine's cores add up for the work every engine does; ``*_per_cpu_s`` the same per
+    CPU-second (the rate of a core while it runs, less sensitive to other processes than the wall rate)."""
     torch.set_num_threads(threads)
-    a, w = torch.randn(32, 1024), torch.randn(256206, 1024)
     out = {}
-    best = math.inf
-    for _ in range(3):
-        t = time.perf_counter()
+    for name, (m, n, reps) in {"head": (32, 256206, 1), "dense": (512, 1024, 20)}.items():
+        a, w = torch.randn(m, 1024), torch.randn(n, 1024)
         torch.nn.functional.linear(a, w)
-        best = min(best, time.perf_counter() - t)
-    out["float32"] = 2 * 32 * 1024 * 256206 / best / 1e9
+        best = best_cpu = math.inf
+        for _ in range(3):
+            t, c = time.perf_counter(), time.process_time()
+            for _ in range(reps):
+                torch.nn.functional.linear(a, w)
+            best, best_cpu = min(best, time.perf_counter() - t), min(best_cpu, time.process_time() - c)
+        out[name] = 2 * m * 1024 * n * reps / best / 1e9
+        out[f"{name}_per_cpu_s"] = 2 * m * 1024 * n * reps / best_cpu / 1e9
     return out
+
+
+def uptime() -> str:
+    """The load averages (1, 5, 15 minutes), as ``uptime`` prints them."""
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def stage_bench(args) -> None:
@@ -329,24 +344,34 @@ def stage_bench(args) -> None:
     import cProfile
     import subprocess
 
-    from xlt.translation.engines.ct2 import CT2Translator
+    from xlt.translation.engines.ct2 import CT2Translator, cpu_thread_plan
 
-    ds = make_data(args.passages, args.questions).select(range(args.rows))
+    passages = max(args.passages, math.ceil(args.rows / args.questions))
+    ds = make_data(passages, args.questions).select(range(args.rows))
     corpus = [r["passage"] for r in ds] + [r["question"] for r in ds]
     settings = EngineSettings(device="cpu", precision="fp32")  # the stage's defaults otherwise
     print(f"machine: {os.cpu_count()} CPUs, {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+    threads_list = [int(t) for t in args.threads.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         os.environ["XLT_CACHE"] = str(tmp / "xlt_cache")
-        if args.work_only:  # the tokenizer is the 600M shape's (its extra vocabulary entries are never used)
-            tiny = HFSeq2SeqTranslator(str(build_tiny_nllb(tmp / "nllb-tiny", corpus, vocab_size=2000, **SHAPES["tiny"])),
-                                       settings)
-            work = stage_work(tiny, ds)
-            print(f"work of a pass on the 600M shape: {work}")
-            for threads in [int(t) for t in args.threads.split(",")]:
-                rate = gemm_rate(threads)["float32"]
-                print(f"{threads} thread(s): float32 GEMM at the output projection's shape {rate:.1f} GFLOP/s: a pass "
-                      f"needs >= {work['gflop'] / rate:.1f} s at that rate; load {os.getloadavg()}")
+        tiny = HFSeq2SeqTranslator(str(build_tiny_nllb(tmp / "nllb-tiny", corpus, vocab_size=2000, **SHAPES["tiny"])),
+                                   settings)  # its tokenizer is the 600M shape's (the extra entries are never used)
+        work = stage_work(tiny, ds)
+        rates = {t: gemm_rate(t) for t in threads_list}
+        print(f"work of a pass on the 600M shape: {work['source_tokens']} padded source tokens, "
+              f"{work['generated_tokens']} generated (padded), {work['gflop']:.0f} GFLOP "
+              f"({100 * work['head_share']:.0f}% the output projection)")
+        for t, r in rates.items():
+            print(f"  {t} thread(s): float32 GEMM {r['head']:.1f} GFLOP/s wall ({r['head_per_cpu_s']:.1f} per CPU-s) at "
+                  f"the output projection's shape, {r['dense']:.1f} ({r['dense_per_cpu_s']:.1f}) in cache -> a float32 "
+                  f"pass needs >= {work['gflop'] / r['head']:.1f} s / {work['gflop'] / r['dense']:.1f} s of them "
+                  f"(load {uptime()})")
+        if len(rates) > 1:
+            t0, t1 = threads_list[0], threads_list[-1]
+            print(f"  {t1} threads vs {t0}: the GEMM rate x{rates[t1]['head'] / rates[t0]['head']:.2f} (head), "
+                  f"x{rates[t1]['dense'] / rates[t0]['dense']:.2f} (in cache)")
+        if args.work_only:
             return
         path = build_tiny_nllb(tmp / "nllb-600m", corpus, vocab_size=2000, **SHAPES["600m"])
         unique = len({x for r in ds for x in [*segment_passage(r["passage"]).sentences, r["question"], *r["options"]]})
@@ -354,42 +379,57 @@ def stage_bench(args) -> None:
               f"batch {settings.batch_size}, max_new_tokens {settings.max_new_tokens} (per batch 2 x longest + 10)")
         hf = HFSeq2SeqTranslator(str(path), settings)
         n = 0
+        table: list[tuple[int, str, dict, dict, str]] = []
 
         def run(tr, threads: int) -> tuple[dict, list]:
             nonlocal n
             n += 1
             torch.set_num_threads(threads)
-            load = os.getloadavg()[0]
+            load = uptime()
             with TranslationCache(tmp / f"cache{n}") as cache, PeakRSS() as mem:
                 t0, c0 = time.perf_counter(), time.process_time()
                 res = translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-            return {"wall": wall, "cpu": cpu, "peak": mem.mib, "load": load}, res.dataset.to_list()
+            return {"wall": wall, "cpu": cpu, "peak": mem.mib, "load": f"{load} -> {uptime()}"}, res.dataset.to_list()
 
-        for threads in [int(t) for t in args.threads.split(",")]:
+        head = (f"{'threads':>7} {'variant':<44}{'wall s':>8}{'CPU s':>8}{'CPU/wall':>9}{'wall vs hf':>11}"
+                f"{'CPU vs hf':>10}{'same rows':>10}{'peak MiB':>9}  load (1/5/15 min) start -> end")
+
+        def line(threads: int, name: str, r: dict, base: dict, same: str) -> str:
+            return (f"{threads:>7} {name:<44}{r['wall']:>8.1f}{r['cpu']:>8.1f}{r['cpu'] / r['wall']:>9.2f}"
+                    f"{base['wall'] / r['wall']:>10.2f}x{base['cpu'] / r['cpu']:>9.2f}x{same:>10}{r['peak']:>9.0f}"
+                    f"  {r['load']}")
+
+        for threads in threads_list:
             torch.set_num_threads(threads)
             hf.translate(["Warm up."], "eng_Latn", "fra_Latn")
             base, ref = run(hf, threads)
             achieved = [("transformers", base)]
-            print(f"\n== {threads} thread(s)")
-            print(f"{'variant':<34}{'wall s':>9}{'CPU s':>9}{'vs hf':>8}{'CPU vs hf':>10}{'same rows':>11}"
-                  f"{'peak MiB':>10}{'load':>6}")
-            print(f"{'transformers (torch threads)':<34}{base['wall']:>9.1f}{base['cpu']:>9.1f}{'1.00x':>8}"
-                  f"{'1.00x':>10}{'(ref)':>11}{base['peak']:>10.0f}{base['load']:>6.1f}", flush=True)
-            configs = [("intra", threads, 1)] + ([("inter", 1, threads)] if threads > 1 else [])
+            table.append((threads, "transformers (torch threads, float32)", base, base, "(ref)"))
+            print(f"\n== {threads} thread(s)\n{head}")
+            print(line(*table[-1]), flush=True)
+            configs = {}  # (inter, intra) -> label
+            for config in args.configs.split(","):
+                if config == "default":
+                    inter, intra = cpu_thread_plan(threads)
+                    label = f"default: inter {inter} x intra {intra}"
+                elif config == "intra":
+                    inter, intra, label = 1, threads, f"one batch: inter 1 x intra {threads}"
+                else:
+                    raise SystemExit(f"--configs: default or intra, got {config!r}")
+                configs.setdefault((inter, intra), label)
             profiles = []
             for ctype in args.compute_types.split(","):
-                for mode, intra, inter in configs:
+                for (inter, intra), label in configs.items():
                     tr = CT2Translator(str(path), settings, compute_type=ctype, tokenizer=hf.tokenizer,
                                        intra_threads=intra, inter_threads=inter)
                     tr.translate(["Warm up."], "eng_Latn", "fra_Latn")
                     r, rows = run(tr, threads)
                     same = sum(a == b for a, b in zip(rows, ref, strict=True))
-                    name = f"ct2 {ctype} ({mode}_threads={threads})"
+                    name = f"ct2 {ctype} ({label})"
                     achieved.append((name, r))
-                    print(f"{name:<34}{r['wall']:>9.1f}{r['cpu']:>9.1f}{base['wall'] / r['wall']:>7.2f}x"
-                          f"{base['cpu'] / r['cpu']:>9.2f}x{f'{same}/{len(ref)}':>11}{r['peak']:>10.0f}"
-                          f"{r['load']:>6.1f}", flush=True)
+                    table.append((threads, name, r, base, f"{same}/{len(ref)}"))
+                    print(line(*table[-1]), flush=True)
                     if args.profile:
                         prof = cProfile.Profile()
                         torch.set_num_threads(threads)
@@ -401,20 +441,19 @@ def stage_bench(args) -> None:
                         profiles.append((name, profile_breakdown(prof)))
                     del tr
                     gc.collect()
-            work = stage_work(hf, ds)
-            rate = gemm_rate(threads)
-            print(f"  work of a pass: {work['source_tokens']} padded source tokens, {work['generated_tokens']} generated "
-                  f"(padded), {work['gflop']:.0f} GFLOP ({100 * work['head_share']:.0f}% the output projection); "
-                  f"this machine's float32 GEMM at the head's shape: {rate['float32']:.1f} GFLOP/s at {threads} "
-                  f"thread(s) (torch) -> a float32 pass needs >= {work['gflop'] / rate['float32']:.1f} s of that")
             for name, r in achieved:
-                print(f"    {name:<34} {work['gflop'] / r['wall']:>6.1f} GFLOP/s wall, "
+                print(f"    {name:<44} {work['gflop'] / r['wall']:>6.1f} GFLOP/s wall, "
                       f"{work['gflop'] / r['cpu']:>6.1f} per CPU-s")
             for name, parts in profiles:
                 total = parts[-1][1]
                 print(f"  profile of {name} (one more pass, {total:.1f} s under cProfile):")
                 for label, t in parts[:-1]:
                     print(f"    {label:<62}{t:>8.2f} s {100 * t / total:>5.1f}%")
+        print("\n| threads | variant | wall s | CPU s | CPU/wall | wall ÷ transformers | CPU ÷ transformers | rows "
+              "identical | load (1/5/15 min) start -> end |\n|---|---|---:|---:|---:|---:|---:|---|---|")
+        for threads, name, r, base, same in table:
+            print(f"| {threads} | {name} | {r['wall']:.1f} | {r['cpu']:.1f} | {r['cpu'] / r['wall']:.2f} | "
+                  f"{base['wall'] / r['wall']:.2f}× | {base['cpu'] / r['cpu']:.2f}× | {same} | {r['load']} |")
 
 
 def main() -> None:
@@ -432,6 +471,9 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=20, help="--stage: RACE-like rows translated")
     ap.add_argument("--threads", default="1,2", help="--stage: comma-separated thread counts")
     ap.add_argument("--compute-types", default="float32,int8", help="--stage: CTranslate2 compute types")
+    ap.add_argument("--configs", default="default,intra",
+                    help="--stage: CTranslate2 thread configurations, comma-separated: default (xlt's policy, "
+                         "cpu_thread_plan), intra (one batch at a time on all the threads)")
     ap.add_argument("--profile", action="store_true", help="--stage: profile one more pass of each ct2 variant")
     ap.add_argument("--work-only", action="store_true",
                     help="--stage: only the arithmetic of a pass and this machine's float32 GEMM rate")

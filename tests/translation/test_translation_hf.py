@@ -171,6 +171,47 @@ def test_ctranslate2_batches_in_flight_on_several_workers_give_the_same_batches_
 
 
 
+def test_cpu_thread_plan():
+    """The CPU thread policy (docs/speed-benchmarks.md): one thread one batch; from two threads on two
+    batches at once, the threads shared between them; explicit settings kept."""
+    plan = ct2.cpu_thread_plan
+    assert [plan(n) for n in (1, 2, 3, 4, 8, 16)] == [(1, 1), (2, 1), (2, 1), (2, 2), (2, 4), (2, 8)]
+    assert plan(4, intra_threads=4) == (1, 4)  # threads asked for one batch stay on one batch
+    assert plan(4, inter_threads=4) == (4, 1) and plan(8, inter_threads=3) == (3, 2) and plan(1, inter_threads=2) == (2, 1)
+    assert plan(2, intra_threads=1, inter_threads=2) == (2, 1)
+    for bad in ({"threads": 0}, {"threads": 2, "inter_threads": 0}):
+        with pytest.raises(ConfigError):
+            plan(**bad)
+
+
+def test_batches_split_for_idle_workers():
+    """A batch is split among CTranslate2's workers only when the input has fewer batches than workers."""
+    split = ct2.split_for_workers
+    assert split(32, 5, 2) == 32 and split(32, 2, 2) == 32  # enough batches: each whole
+    assert split(32, 1, 2) == 16 and split(31, 1, 2) == 16 and split(10, 1, 4) == 3
+    assert split(1, 1, 2) == 1 and split(3, 1, 8) == 1 and split(7, 1, 1) == 7
+
+
+@pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
+def test_ctranslate2_one_batch_split_between_workers_gives_the_same_output(tiny_mt, monkeypatch):
+    """An input of one batch with two workers is translated in two parts at once (CTranslate2's
+    max_batch_size), with the batch's generation limit: the output of the one-at-a-time path and of
+    transformers."""
+    from xlt.translation.engines.base import EngineSettings
+
+    settings = EngineSettings(batch_size=64, max_new_tokens=12, device="cpu")
+    one = ct2.CT2Translator(str(tiny_mt), settings, compute_type="float32", intra_threads=1)
+    two = ct2.CT2Translator(str(tiny_mt), settings, compute_type="float32", intra_threads=1, inter_threads=2)
+    sizes = []
+    submit = two._submit
+    monkeypatch.setattr(two, "_submit", lambda *a, **kw: sizes.append(kw.get("parts")) or submit(*a, **kw))
+    serial = list(one.translate_batches(TEXTS, "eng_Latn", "fra_Latn"))
+    parallel = list(two.translate_batches(TEXTS, "eng_Latn", "fra_Latn"))
+    assert len(serial) == 1 and parallel == serial and sizes == [(len(TEXTS) + 1) // 2]
+    hf = build_translator(mt_cfg(tiny_mt, "hf", batch_size=64, max_new_tokens=12).translate)
+    assert parallel[0][1] == hf.translate([TEXTS[i] for i in parallel[0][0]], "eng_Latn", "fra_Latn")
+
+
 @pytest.mark.skipif(not ct2.available(), reason="no ctranslate2")
 def test_ctranslate2_on_cpu_runs_two_batches_at_once_from_two_threads_on(tiny_mt):
     import torch

@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import shutil
 from collections import deque
@@ -167,6 +168,40 @@ def _generation_config(model_name_or_path: str, revision: str | None, config: An
         return GenerationConfig.from_model_config(config)
 
 
+def cpu_thread_plan(threads: int, intra_threads: int | None = None,
+                    inter_threads: int | None = None) -> tuple[int, int]:
+    """``(inter_threads, intra_threads)`` for CTranslate2 on a CPU with ``threads`` threads (torch's count:
+    ``OMP_NUM_THREADS``): from 2 threads on, two batches at once (two workers, ``inter_threads=2``) with
+    ``threads // 2`` threads each; one thread, one batch. An explicit ``intra_threads`` alone keeps one
+    batch at a time on that many threads; an explicit ``inter_threads`` alone shares the threads out.
+
+    Measured (``benchmarks/translate_bench.py --stage``, docs/speed-benchmarks.md): on the 600M shape two
+    one-thread workers spend the CPU time of one thread on the same work (int8 24.6 vs 24.4 CPU-s, float32
+    94.8 vs 87.1) where one batch on two threads spends more (float32 114 CPU-s: its threads wait on each
+    other inside every small decoder product); xlt's length-sorted batches keep two workers fed from two
+    batches on (20 rows: 5 batches, both workers busy for 1.9x of one's share of the work).
+    """
+    if threads < 1:
+        raise ConfigError(f"CTranslate2 needs at least one CPU thread, got {threads}")
+    if inter_threads is not None and inter_threads < 1:
+        raise ConfigError(f"CTranslate2 inter_threads must be >= 1, got {inter_threads}")
+    if inter_threads is None:
+        inter_threads = 2 if intra_threads is None and threads >= 2 else 1
+    if intra_threads is None:
+        intra_threads = max(1, threads // inter_threads)
+    return inter_threads, intra_threads
+
+
+def split_for_workers(batch_len: int, batches: int, workers: int) -> int:
+    """CTranslate2's ``max_batch_size`` for one of ``batches`` batches of ``batch_len`` texts on ``workers``
+    workers: a batch whole while there are at least as many batches as workers; with fewer (a short input:
+    one batch of up to ``batch_size`` texts) each batch in ``workers`` parts, so that no worker idles. The
+    parts keep their batch's generation limit, so the output is the same."""
+    if batches >= workers or batch_len <= 1:
+        return batch_len
+    return math.ceil(batch_len / min(workers, batch_len))
+
+
 class CT2Translator(LanguageTokens):
     """NLLB / M2M100 through CTranslate2 (see the module docstring for how settings map)."""
 
@@ -193,19 +228,12 @@ class CT2Translator(LanguageTokens):
         self.compute_type = resolve_compute_type(compute_type, s.precision, self.device, self.device_index[0])
         path = converted_model(model_name_or_path, s.revision, self.compute_type)
         log_weights("translate model (ctranslate2)", model_name_or_path, s.revision)
-        # On CPU, n threads (torch's count: OMP_NUM_THREADS) run two batches at once with n // 2 threads each
-        # from n = 2 on: a thread per batch spends less CPU time than two on one batch's small products
-        # (benchmarks/translate_bench.py --stage, docs/speed-benchmarks.md).
         if self.device != "cpu":
             inter_threads, intra_threads = 1, 0 if intra_threads is None else intra_threads
         else:
             import torch
 
-            n = torch.get_num_threads()
-            if inter_threads is None:
-                inter_threads = 2 if intra_threads is None and n >= 2 else 1
-            if intra_threads is None:
-                intra_threads = max(1, n // inter_threads)
+            inter_threads, intra_threads = cpu_thread_plan(torch.get_num_threads(), intra_threads, inter_threads)
         self.inter_threads = inter_threads
         self.model = ctranslate2.Translator(str(path), device=self.device, device_index=self.device_index,
                                             compute_type=self.compute_type, intra_threads=intra_threads,
@@ -220,16 +248,18 @@ class CT2Translator(LanguageTokens):
                               ctranslate2=ctranslate2.__version__)
         self.identity = "ct2/" + json.dumps(identity, sort_keys=True)
 
-    def _submit(self, texts: list[str], src_lang: str, tgt_lang: str, asynchronous: bool = False) -> Any:
+    def _submit(self, texts: list[str], src_lang: str, tgt_lang: str, asynchronous: bool = False,
+                parts: int = 0) -> Any:
         """Tokenize ``texts`` and hand them to CTranslate2 (its results, or with ``asynchronous`` its async
-        results: the call returns at once and a free worker translates them)."""
+        results: the call returns at once and a free worker translates them); ``parts``: CTranslate2's
+        ``max_batch_size`` for this batch instead of the settings' (:func:`split_for_workers`)."""
         s = self.settings
         tok = self.tokenizer
         tok.src_lang = self._model_code(src_lang)
         ids = tok(texts, truncation=True, max_length=s.max_input_tokens)["input_ids"]
         limit = s.generation_limit(max(map(len, ids)))
         prefix = tok.convert_ids_to_tokens(self.lang_token_id(tgt_lang))
-        size, kind = self.sub_batch
+        size, kind = (parts, "examples") if parts else self.sub_batch
         return self.model.translate_batch(
             [tok.convert_ids_to_tokens(x) for x in ids],
             target_prefix=[[prefix]] * len(texts),
@@ -257,7 +287,8 @@ class CT2Translator(LanguageTokens):
     ) -> Iterator[tuple[list[int], list[str]]]:
         """As :meth:`Translator.translate_batches`; with ``inter_threads`` > 1 up to that many batches are
         translated at once (each by one of CTranslate2's workers), still yielded in order, each batch with
-        its own generation limit."""
+        its own generation limit; an input of fewer batches than workers has each batch split among them
+        (:func:`split_for_workers`)."""
         if self.inter_threads <= 1 or not texts:
             yield from super().translate_batches(texts, src_lang, tgt_lang)
             return
@@ -265,7 +296,10 @@ class CT2Translator(LanguageTokens):
         window: deque[tuple[list[int], list[Any]]] = deque()
         for batch in batches:
             self.stats["generate_calls"] += 1
-            window.append((batch, self._submit([texts[i] for i in batch], src_lang, tgt_lang, asynchronous=True)))
+            parts = split_for_workers(len(batch), len(batches), self.inter_threads)
+            parts = parts if parts < len(batch) else 0  # 0: the settings' sub-batches
+            window.append((batch, self._submit([texts[i] for i in batch], src_lang, tgt_lang, asynchronous=True,
+                                               parts=parts)))
             if len(window) > self.inter_threads:
                 done, pending = window.popleft()
                 yield done, self._decode([r.result() for r in pending])
