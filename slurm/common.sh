@@ -1,38 +1,39 @@
 # Shared by the xlt sbatch scripts (sourced, not run). Sets the environment of offline compute nodes and
-# defines xlt_exec, which runs a command so that a job survives its time limit or preemption:
+# defines xlt_exec, which runs a command so that a job survives its time limit or preemption (docs/preemption.md
+# says what each SLURM configuration gives, by version):
 #
-#   #SBATCH --signal=B:USR1@300   SLURM signals the batch shell 300 s before the limit;
-#   trap                          the shell writes the preemption notice ($XLT_PREEMPTION_NOTICE, set here
-#                                 for each command), then sends TERM to the command it runs (python, srun or
-#                                 accelerate launch: srun forwards it to its tasks, torch-elastic's agent
-#                                 to every worker; the agent handles TERM but not USR1), waits up to
-#                                 XLT_GRACE seconds for it, then `scontrol requeue`s the job.
+#   #SBATCH --signal=B:USR1@300   SLURM signals the batch shell 300 s before the limit; its trap writes the
+#                                 preemption notice ($XLT_PREEMPTION_NOTICE) and stops the command: TERM to a
+#                                 python command, USR2 to srun (never TERM: srun SIGKILLs its tasks on TERM;
+#                                 it forwards USR2 to every process of its step through the nodes' slurmd, and
+#                                 the multi-node script's task wrapper TERMs its launcher). It waits up to
+#                                 XLT_GRACE seconds for the checkpoint.
+#   sentinel step                 at a preemption with a GraceTime SLURM's first TERM goes to the job's steps
+#                                 only, never to the batch step: while a single-node command runs, a waiting
+#                                 step (srun --overlap) turns that TERM into a USR2 for this shell, which
+#                                 stops the command as for the warning, at the grace's start.
+#   TERM to the batch shell       SLURM signals every process of the job (the time limit without --signal, a
+#                                 preemption without a grace, scancel): forwarded to a python command (srun
+#                                 and its tasks got it themselves).
 #
-# xlt takes a TERM for a preemption only while the notice exists (or after a USR1): every rank saves one
-# checkpoint at the same step, rank 0 writes the preemption record (the file $XLT_PREEMPTION_RECORD, set here
-# for each command) once that checkpoint is complete, and every rank exits with status 75. A command that
-# leaves the record is requeued too (the scheduler's USR1 delivered to the processes directly), whatever its
-# exit status: `accelerate launch` and `torchrun` turn the workers' 75 into 1. The requeued job runs the same
-# command; finished stages are skipped and training resumes from its last checkpoint.
-#
-# A TERM that SLURM sends to the whole job (a preemption without a user signal, the time limit without
-# --signal, scancel) reaches the batch shell and the command alike: the shell forwards it, and once the command
-# has stopped asks `python -m xlt.cluster stop-cause`, the one place that tells them apart by what the scheduler
-# reports (xlt/cluster/scheduler.py): a preemption that SLURM requeues itself (PreemptMode=REQUEUE) is logged as
-# one and not requeued a second time; a preemption SLURM does not requeue and the time limit are requeued here;
-# scancel is not (the log says which, and why).
-# Nothing else is requeued: a worker that crashes makes torch-elastic TERM the others, which stop without a
-# record (exit 143; the launcher returns 1): the job ends failed with the failing rank's error in its log.
-# Requeues are capped: a job already requeued XLT_MAX_REQUEUES times (SLURM_RESTART_COUNT, else
-# scontrol's Restarts, else this script's own count in XLT_RECORD_DIR) ends failed instead.
-# See docs/preemption.md.
+# xlt takes a TERM for a preemption only with the notice (or after a USR1); else rank 0 asks the scheduler
+# once, after the checkpoint (xlt/cluster/scheduler.py). Once the command has stopped, the shell hands what
+# it saw to `python -m xlt.cluster after-stop` (xlt/cluster/requeue.py), which judges this stop by its own
+# evidence and requeues the job, checked (exit status, then Restarts raised; retried within
+# XLT_REQUEUE_WAIT_S), or not: scancel is never undone, SLURM's own requeue not doubled, a refused requeue
+# (--no-requeue) or a silent controller ends the job failed (exit 75: afterok dependents are cancelled) with
+# the checkpoint kept and "resubmit". A crash is never requeued. Requeues are capped (XLT_MAX_REQUEUES).
 #
 # Knobs (environment variables): XLT_PYTHON (python executable), XLT_SETUP (a file sourced first:
 # module load / conda activate), XLT_GRACE (seconds to wait after USR1, default 240), XLT_MAX_REQUEUES
 # (default 100: a translate-train-all run of the paper sweep, ~700 A100-h on one GPU, is ~60 incarnations of
 # the training array's 12 h), XLT_DRY_RUN=1 (print the commands instead of running them), XLT_RECORD_DIR (a folder every
 # node sees, for the preemption records and notices; default slurm-logs/ in the submission folder, $TMPDIR
-# outside SLURM).
+# outside SLURM), XLT_REQUEUE_WAIT_S (how long to retry a requeue, default 20), XLT_SCHEDULER_TIMEOUT_S (one
+# question to the controller, default 5), XLT_SENTINEL_STEP=0 (no sentinel step).
+#
+# Bash 4.2 (RHEL/CentOS 7): no feature of 4.3+ (namerefs, wait -n, negative subscripts, ${x@Q}), and arrays
+# that may be empty are expanded as ${a[@]+"${a[@]}"} (4.2 calls "${a[@]}" of an empty array unbound under -u).
 
 set -uo pipefail
 
@@ -111,16 +112,18 @@ xlt_sentinel_start() {
     XLT_SENTINEL=""
     [[ "${XLT_SENTINEL_STEP:-1}" == 1 && -n "${SLURM_JOB_ID:-}" && -n "${SLURMD_NODENAME:-}" ]] || return 0
     command -v srun >/dev/null 2>&1 || return 0
-    srun --quiet --overlap --nodes=1 --ntasks=1 --job-name=xlt-sentinel \
-         --nodelist="$SLURMD_NODENAME" \
-         bash -c 'trap "sleep 2; kill -USR2 $0 2>/dev/null; exit 0" TERM; while :; do sleep 3600 & wait $!; done' "$$" &
+    srun --quiet --overlap --nodes=1 --ntasks=1 --job-name=xlt-sentinel --nodelist="$SLURMD_NODENAME" \
+         --output=/dev/null --error=/dev/null \
+         bash -c 'trap "sleep 2; kill -USR2 $0 2>/dev/null; exit 0" TERM; while :; do sleep 3600 & wait $!; done' "$$" \
+         2>/dev/null &
     XLT_SENTINEL=$!
 }
 
 xlt_sentinel_stop() {
     [[ -n "${XLT_SENTINEL:-}" ]] || return 0
-    kill -TERM "$XLT_SENTINEL" 2>/dev/null  # our own waiting step: srun ends it
-    wait "$XLT_SENTINEL" 2>/dev/null
+    # Our own waiting step: srun ends it. Not waited for: srun waits for the controller to confirm the step's
+    # end, and a silent controller must not delay the verdict.
+    kill -TERM "$XLT_SENTINEL" 2>/dev/null
     XLT_SENTINEL=""
 }
 

@@ -369,7 +369,7 @@ def test_a_term_to_the_batch_shell_is_forwarded_without_requeue(tmp_path):
     # The shell asked the scheduler why (the stub knows no job: a termination), and did not requeue.
     calls = (tmp_path / "calls.log").read_text() if (tmp_path / "calls.log").exists() else ""
     assert "requeue" not in calls and "rc=75" in out, calls
-    assert "why the TERM came: unknown: not a preemption" in err, err
+    assert "why the TERM came: from within the job: not a preemption" in err, err
 
 
 def test_without_a_signal_the_exit_status_passes_through(tmp_path):
@@ -390,7 +390,8 @@ def test_every_script_the_scripts_mention_exists():
 # `sbatch` is emulated here: the script runs under bash with a job id, and its own `#SBATCH --signal=B:SIG@N`
 # directive says which signal the batch shell gets (B: the shell only); a `scontrol requeue` (stub, logged)
 # runs the script again with SLURM_RESTART_COUNT=1. `srun` (stub) runs its command on "node 0" and forwards
-# TERM to it, as srun forwards signals to its tasks. XLT_PYTHON is a stub that passes `-m xlt.cluster` to
+# USR2 to it, as srun forwards signals to its tasks (the batch shell never sends srun a TERM: the real srun
+# SIGKILLs its tasks on TERM). XLT_PYTHON is a stub that passes `-m xlt.cluster` to
 # python and otherwise stands for a training command: it waits to be signalled, then exits 75 (what xlt
 # does once its checkpoint is written); requeued, it finishes at once.
 FAKE_PYTHON = """#!{python}
@@ -417,6 +418,7 @@ while [[ "$1" == --* ]]; do shift; done
 export SLURM_NODEID=0
 "$@" & child=$!
 trap 'kill -TERM "$child"' TERM
+trap 'kill -USR2 "$child"' USR2
 wait "$child"; rc=$?
 while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
 exit "$rc"
@@ -482,3 +484,30 @@ def test_the_scripts_requeue_on_the_status_xlt_exits_with_when_preempted():
     from xlt.cluster import REQUEUE_EXIT
 
     assert f"XLT_REQUEUE_EXIT={REQUEUE_EXIT}\n" in (SLURM / "common.sh").read_text()
+
+
+# Features newer than bash 4.2 (RHEL/CentOS 7 login and compute nodes): none in the scripts.
+BASH_43_PLUS = {
+    r"\$\{[^}]*@[QEPAKaUuL]\}": "${var@op} (4.4)",
+    r"\b(?:declare|local|typeset)\s+-n\b": "namerefs (4.3)",
+    r"\bwait\s+-n\b": "wait -n (4.3)",
+    r"\$\{\w+\[-\d+\]\}": "negative array subscripts (4.3)",
+    r"\b(?:mapfile|readarray)\b[^\n]*\s-d\b": "mapfile -d (4.4)",
+    r"inherit_errexit": "shopt inherit_errexit (4.4)",
+    r"EPOCH(?:SECONDS|REALTIME)": "$EPOCHSECONDS (5.0)",
+    r'(?<!\+)"\$\{\w+\[@\]\}"': 'an empty array "${a[@]}" is unbound under set -u before 4.4: ${a[@]+"${a[@]}"}',
+}
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+def test_the_scripts_run_on_bash_4_2(path):
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
+    found = [f"{why}: {m.group(0)}" for pattern, why in BASH_43_PLUS.items() for m in re.finditer(pattern, text)]
+    assert not found, found
+
+
+def test_an_empty_option_list_passes_set_u_the_4_2_way():
+    """What bash 4.2 does with "${a[@]}" of an empty array under set -u (an error), the guarded form does not."""
+    proc = subprocess.run(["bash", "-c", 'set -u; a=(); printf "[%s]" x ${a[@]+"${a[@]}"} y'], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 0 and proc.stdout == "[x][y]", proc.stderr

@@ -35,9 +35,10 @@ NODES = ("n1", "n2", "n3", "n4", "n5", "n6", "n7")
 # (AuthInfo cred_expire, default 120 s); the tests' cluster shortens it.
 CRED_EXPIRE_S = 10
 # A preemption's GraceTime well above KillWait, as on production clusters (KillWait 30 s by default, grace
-# minutes): xlt must checkpoint within the grace, not in the KillWait after it. Short, for the tests' time.
-GRACE_S = 75
-KILL_WAIT_S = 20
+# minutes): xlt must checkpoint within the grace, not in the KillWait after it. KillWait leaves a stopped
+# command time to exit and the batch shell its verdict on this loaded 2-core test machine.
+GRACE_S = 120
+KILL_WAIT_S = 45
 
 
 def missing() -> list[str]:

@@ -153,13 +153,13 @@ def test_the_cap_counts_only_requeues_that_happened(tmp_path, path_of):
     assert v.action == "requeued", v  # the refused one did not count towards the cap
 
 
-@pytest.mark.parametrize(("preempt", "fresh"), [
-    (NOW - 5, True),  # this stop's grace began 5 s before the TERM
-    (NOW - 3600, False),  # a suspension an hour ago (gang scheduling): stale
-    (NOW - 7200, False),  # before this incarnation started
-])
-def test_only_this_stops_preempt_time_counts(preempt, fresh):
-    fields = {"PreemptTime": _stamp(preempt), "StartTime": _stamp(NOW - 5000)}
+@pytest.mark.parametrize(("ago", "fresh"), [
+    (5, True),  # this stop's grace began 5 s before the TERM
+    (3600, False),  # a suspension an hour ago (gang scheduling): stale
+    (7200, False),  # before this incarnation started
+], ids=["this-stop", "earlier-suspension", "earlier-incarnation"])
+def test_only_this_stops_preempt_time_counts(ago, fresh):
+    fields = {"PreemptTime": _stamp(NOW - ago), "StartTime": _stamp(NOW - 5000)}
     assert fresh_preemption(fields, NOW)[0] is fresh
 
 

@@ -356,8 +356,9 @@ def case_multi_stop(m: Matrix, name: str) -> dict[str, Any]:
     root = m.work / f"runs_{name}"
     args = ["+recipe=demo_tiny", "seed=14", *LONG, f"run_root={root}"]
     part = ["-p", "lowmulti"] if name == "multi_preempt" else []
+    # XLT_GRACE (and torch-elastic's shutdown timeout): room for two ranks to save and exit on a loaded machine
     job = m.sbatch(*part, *MULTI, str(REPO / "slurm" / "train_multinode.sbatch"), *args,
-                   XLT_PYTHON=_affinity_python(m, name))
+                   XLT_PYTHON=_affinity_python(m, name), XLT_GRACE="150")
     run = m.run_dir(*args)
     m.wait_training(run, job, min_step=3)
     high = ""
@@ -411,7 +412,8 @@ def case_silent_controller(m: Matrix) -> dict[str, Any]:
     c = m.signalling
     args = ["+recipe=demo_tiny", "seed=9", *LONG[:-2], "training.max_steps=100000", "training.eval_steps=100000",
             f"run_root={m.work / 'runs_silent'}"]
-    job = m.sbatch("-p", "lowmulti", "-w", "n5", str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=c,
+    # PreemptMode=CANCEL: SLURM will not requeue the job itself once the controller is back
+    job = m.sbatch("-p", "lowcancel", "-w", "n4", str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=c,
                    XLT_REQUEUE_WAIT_S="15")
     run = m.run_dir(*args)
     m.wait_training(run, job, cluster=c)
@@ -419,7 +421,7 @@ def case_silent_controller(m: Matrix) -> dict[str, Any]:
         m._threads[other].join(WAIT_S)
     m.wait_training(run, job, cluster=c, min_step=1)
     ctld = next(p for p in c.procs if "slurmctld" in str(p.args[0]))
-    high = m.sbatch("-p", "high", "-w", "n5", "--exclusive", "--job-name=urgent", "--wrap", "sleep 5", cluster=c)
+    high = m.sbatch("-p", "high", "-w", "n4", "--exclusive", "--job-name=urgent", "--wrap", "sleep 5", cluster=c)
     deadline = time.monotonic() + 120
     while c.job(job).get("PreemptTime", "None") == "None" and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -743,11 +745,13 @@ def test_scancel_during_the_warning_grace_is_never_undone(matrix):
     assert res["records"][0]["JobState"] == "CANCELLED" and res["later"]["JobState"] == "CANCELLED", res
     assert res["later"]["Restarts"] == "0", res["later"]
     log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
-    assert "a scancel is never undone" in log and "requeueing" not in log, log[-4000:]
+    # The verdict says so when the command stopped within KillWait (else SLURM's KILL ended the shell first).
+    assert "requeueing" not in log, log[-4000:]
+    assert "a scancel is never undone" in log or "why the TERM came" not in log, log[-4000:]
 
 
 def test_a_silent_controller_at_a_preemption_keeps_the_checkpoint_and_fails_the_job(matrix):
-    """slurmctld paused (SIGSTOP) as the preemption's grace begins: xlt learns of it from the sentinel step,
+    """slurmctld paused (SIGSTOP) as the preemption's grace begins: xlt learns of it from the job's USR1,
     checkpoints, asks the controller for a bounded time, then ends the job failed (not requeued, never waiting
     past KillWait), the checkpoint kept; once the controller resumes the job is FAILED, Restarts=0."""
     res = matrix.result("silent_controller")
@@ -755,6 +759,7 @@ def test_a_silent_controller_at_a_preemption_keeps_the_checkpoint_and_fails_the_
     assert res["preempt_time"] not in (None, "None"), res
     assert rec["JobState"] == "FAILED" and rec["Restarts"] == "0", rec
     log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
-    assert "USR2 from the sentinel step" in log and "did not answer" in log, log[-4000:]
+    # the user-signal cluster: the job's own B:USR1 at the grace's start (SlurmctldParameters=preempt_send_user_signal)
+    assert "USR1 from the scheduler" in log and "did not answer" in log, log[-4000:]
     assert "resubmit the same command to resume" in log, log[-4000:]
     assert (res["run"] / "preempted.json").exists() and list((res["run"] / "checkpoints").glob("checkpoint-*"))

@@ -136,7 +136,12 @@ def after_stop(env: Any, status: int, usr1: bool, term: bool, signal_time: float
         why = "not a preemption" if term or record is not None else "no preemption was sent to it"
         return Verdict("failed", status, (*lines, f"job {job_name(env)} stopped (exit status {status}): {why}; not "
                        "requeued" + ("" if term or record is not None else "; the error is above")))
-    # A requeue: first the job's state (a scancel meanwhile is never undone; SLURM's own requeue not doubled).
+    # A requeue: the cap first (what is known without the controller), then the job's state (a scancel
+    # meanwhile is never undone; SLURM's own requeue not doubled), then the checked requeue.
+    cap = max_requeues(env)
+    count = max(started, _count_file(counter_path))
+    if count >= cap:
+        return Verdict("failed", REQUEUE_EXIT, (*lines, _capped(job, count, cap)))
     fields, why = scontrol_job(job)
     while fields is None and time.monotonic() + 1 < deadline:
         time.sleep(1)
@@ -155,12 +160,9 @@ def after_stop(env: Any, status: int, usr1: bool, term: bool, signal_time: float
     if state in ("COMPLETING", "CANCELLED") and not fresh and reason != "TimeLimit":
         return Verdict("failed", TERMINATED_EXIT, (*lines, f"job {job} was cancelled while it stopped (scontrol: "
                        f"JobState={state} Reason={reason}): not requeued (a scancel is never undone)"))
-    count = max(restarts, started, _count_file(counter_path))
-    cap = max_requeues(env)
+    count = max(restarts, count)
     if count >= cap:
-        return Verdict("failed", REQUEUE_EXIT, (*lines, f"preempted, but job {job} was requeued {count} time(s) "
-                       f"already, the cap (XLT_MAX_REQUEUES={cap}): not requeued again; the job ends failed. "
-                       "Resubmit it to resume from its last checkpoint."))
+        return Verdict("failed", REQUEUE_EXIT, (*lines, _capped(job, count, cap)))
     if say is not None:
         for line in lines:
             say(line)
@@ -173,6 +175,11 @@ def after_stop(env: Any, status: int, usr1: bool, term: bool, signal_time: float
     if counter_path:
         Path(counter_path).write_text(f"{count + 1}\n")
     return Verdict("requeued", 0, (*lines, f"requeued job {job} (requeue {count + 1} of at most {cap}): {how}"))
+
+
+def _capped(job: str, count: int, cap: int) -> str:
+    return (f"preempted, but job {job} was requeued {count} time(s) already, the cap (XLT_MAX_REQUEUES={cap}): not "
+            "requeued again; the job ends failed. Resubmit it to resume from its last checkpoint.")
 
 
 def job_name(env: Any) -> str:
