@@ -228,7 +228,9 @@ def _seconds(runtime: str) -> int:
 def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node: str) -> dict[str, Any]:
     """A training in a low-priority partition, preempted once under way by a job of the ``high`` partition that
     needs its node."""
-    args = ["+recipe=demo_tiny", "seed=4", *LONG, f"run_root={m.work / f'runs_{name}'}"]
+    # mode_requeue waits for the status case's busy run before it is preempted: steps enough to be still training
+    steps = ["training.max_steps=2000", "training.eval_steps=1000"] if name == "mode_requeue" else LONG[-2:]
+    args = ["+recipe=demo_tiny", "seed=4", *LONG[:-2], *steps, f"run_root={m.work / f'runs_{name}'}"]
     run = m.run_dir(*args)
     try:
         job = m.sbatch("-p", partition, str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=cluster)
