@@ -1,43 +1,48 @@
 # Shared by the xlt sbatch scripts (sourced, not run). Sets the environment of offline compute nodes and
-# defines xlt_exec, which runs a command so that a job survives its time limit or preemption:
+# defines xlt_exec, which runs a command so that a job survives its time limit or preemption (docs/preemption.md
+# says what each SLURM configuration gives, by version):
 #
-#   #SBATCH --signal=B:USR1@300   SLURM signals the batch shell 300 s before the limit;
-#   trap                          the shell writes the preemption notice ($XLT_PREEMPTION_NOTICE, set here
-#                                 for each command), then sends TERM to the command it runs (python, srun or
-#                                 accelerate launch: srun forwards it to its tasks, torch-elastic's agent
-#                                 to every worker; the agent handles TERM but not USR1), waits up to
-#                                 XLT_GRACE seconds for it, then `scontrol requeue`s the job.
+#   #SBATCH --signal=B:USR1@300   SLURM signals the batch shell 300 s before the limit; its trap writes the
+#                                 preemption notice ($XLT_PREEMPTION_NOTICE) and stops the command: TERM to a
+#                                 python command, USR2 to srun (never TERM: srun SIGKILLs its tasks on TERM;
+#                                 it forwards USR2 to every process of its step through the nodes' slurmd, and
+#                                 the multi-node script's task wrapper TERMs its launcher). It waits up to
+#                                 XLT_GRACE seconds for the checkpoint.
+#   sentinel step                 at a preemption with a GraceTime SLURM's first TERM goes to the job's steps
+#                                 only, never to the batch step: while a single-node command runs, a waiting
+#                                 step (srun --overlap) turns that TERM into a USR2 for this shell, which
+#                                 stops the command as for the warning, at the grace's start.
+#   TERM to the batch shell       SLURM signals every process of the job (the time limit without --signal, a
+#                                 preemption without a grace, scancel): forwarded to a python command (srun
+#                                 and its tasks got it themselves).
 #
-# xlt takes a TERM for a preemption only while the notice exists (or after a USR1): every rank saves one
-# checkpoint at the same step, rank 0 writes the preemption record (the file $XLT_PREEMPTION_RECORD, set here
-# for each command) once that checkpoint is complete, and every rank exits with status 75. A command that
-# leaves the record is requeued too (the scheduler's USR1 delivered to the processes directly), whatever its
-# exit status: `accelerate launch` and `torchrun` turn the workers' 75 into 1. The requeued job runs the same
-# command; finished stages are skipped and training resumes from its last checkpoint.
-#
-# A TERM that SLURM sends to the whole job (a preemption without a user signal, the time limit without
-# --signal, scancel) reaches the batch shell and the command alike: the shell forwards it, and once the command
-# has stopped asks `python -m xlt.cluster stop-cause`, the one place that tells them apart by what the scheduler
-# reports (xlt/cluster/scheduler.py): a preemption that SLURM requeues itself (PreemptMode=REQUEUE) is logged as
-# one and not requeued a second time; a preemption SLURM does not requeue and the time limit are requeued here;
-# scancel is not (the log says which, and why).
-# Nothing else is requeued: a worker that crashes makes torch-elastic TERM the others, which stop without a
-# record (exit 143; the launcher returns 1): the job ends failed with the failing rank's error in its log.
-# Requeues are capped: a job already requeued XLT_MAX_REQUEUES times (SLURM_RESTART_COUNT, else
-# scontrol's Restarts, else this script's own count in XLT_RECORD_DIR) ends failed instead.
-# See docs/preemption.md.
+# xlt takes a TERM for a preemption only with the notice (or after a USR1); else rank 0 asks the scheduler
+# once, after the checkpoint (xlt/cluster/scheduler.py). Once the command has stopped, the shell hands what
+# it saw to `python -m xlt.cluster after-stop` (xlt/cluster/requeue.py), which judges this stop by its own
+# evidence and requeues the job, checked (exit status, then Restarts raised; retried within
+# XLT_REQUEUE_WAIT_S), or not: scancel is never undone, SLURM's own requeue not doubled, a refused requeue
+# (--no-requeue) or a silent controller ends the job failed (exit 75: afterok dependents are cancelled) with
+# the checkpoint kept and "resubmit". A crash is never requeued. Requeues are capped (XLT_MAX_REQUEUES).
 #
 # Knobs (environment variables): XLT_PYTHON (python executable), XLT_SETUP (a file sourced first:
 # module load / conda activate), XLT_GRACE (seconds to wait after USR1, default 240), XLT_MAX_REQUEUES
-# (default 20), XLT_DRY_RUN=1 (print the commands instead of running them), XLT_RECORD_DIR (a folder every
+# (default 100: a translate-train-all run of the paper sweep, ~700 A100-h on one GPU, is ~60 incarnations of
+# the training array's 12 h), XLT_DRY_RUN=1 (print the commands instead of running them), XLT_RECORD_DIR (a folder every
 # node sees, for the preemption records and notices; default slurm-logs/ in the submission folder, $TMPDIR
-# outside SLURM).
+# outside SLURM), XLT_REQUEUE_WAIT_S (how long to retry a requeue, default 20), XLT_SCHEDULER_TIMEOUT_S (one
+# question to the controller, default 5), XLT_SENTINEL_STEP=0 (no sentinel step).
+#
+# Bash 4.2 (RHEL/CentOS 7): no feature of 4.3+ (namerefs, wait -n, negative subscripts, ${x@Q}), and arrays
+# that may be empty are expanded as ${a[@]+"${a[@]}"} (4.2 calls "${a[@]}" of an empty array unbound under -u).
 
 set -uo pipefail
 
 if [[ -n "${XLT_SETUP:-}" ]]; then
+    # Activation scripts (conda, environment modules) read unset variables: not under set -u.
+    set +u
     # shellcheck disable=SC1090
-    source "$XLT_SETUP"
+    source "$XLT_SETUP" || { echo "xlt: error: XLT_SETUP=$XLT_SETUP failed (status $?)" >&2; exit 2; }
+    set -u
 fi
 export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"
 export HF_DATASETS_OFFLINE="${HF_DATASETS_OFFLINE:-$HF_HUB_OFFLINE}"
@@ -45,36 +50,81 @@ export TRANSFORMERS_OFFLINE="${TRANSFORMERS_OFFLINE:-$HF_HUB_OFFLINE}"
 export TOKENIZERS_PARALLELISM="${TOKENIZERS_PARALLELISM:-false}"
 XLT_PYTHON="${XLT_PYTHON:-python}"
 XLT_GRACE="${XLT_GRACE:-240}"
-XLT_MAX_REQUEUES="${XLT_MAX_REQUEUES:-20}"
+XLT_MAX_REQUEUES="${XLT_MAX_REQUEUES:-100}"
 export XLT_MAX_REQUEUES  # the same cap for a job that Python requeues itself (submitit)
 # torch-elastic's agent gives its workers this long after forwarding TERM before it SIGKILLs them (default 30).
 export TORCH_ELASTIC_SHUTDOWN_TIMEOUT="${TORCH_ELASTIC_SHUTDOWN_TIMEOUT:-$XLT_GRACE}"
 XLT_REQUEUE_EXIT=75
 XLT_CHILD=""
 XLT_REQUEUE=0
+XLT_USR1=0
 XLT_TERMINATED=0
+XLT_SIGNAL_TIME=""
+XLT_SRUN=0
 
 xlt_log() { echo "[xlt $(date '+%F %T')] $*" >&2; }
 
 xlt_on_usr1() {
-    xlt_log "USR1 from the scheduler (its warning before the time limit, or a preemption's user signal):" \
-            "sending TERM to pid ${XLT_CHILD} (checkpoint and stop), then requeueing"
-    XLT_REQUEUE=1
-    # First the notice (the workers take the TERM that follows for a preemption), then the TERM.
-    [[ -n "${XLT_PREEMPTION_NOTICE:-}" ]] && echo "USR1 $(date +%s) job ${SLURM_JOB_ID:-local}" > "$XLT_PREEMPTION_NOTICE"
-    [[ -n "$XLT_CHILD" ]] && kill -TERM "$XLT_CHILD" 2>/dev/null
+    # The scheduler's warning (--signal=B:USR1@N), or USR2 from the sentinel step (a preemption's grace began).
+    [[ "$XLT_TERMINATED" == 1 ]] && return  # the TERM to the whole job came first: that stop decides
+    [[ "$XLT_USR1" == 1 ]] && return
+    XLT_USR1=1
+    XLT_SIGNAL_TIME="$(date +%s)"
+    # First the notice (the workers take the TERM that follows for a preemption), then the signal.
+    [[ -n "${XLT_PREEMPTION_NOTICE:-}" ]] && echo "USR1 $XLT_SIGNAL_TIME job ${SLURM_JOB_ID:-local}" > "$XLT_PREEMPTION_NOTICE"
+    if [[ "$XLT_SRUN" == 1 ]]; then
+        # Never TERM srun (it SIGKILLs its tasks): USR2, which srun forwards to the step's processes through the
+        # nodes' slurmd (not the controller); the task wrapper turns it into a TERM for its launcher
+        # (slurm/train_multinode.sbatch).
+        xlt_log "$1: sending USR2 to srun (pid ${XLT_CHILD}), which forwards it to every task of the step" \
+                "(checkpoint and stop on every node), then requeueing"
+        [[ -n "$XLT_CHILD" ]] && kill -USR2 "$XLT_CHILD" 2>/dev/null
+    else
+        xlt_log "$1: sending TERM to pid ${XLT_CHILD} (checkpoint and stop), then requeueing"
+        [[ -n "$XLT_CHILD" ]] && kill -TERM "$XLT_CHILD" 2>/dev/null
+    fi
 }
 
 xlt_on_term() {
-    xlt_log "TERM: forwarding to pid ${XLT_CHILD}; asking the scheduler why once it has stopped"
     XLT_TERMINATED=1
-    [[ -n "$XLT_CHILD" ]] && kill -TERM "$XLT_CHILD" 2>/dev/null
+    [[ -n "$XLT_SIGNAL_TIME" ]] || XLT_SIGNAL_TIME="$(date +%s)"
+    if [[ "$XLT_SRUN" == 1 ]]; then
+        xlt_log "TERM: SLURM signals every process of the job (srun and its tasks too); nothing forwarded;" \
+                "asking the scheduler why once srun has stopped"
+    else
+        xlt_log "TERM: forwarding to pid ${XLT_CHILD}; asking the scheduler why once it has stopped"
+        [[ -n "$XLT_CHILD" ]] && kill -TERM "$XLT_CHILD" 2>/dev/null
+    fi
 }
 
 # xlt_job_name: the job as a user finds it in squeue (array elements as ARRAYJOB_INDEX).
 xlt_job_name() {
     if [[ -n "${SLURM_ARRAY_JOB_ID:-}" ]]; then echo "${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}"
     else echo "${SLURM_JOB_ID:-local}"; fi
+}
+
+# xlt_sentinel_start: a job step that only waits. At a preemption with a GraceTime, SLURM's first TERM goes to
+# the job's steps, never to the batch step where a single-node command runs (SLURM 22.05-24.11:
+# preempt.c _job_check_grace_internal -> job_signal -> KILL_STEPS_ONLY): the sentinel turns it into a USR2
+# for this shell at the grace's start. A TERM to the whole job reaches this shell too: the sentinel waits 2 s
+# first, and the shell ignores its USR2 after a TERM of its own.
+xlt_sentinel_start() {
+    XLT_SENTINEL=""
+    [[ "${XLT_SENTINEL_STEP:-1}" == 1 && -n "${SLURM_JOB_ID:-}" && -n "${SLURMD_NODENAME:-}" ]] || return 0
+    command -v srun >/dev/null 2>&1 || return 0
+    srun --quiet --overlap --nodes=1 --ntasks=1 --job-name=xlt-sentinel --nodelist="$SLURMD_NODENAME" \
+         --output=/dev/null --error=/dev/null \
+         bash -c 'trap "sleep 2; kill -USR2 $0 2>/dev/null; exit 0" TERM; while :; do sleep 3600 & wait $!; done' "$$" \
+         2>/dev/null &
+    XLT_SENTINEL=$!
+}
+
+xlt_sentinel_stop() {
+    [[ -n "${XLT_SENTINEL:-}" ]] || return 0
+    # Our own waiting step: srun ends it. Not waited for: srun waits for the controller to confirm the step's
+    # end, and a silent controller must not delay the verdict.
+    kill -TERM "$XLT_SENTINEL" 2>/dev/null
+    XLT_SENTINEL=""
 }
 
 # xlt_exec CMD [ARGS...]: run CMD with signal forwarding and requeue (see above); returns its status.
@@ -91,6 +141,9 @@ xlt_exec() {
     export XLT_PREEMPTION_RECORD="$record_dir/.xlt-preempted-${tag}.json"
     export XLT_PREEMPTION_NOTICE="$record_dir/.xlt-notice-${tag}"
     rm -f "$XLT_PREEMPTION_RECORD" "$XLT_PREEMPTION_NOTICE"
+    XLT_USR1=0 XLT_TERMINATED=0 XLT_SIGNAL_TIME="" XLT_SRUN=0 XLT_REQUEUE=0
+    [[ "$(basename "$1")" == srun ]] && XLT_SRUN=1
+    [[ "$XLT_SRUN" == 0 ]] && xlt_sentinel_start
     if [[ -n "${SLURM_JOB_ID:-}" ]]; then
         # SLURM sets SLURM_RESTART_COUNT only from the first requeue on: the command gets 0 before, so that it
         # need not ask scontrol (it does when a step or container drops the variable).
@@ -99,16 +152,17 @@ xlt_exec() {
         "$@" &
     fi
     XLT_CHILD=$!
-    trap xlt_on_usr1 USR1
+    trap 'xlt_on_usr1 "USR1 from the scheduler (its warning before the time limit, or a preemption'"'"'s user signal)"' USR1
+    trap 'xlt_on_usr1 "USR2 from the sentinel step: a preemption'"'"'s grace time began"' USR2
     trap xlt_on_term TERM
     local rc waited=0
     wait "$XLT_CHILD"; rc=$?
     # `wait` returns early (status > 128) when a trapped signal arrives: keep waiting for the child,
     # at most XLT_GRACE seconds after a USR1.
     while kill -0 "$XLT_CHILD" 2>/dev/null; do
-        if [[ "$XLT_REQUEUE" == 1 ]] && (( waited >= XLT_GRACE )); then
-            xlt_log "pid ${XLT_CHILD} still running after ${XLT_GRACE}s; killing it and requeueing anyway"
-            kill -KILL "$XLT_CHILD" 2>/dev/null
+        if [[ "$XLT_USR1" == 1 ]] && (( waited >= XLT_GRACE )); then
+            xlt_log "pid ${XLT_CHILD} still running after ${XLT_GRACE}s; stopping it and requeueing anyway"
+            kill "-$([[ "$XLT_SRUN" == 1 ]] && echo TERM || echo KILL)" "$XLT_CHILD" 2>/dev/null
             break
         fi
         sleep 1 & wait $! 2>/dev/null
@@ -117,81 +171,33 @@ xlt_exec() {
     if ! kill -0 "$XLT_CHILD" 2>/dev/null; then
         wait "$XLT_CHILD" 2>/dev/null; rc=$?
     fi
-    trap - USR1 TERM
+    trap - USR1 USR2 TERM
+    xlt_sentinel_stop
     rm -f "$XLT_PREEMPTION_NOTICE"
-    local cause="" by_slurm=0
-    if [[ "$XLT_TERMINATED" == 1 && "$XLT_REQUEUE" == 0 && -n "${SLURM_JOB_ID:-}" ]]; then
-        # A TERM to the batch shell itself, without the scheduler's USR1 first: only the scheduler knows why.
-        if [[ -f "$XLT_PREEMPTION_RECORD" ]]; then
-            # The command asked it already (xlt.cluster.scheduler.stop_cause) and says so in its record: no
-            # second question, no interpreter start-up inside the grace time.
-            cause="$(grep -o '"cause": *"[^"]*"' "$XLT_PREEMPTION_RECORD" | head -n1 | sed 's/^"cause": *"//; s/"$//')"
-            if grep -q '"requeued_by_scheduler": *true' "$XLT_PREEMPTION_RECORD"; then
-                cause="requeued-by-slurm ${cause}"
-            else
-                cause="requeue ${cause}"
-            fi
-        else
-            cause="$(SLURM_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}" "$XLT_PYTHON" -m xlt.cluster stop-cause 2>/dev/null)"
-            cause="${cause:-stop the scheduler could not be asked (python -m xlt.cluster stop-cause failed)}"
-        fi
-        xlt_log "why the TERM came: ${cause#* }"
-        case "${cause%% *}" in
-            requeued-by-slurm) by_slurm=1 ;;
-            requeue) XLT_REQUEUE=1 ;;
-        esac
+    if [[ "$XLT_USR1" == 0 && "$XLT_TERMINATED" == 0 && ! -f "$XLT_PREEMPTION_RECORD" && "$rc" != "$XLT_REQUEUE_EXIT" ]]; then
+        [[ "$rc" != 0 ]] && xlt_log "job $(xlt_job_name) failed (exit status $rc) and no preemption was sent to it:" \
+                                    "not requeued; the error is above"
+        return "$rc"
     fi
-    if [[ -f "$XLT_PREEMPTION_RECORD" ]]; then
-        xlt_log "preemption record $XLT_PREEMPTION_RECORD: $(tr -d '\n' < "$XLT_PREEMPTION_RECORD" | cut -c1-300)"
-        rm -f "$XLT_PREEMPTION_RECORD"
-        [[ "$XLT_TERMINATED" == 0 ]] && XLT_REQUEUE=1  # preempted, checkpoint complete: whatever the launcher's status
-    elif [[ "$rc" == "$XLT_REQUEUE_EXIT" && "$XLT_TERMINATED" == 0 ]]; then
-        XLT_REQUEUE=1  # exit 75 without a record (it could not be written): checkpoint written all the same
-    fi
-    if [[ "$by_slurm" == 1 ]]; then
-        xlt_log "preempted: job $(xlt_job_name) is requeued by SLURM itself and resumes from its checkpoint;" \
-                "not requeued a second time (exit status of the command: $rc)"
-        return "$XLT_REQUEUE_EXIT"
-    fi
-    if [[ "$XLT_REQUEUE" == 1 && -n "${SLURM_JOB_ID:-}" ]]; then
-        local count counter="$record_dir/.xlt-requeues-${SLURM_JOB_ID}"
-        count="$(xlt_restart_count "$counter")"
-        if (( count >= XLT_MAX_REQUEUES )); then
-            xlt_log "preempted, but job ${SLURM_JOB_ID} was requeued ${count} time(s) already, the cap" \
-                    "(XLT_MAX_REQUEUES=${XLT_MAX_REQUEUES}): not requeued again; the job ends failed." \
-                    "Resubmit it to resume from its last checkpoint."
-            return $(( rc == 0 ? 1 : rc ))
-        fi
-        xlt_log "requeueing job ${SLURM_JOB_ID} (requeue $((count + 1)) of at most ${XLT_MAX_REQUEUES}; exit status of the command: $rc)"
-        echo "$((count + 1))" > "$counter"
-        scontrol requeue "$SLURM_JOB_ID"
-        return 0
-    fi
-    if [[ "$rc" != 0 ]]; then
-        if [[ -n "$cause" ]]; then
-            xlt_log "job $(xlt_job_name) stopped (exit status $rc): ${cause#* }; not requeued"
-        else
-            xlt_log "job $(xlt_job_name) failed (exit status $rc) and no preemption was sent to it: not requeued;" \
-                    "the error is above"
-        fi
-    fi
+    # A stop: Python judges it by this stop's evidence and requeues (checked) or not (xlt/cluster/requeue.py).
+    # SLURM TERMs the batch shell once the requeue is accepted: the verdict and its log line outlive that
+    # (KillWait later SIGKILL ends them).
+    trap '' TERM USR1 USR2
+    local action
+    action="$(SLURM_RESTART_COUNT="${SLURM_RESTART_COUNT:-0}" "$XLT_PYTHON" -m xlt.cluster after-stop "$rc" \
+              "$XLT_USR1" "$XLT_TERMINATED" "${XLT_SIGNAL_TIME:-0}" "$XLT_PREEMPTION_RECORD" \
+              "$record_dir/.xlt-requeues-${SLURM_JOB_ID:-local}")"
+    rc=$?
+    trap - TERM USR1 USR2
+    rm -f "$XLT_PREEMPTION_RECORD"
+    case "$action" in
+        requeued|requeued-by-slurm) XLT_REQUEUE=1 ;;
+        done|failed) ;;
+        *) xlt_log "python -m xlt.cluster after-stop gave no verdict (status $rc): not requeued; the checkpoint" \
+                   "is kept: resubmit the job to resume"
+           (( rc == 0 )) && rc=1 ;;
+    esac
     return "$rc"
-}
-
-# xlt_restart_count COUNTER_FILE: how many times this job was requeued: the largest of SLURM_RESTART_COUNT
-# (else scontrol's Restarts=, for a batch shell that did not get the variable) and this script's own count.
-xlt_restart_count() {
-    local slurm="${SLURM_RESTART_COUNT:-}" own=0
-    if [[ ! "$slurm" =~ ^[0-9]+$ ]]; then
-        slurm="$(scontrol show job -o "$SLURM_JOB_ID" 2>/dev/null | grep -o 'Restarts=[0-9]*' | head -n1 | cut -d= -f2)"
-        if [[ ! "$slurm" =~ ^[0-9]+$ ]]; then
-            xlt_log "SLURM_RESTART_COUNT is not set and scontrol gave no restart count: counting this script's own requeues"
-            slurm=0
-        fi
-    fi
-    [[ -f "$1" ]] && own="$(tr -cd '0-9' < "$1")"
-    own="${own:-0}"
-    echo $(( slurm > own ? slurm : own ))
 }
 
 # xlt_sweep_args FILE N: fills the array XLT_ARGS with run N (1-based) of a sweep file.

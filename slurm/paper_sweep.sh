@@ -37,7 +37,7 @@ fi
 mkdir -p slurm-logs
 N=$("$PYTHON" -m xlt.cluster count "$SWEEP")
 ROOT="runs"
-for o in "${EXTRA[@]}"; do [[ "$o" == run_root=* ]] && ROOT="${o#run_root=}"; done
+for o in ${EXTRA[@]+"${EXTRA[@]}"}; do [[ "$o" == run_root=* ]] && ROOT="${o#run_root=}"; done
 
 # 1. translate once (the first line of the sweep whose run has a translate stage)
 DEP=()
@@ -45,25 +45,25 @@ FIRST_TTA=""
 for i in $(seq 1 "$N"); do
     mapfile -t LINE_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$i")
     # (captured first: under pipefail, grep -q ending the pipe early would fail it with SIGPIPE)
-    STAGES="$("$PYTHON" -m xlt.cluster stages "${LINE_ARGS[@]}" "${EXTRA[@]}")"
+    STAGES="$("$PYTHON" -m xlt.cluster stages ${LINE_ARGS[@]+"${LINE_ARGS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"})"
     if grep -qx translate <<<"$STAGES"; then FIRST_TTA=$i; break; fi
 done
 if [[ -n "$FIRST_TTA" && "$SHARDS" -gt 0 ]]; then
     mapfile -t TTA_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$FIRST_TTA")
-    DATA_JOB=$(sbatch --parsable "${OPTS[@]}" --job-name=xlt-build-data "$HERE/stage.sbatch" build_data "${TTA_ARGS[@]}" "${EXTRA[@]}")
-    TR_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${DATA_JOB%%;*}" --array="0-$((SHARDS - 1))" \
-        "$HERE/translate_array.sbatch" "${TTA_ARGS[@]}" "${EXTRA[@]}")
+    DATA_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --job-name=xlt-build-data "$HERE/stage.sbatch" build_data ${TTA_ARGS[@]+"${TTA_ARGS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"})
+    TR_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --kill-on-invalid-dep=yes --dependency="afterok:${DATA_JOB%%;*}" --array="0-$((SHARDS - 1))" \
+        "$HERE/translate_array.sbatch" ${TTA_ARGS[@]+"${TTA_ARGS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"})
     DEP=(--kill-on-invalid-dep=yes --dependency="afterok:${TR_JOB%%;*}")
     echo "translation: build_data ${DATA_JOB%%;*}, array ${TR_JOB%%;*} (${SHARDS} shards)"
 fi
 
 # 2. every run of the sweep
-TRAIN_JOB=$(sbatch --parsable "${OPTS[@]}" "${DEP[@]}" --array="1-${N}%${PARALLEL}" \
-    "$HERE/train_array.sbatch" "$SWEEP" "${EXTRA[@]}")
+TRAIN_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} ${DEP[@]+"${DEP[@]}"} --array="1-${N}%${PARALLEL}" \
+    "$HERE/train_array.sbatch" "$SWEEP" ${EXTRA[@]+"${EXTRA[@]}"})
 echo "training array: ${TRAIN_JOB%%;*} (${N} runs, ${PARALLEL} at a time)"
 
 # 3. comparison
-mapfile -t DIRS < <("$PYTHON" -m xlt.cluster rundirs "$SWEEP" "${EXTRA[@]}")
-CMP_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${TRAIN_JOB%%;*}" --job-name=xlt-compare \
-    "$HERE/stage.sbatch" compare "${DIRS[@]}" --out "${ROOT}/paper_compare")
+mapfile -t DIRS < <("$PYTHON" -m xlt.cluster rundirs "$SWEEP" ${EXTRA[@]+"${EXTRA[@]}"})
+CMP_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --kill-on-invalid-dep=yes --dependency="afterok:${TRAIN_JOB%%;*}" --job-name=xlt-compare \
+    "$HERE/stage.sbatch" compare ${DIRS[@]+"${DIRS[@]}"} --out "${ROOT}/paper_compare")
 echo "comparison: ${CMP_JOB%%;*} -> ${ROOT}/paper_compare/compare.md"

@@ -24,9 +24,9 @@ if [[ $# -lt 1 || "$SHARDS" -lt 1 ]]; then
     exit 2
 fi
 mkdir -p slurm-logs
-EVAL_JOB=$(sbatch --parsable "${OPTS[@]}" --array="0-$((SHARDS - 1))" "$HERE/eval_array.sbatch" "$@")
+EVAL_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --array="0-$((SHARDS - 1))" "$HERE/eval_array.sbatch" "$@")
 EVAL_JOB="${EVAL_JOB%%;*}"
-REPORT_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${EVAL_JOB}" --job-name=xlt-report \
+REPORT_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --kill-on-invalid-dep=yes --dependency="afterok:${EVAL_JOB}" --job-name=xlt-report \
     "$HERE/stage.sbatch" report "$@")
 REPORT_JOB="${REPORT_JOB%%;*}"
 echo "evaluation array: ${EVAL_JOB} (${SHARDS} shards); report: ${REPORT_JOB} (after the array succeeds)"

@@ -21,12 +21,12 @@ if [[ $# -lt 1 || "$SHARDS" -lt 1 ]]; then
     exit 2
 fi
 mkdir -p slurm-logs
-DATA_JOB=$(sbatch --parsable "${OPTS[@]}" --job-name=xlt-build-data "$HERE/stage.sbatch" build_data "$@")
+DATA_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --job-name=xlt-build-data "$HERE/stage.sbatch" build_data "$@")
 DATA_JOB="${DATA_JOB%%;*}"
-TR_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${DATA_JOB}" --array="0-$((SHARDS - 1))" \
+TR_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --kill-on-invalid-dep=yes --dependency="afterok:${DATA_JOB}" --array="0-$((SHARDS - 1))" \
     "$HERE/translate_array.sbatch" "$@")
 TR_JOB="${TR_JOB%%;*}"
-RUN_JOB=$(sbatch --parsable "${OPTS[@]}" --kill-on-invalid-dep=yes --dependency="afterok:${TR_JOB}" --job-name=xlt-train \
+RUN_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --kill-on-invalid-dep=yes --dependency="afterok:${TR_JOB}" --job-name=xlt-train \
     --gpus-per-node=1 --time=24:00:00 "$HERE/stage.sbatch" train "$@")
 RUN_JOB="${RUN_JOB%%;*}"
 echo "build_data: ${DATA_JOB}; translation array: ${TR_JOB} (${SHARDS} shards); train+evaluate+report: ${RUN_JOB}"

@@ -88,11 +88,17 @@ def _scontrol(tmp_path: Path, restarts: int | None) -> Path:
     """A stub scontrol: `show job -o ID` prints a job line with Restarts=N (nothing when None); logs requeues."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
-    show = f'echo "JobId=$4 JobName=x Restarts={restarts} BatchFlag=1"' if restarts is not None else "exit 1"
+    # Restarts as the controller counts them: a requeue raises it (the batch shell checks that it did)
+    count = tmp_path / "restarts"
+    if restarts is not None:
+        count.write_text(f"{restarts}\n")
+    show = (f'echo "JobId=$4 JobName=x JobState=RUNNING Reason=None Restarts=$(cat {count}) BatchFlag=1"'
+            if restarts is not None else "exit 1")
     (bin_dir / "scontrol").write_text(
         "#!/bin/bash\n"
         f'if [[ "$1 $2" == "show job" ]]; then {show}; exit 0; fi\n'
         f'echo "$@" >> {tmp_path / "scontrol.log"}\n'
+        f'if [[ "$1" == requeue && -f {count} ]]; then echo $(( $(cat {count}) + 1 )) > {count}; fi\n'
     )
     (bin_dir / "scontrol").chmod(0o755)
     return bin_dir
@@ -238,7 +244,7 @@ def _requeued(tmp_path: Path) -> bool:
 
 
 def test_the_trap_writes_the_notice_before_its_term_and_removes_it_after(tmp_path):
-    out, err = _usr1(tmp_path, _exec(tmp_path, CHILD, SLURM_RESTART_COUNT="0"))
+    out, err = _usr1(tmp_path, _exec(tmp_path, CHILD, restarts=0, SLURM_RESTART_COUNT="0"))
     assert (tmp_path / "notice_seen").read_text() == "True", err
     assert _requeued(tmp_path) and "rc=0" in out
     assert not list((tmp_path / "records").glob(".xlt-notice-*"))
@@ -258,17 +264,25 @@ def test_a_job_at_its_requeue_cap_is_not_requeued(tmp_path):
     assert "requeued 3 time(s) already, the cap (XLT_MAX_REQUEUES=3)" in err
 
 
-def test_a_batch_shell_without_restart_count_asks_scontrol_for_the_cap(tmp_path):
-    out, err = _usr1(tmp_path, _exec(tmp_path, CHILD, restarts=2, XLT_MAX_REQUEUES="2"))
-    assert not _requeued(tmp_path) and "the cap (XLT_MAX_REQUEUES=2)" in err, err
+def test_a_batch_shell_whose_job_slurm_requeued_already_does_not_requeue_it_again(tmp_path):
+    """Restarts above the count the incarnation started with (SLURM_RESTART_COUNT; SLURM sets it from the
+    first requeue on, so none is 0): SLURM requeued the job itself; a second requeue would be one too many."""
+    out, err = _usr1(tmp_path, _exec(tmp_path, CHILD, restarts=2, XLT_MAX_REQUEUES="5"))
+    assert not _requeued(tmp_path) and "requeued by SLURM itself" in err, err
 
 
-def test_without_any_restart_count_the_scripts_own_count_caps_the_requeues(tmp_path):
-    """Neither SLURM_RESTART_COUNT nor scontrol's Restarts: slurm/common.sh counts its own requeues of the
-    job (a file in XLT_RECORD_DIR); the second requeue of a job capped at 1 is refused."""
-    out, err = _usr1(tmp_path, _exec(tmp_path, CHILD, restarts=None, XLT_MAX_REQUEUES="1"))
-    assert _requeued(tmp_path) and "requeue 1 of at most 1" in err, err
-    (tmp_path / "ready").unlink()
-    (tmp_path / "scontrol.log").unlink()
-    out, err = _usr1(tmp_path, _exec(tmp_path, CHILD, restarts=None, XLT_MAX_REQUEUES="1"))
+def test_a_controller_that_does_not_answer_gets_no_requeue_and_the_log_says_resubmit(tmp_path):
+    """Neither scontrol's answer nor a way to check a requeue: the safe default is no requeue (a scancel is
+    never undone), the job ends failed (75), the checkpoint kept; the log says to resubmit."""
+    out, err = _usr1(tmp_path, _exec(tmp_path, CHILD, restarts=None, XLT_MAX_REQUEUES="1", XLT_REQUEUE_WAIT_S="2"))
+    assert not _requeued(tmp_path) and "rc=75" in out, err
+    assert "said nothing of the job" in err and "resubmit the same command to resume" in err, err
+
+
+def test_the_scripts_own_count_of_requeues_that_happened_caps_them(tmp_path):
+    """SLURM's Restarts may be reset (an administrator's resubmission): the shell's own count of the requeues
+    it checked caps them too."""
+    (tmp_path / "records").mkdir()
+    (tmp_path / "records" / ".xlt-requeues-4242").write_text("1\n")
+    out, err = _usr1(tmp_path, _exec(tmp_path, CHILD, restarts=0, XLT_MAX_REQUEUES="1", SLURM_RESTART_COUNT="0"))
     assert not _requeued(tmp_path) and "requeued 1 time(s) already" in err, err

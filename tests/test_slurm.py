@@ -43,10 +43,20 @@ def stub_bin(tmp_path: Path) -> Path:
         f'printf "sbatch" >> {log}; printf " %q" "$@" >> {log}; echo >> {log}\n'
         'echo "$((1000 + n));cluster"\n'
     )
+    # scontrol as the controller answers: `show job` with the job's state (STUB_JOB_STATE, default RUNNING) and
+    # its restart count, which a `requeue` raises (refused, as for --no-requeue, when STUB_REQUEUE=refuse).
+    restarts = tmp_path / "restarts"
     (bin_dir / "scontrol").write_text(
         "#!/bin/bash\n"
         'if [[ "$1 $2" == "show hostnames" ]]; then echo node-a; echo node-b; exit 0; fi\n'
+        f'if [[ "$1 $2" == "show job" ]]; then n=$(cat {restarts} 2>/dev/null || echo "${{SLURM_RESTART_COUNT:-0}}"); '
+        'echo "JobId=${4:-$3} JobName=x JobState=${STUB_JOB_STATE:-RUNNING} Reason=${STUB_REASON:-None} Restarts=$n '
+        'StartTime=2026-01-01T00:00:00 PreemptTime=None"; exit 0; fi\n'
         f'printf "scontrol" >> {log}; printf " %q" "$@" >> {log}; echo >> {log}\n'
+        'if [[ "$1" == requeue ]]; then\n'
+        '  if [[ "${STUB_REQUEUE:-}" == refuse ]]; then echo "Requested operation is presently disabled for job $2" >&2; exit 1; fi\n'
+        f'  n=$(cat {restarts} 2>/dev/null || echo "${{SLURM_RESTART_COUNT:-0}}"); echo $((n + 1)) > {restarts}\n'
+        'fi\n'
     )
     for f in bin_dir.iterdir():
         f.chmod(0o755)
@@ -184,19 +194,71 @@ def test_paper_sweep_submits_translation_training_and_comparison(tmp_path):
 
 def test_multinode_template_launches_accelerate_on_every_node(tmp_path):
     proc = run_script("train_multinode.sbatch", ["+recipe=xlmr_translate_train_all", "training.deepspeed=zero2"], tmp_path,
-                      SLURM_NNODES="2", SLURM_GPUS_ON_NODE="4", SLURM_JOB_ID="77", SLURM_JOB_NODELIST="node-[a-b]")
+                      SLURM_NNODES="2", SLURM_GPUS_ON_NODE="4", SLURM_JOB_ID="77", SLURM_JOB_NODELIST="node-[a-b]",
+                      SLURM_CPUS_PER_TASK="16")
     assert proc.returncode == 0, proc.stderr
     prep, dist, final = commands(proc)
     assert prep[1:] == ["-m", "xlt.train", "+recipe=xlmr_translate_train_all", "training.deepspeed=zero2",
                         "stages=[build_data,translate]"]
-    assert dist[:3] == ["srun", "--ntasks-per-node=1", "--kill-on-bad-exit=1"]
-    script = dist[5]
-    assert "accelerate.commands.launch" in script and "--multi_gpu" in script and "-m xlt.finetune" in script
-    assert dist[6:9] == [sys.executable, "2", "8"]  # python, nodes, processes = 2 x 4
-    assert dist[9:] == ["+recipe=xlmr_translate_train_all", "training.deepspeed=zero2"]
+    # srun 22.05/23.02 does not read SLURM_CPUS_PER_TASK: the step gets the job's CPUs per task explicitly
+    assert dist[:5] == ["srun", "--nodes=2", "--ntasks-per-node=1", "--cpus-per-task=16", "--kill-on-bad-exit=1"]
+    script = dist[7]
+    assert "accelerate.commands.launch" in script and "-m xlt.finetune" in script
+    # the launcher ignores USR2 (srun forwards it to the whole step); the wrapper TERMs the launcher on it
+    assert 'trap "" USR2; exec' in script and 'trap "kill -TERM' in script
+    assert dist[8:12] == [sys.executable, "2", "8", "--multi_gpu"]  # python, nodes, processes = 2 x 4
+    assert dist[12:] == ["+recipe=xlmr_translate_train_all", "training.deepspeed=zero2"]
     assert final[1:] == ["-m", "xlt.train", "+recipe=xlmr_translate_train_all", "training.deepspeed=zero2"]
     d = directives(SLURM / "train_multinode.sbatch")
     assert d["ntasks-per-node"] == "1" and int(d["nodes"]) >= 2
+
+
+def test_multinode_template_on_one_gpu_runs_without_multi_gpu(tmp_path):
+    """accelerate refuses --multi_gpu for one process: one node with one GPU runs a plain one-process launch."""
+    proc = run_script("train_multinode.sbatch", ["+recipe=xlmr_zeroshot"], tmp_path, SLURM_NNODES="1",
+                      SLURM_GPUS_ON_NODE="1", SLURM_JOB_ID="78", SLURM_JOB_NODELIST="node-a")
+    assert proc.returncode == 0, proc.stderr
+    dist = next(c for c in commands(proc) if c[0] == "srun")
+    assert "--cpus-per-task" not in " ".join(dist[:5]) and dist[dist.index("-c") + 2:][:4] == [sys.executable, "1", "1", ""]
+
+
+def test_the_sbatch_scripts_find_the_repository_without_xlt_home(tmp_path):
+    """sbatch runs a copy of the script from its spool folder: without XLT_HOME, submitted from elsewhere, the
+    checkout of the xlt package XLT_PYTHON imports is found; when nothing is found, a clear error."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "job_script").write_text((SLURM / "stage.sbatch").read_text())
+    env = {k: v for k, v in os.environ.items() if k != "XLT_HOME"}
+    base = {**env, "PATH": f"{stub_bin(tmp_path)}:{os.environ['PATH']}", "XLT_DRY_RUN": "1", "SLURM_SUBMIT_DIR": str(tmp_path),
+            "PYTHONPATH": str(REPO), **_own_records(tmp_path)}
+    proc = subprocess.run(["bash", str(spool / "job_script"), "report", "+recipe=demo_tiny"], cwd=tmp_path,
+                          env={**base, "XLT_PYTHON": sys.executable}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and commands(proc)[0][1:3] == ["-m", "xlt.report"], proc.stderr
+    proc = subprocess.run(["bash", str(spool / "job_script"), "report", "+recipe=demo_tiny"], cwd=tmp_path,
+                          env={**base, "XLT_PYTHON": "/nonexistent/python"}, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "slurm/common.sh not found" in proc.stderr and "set XLT_HOME" in proc.stderr
+
+
+def test_xlt_setup_is_sourced_without_set_u(tmp_path):
+    """conda's and environment modules' activation scripts read unset variables."""
+    setup = tmp_path / "setup.sh"
+    setup.write_text('echo "activating ${CONDA_NOT_SET_ANYWHERE}" >&2\nexport XLT_FROM_SETUP=yes\n')
+    driver = f'source {SLURM}/common.sh; echo "setup=$XLT_FROM_SETUP"; echo "${{UNSET_AFTER:-default}}"'
+    proc = subprocess.run(["bash", "-c", driver], env={**os.environ, "XLT_SETUP": str(setup)}, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and "setup=yes" in proc.stdout, proc.stderr
+    assert "set -u" not in proc.stderr and "unbound variable" not in proc.stderr
+
+
+def test_the_warning_comes_early_enough_for_the_grace_and_the_requeue():
+    """XLT_GRACE (240 s by default) to checkpoint, then the checked requeue (XLT_REQUEUE_WAIT_S, 20 s): the
+    warning of every script leaves both before the limit."""
+    from xlt.cluster.requeue import REQUEUE_WAIT_S
+
+    grace = int(re.search(r'XLT_GRACE="\$\{XLT_GRACE:-(\d+)\}"', (SLURM / "common.sh").read_text()).group(1))
+    for script in SBATCH_FILES:
+        lead = int(directives(script)["signal"].rsplit("@", 1)[1])
+        assert lead >= grace + REQUEUE_WAIT_S, (script.name, lead, grace)
 
 
 STUB_PY = """
@@ -307,7 +369,7 @@ def test_a_term_to_the_batch_shell_is_forwarded_without_requeue(tmp_path):
     # The shell asked the scheduler why (the stub knows no job: a termination), and did not requeue.
     calls = (tmp_path / "calls.log").read_text() if (tmp_path / "calls.log").exists() else ""
     assert "requeue" not in calls and "rc=75" in out, calls
-    assert "why the TERM came: unknown: not a preemption" in err, err
+    assert "why the TERM came: from within the job: not a preemption" in err, err
 
 
 def test_without_a_signal_the_exit_status_passes_through(tmp_path):
@@ -328,7 +390,8 @@ def test_every_script_the_scripts_mention_exists():
 # `sbatch` is emulated here: the script runs under bash with a job id, and its own `#SBATCH --signal=B:SIG@N`
 # directive says which signal the batch shell gets (B: the shell only); a `scontrol requeue` (stub, logged)
 # runs the script again with SLURM_RESTART_COUNT=1. `srun` (stub) runs its command on "node 0" and forwards
-# TERM to it, as srun forwards signals to its tasks. XLT_PYTHON is a stub that passes `-m xlt.cluster` to
+# USR2 to it, as srun forwards signals to its tasks (the batch shell never sends srun a TERM: the real srun
+# SIGKILLs its tasks on TERM). XLT_PYTHON is a stub that passes `-m xlt.cluster` to
 # python and otherwise stands for a training command: it waits to be signalled, then exits 75 (what xlt
 # does once its checkpoint is written); requeued, it finishes at once.
 FAKE_PYTHON = """#!{python}
@@ -355,6 +418,7 @@ while [[ "$1" == --* ]]; do shift; done
 export SLURM_NODEID=0
 "$@" & child=$!
 trap 'kill -TERM "$child"' TERM
+trap 'kill -USR2 "$child"' USR2
 wait "$child"; rc=$?
 while kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
 exit "$rc"
@@ -420,3 +484,30 @@ def test_the_scripts_requeue_on_the_status_xlt_exits_with_when_preempted():
     from xlt.cluster import REQUEUE_EXIT
 
     assert f"XLT_REQUEUE_EXIT={REQUEUE_EXIT}\n" in (SLURM / "common.sh").read_text()
+
+
+# Features newer than bash 4.2 (RHEL/CentOS 7 login and compute nodes): none in the scripts.
+BASH_43_PLUS = {
+    r"\$\{[^}]*@[QEPAKaUuL]\}": "${var@op} (4.4)",
+    r"\b(?:declare|local|typeset)\s+-n\b": "namerefs (4.3)",
+    r"\bwait\s+-n\b": "wait -n (4.3)",
+    r"\$\{\w+\[-\d+\]\}": "negative array subscripts (4.3)",
+    r"\b(?:mapfile|readarray)\b[^\n]*\s-d\b": "mapfile -d (4.4)",
+    r"inherit_errexit": "shopt inherit_errexit (4.4)",
+    r"EPOCH(?:SECONDS|REALTIME)": "$EPOCHSECONDS (5.0)",
+    r'(?<!\+)"\$\{\w+\[@\]\}"': 'an empty array "${a[@]}" is unbound under set -u before 4.4: ${a[@]+"${a[@]}"}',
+}
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: p.name)
+def test_the_scripts_run_on_bash_4_2(path):
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
+    found = [f"{why}: {m.group(0)}" for pattern, why in BASH_43_PLUS.items() for m in re.finditer(pattern, text)]
+    assert not found, found
+
+
+def test_an_empty_option_list_passes_set_u_the_4_2_way():
+    """What bash 4.2 does with "${a[@]}" of an empty array under set -u (an error), the guarded form does not."""
+    proc = subprocess.run(["bash", "-c", 'set -u; a=(); printf "[%s]" x ${a[@]+"${a[@]}"} y'], capture_output=True,
+                          text=True, timeout=30)
+    assert proc.returncode == 0 and proc.stdout == "[x][y]", proc.stderr

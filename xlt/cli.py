@@ -166,6 +166,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
             _leave_process_group()
             if not is_preemption():  # a TERM the scheduler did not send: scancel, a launcher stopping its workers
                 _record_failure(run, TERMINATED_EXIT, f"stopped ({err}): {stop_reason()}")
+                if is_main_process():  # the scheduler's answer, for the batch shell: it need not ask again
+                    record_preemption(run.path if run is not None else None, str(err), preempted=False)
                 print(f"\nxlt: stopped ({err}); {stop_reason()}; so the job is not requeued (exit status "
                       f"{TERMINATED_EXIT}). Under a launcher, the worker that failed first is above. Rerun the same "
                       "command to resume.", file=sys.stderr)

@@ -30,11 +30,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
-NODES = ("n1", "n2", "n3", "n4")
+NODES = ("n1", "n2", "n3", "n4", "n5", "n6", "n7")
 # How long a requeued job waits before it may start again: SLURM holds it for the credential lifetime
 # (AuthInfo cred_expire, default 120 s); the tests' cluster shortens it.
 CRED_EXPIRE_S = 10
-GRACE_S = 60  # a preempted job's grace (PreemptMode=CANCEL) and KillWait: a checkpoint fits under load
+# A preemption's GraceTime well above KillWait, as on production clusters (KillWait 30 s by default, grace
+# minutes): xlt must checkpoint within the grace, not in the KillWait after it. KillWait leaves a stopped
+# command time to exit and the batch shell its verdict on this loaded 2-core test machine.
+GRACE_S = 120
+KILL_WAIT_S = 45
 
 
 def missing() -> list[str]:
@@ -80,6 +84,8 @@ class Cluster:
     root: Path
     send_user_signal: bool = False
     accounting: bool = True
+    # CPU binding, as production clusters have it (task/affinity: each task bound to the CPUs it was given)
+    task_plugin: str = "task/affinity"
     first_job_id: int = 1  # clusters side by side write their logs into one folder: ids apart
     ports: dict[str, int] = field(default_factory=dict)
     procs: list[subprocess.Popen] = field(default_factory=list)
@@ -206,20 +212,19 @@ class Cluster:
             f"StateSaveLocation={r / 'state'}", f"SlurmdSpoolDir={r / 'spool-%n'}",
             f"SlurmctldPidFile={r / 'run' / 'slurmctld.pid'}", f"SlurmdPidFile={r / 'run' / 'slurmd-%n.pid'}",
             f"SlurmctldLogFile={r / 'log' / 'slurmctld.log'}", f"SlurmdLogFile={r / 'log' / 'slurmd-%n.log'}",
-            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "MpiDefault=none",
+            "ProctrackType=proctrack/linuxproc", f"TaskPlugin={self.task_plugin}", "MpiDefault=none",
             "JobAcctGatherType=jobacct_gather/none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
             "SchedulerType=sched/backfill", "DefMemPerCPU=4096", "SchedulerParameters=sched_interval=2,bf_interval=2",
             "SlurmdParameters=config_overrides", "GresTypes=gpu", "ReturnToService=2",
-            "MinJobAge=3600", f"KillWait={GRACE_S}", "InactiveLimit=0", "SlurmctldTimeout=30", "SlurmdTimeout=60",
+            "MinJobAge=3600", f"KillWait={KILL_WAIT_S}", "InactiveLimit=0", "SlurmctldTimeout=30", "SlurmdTimeout=60",
             "JobRequeue=1", "SlurmctldDebug=info", "SlurmdDebug=info",
             "PreemptType=preempt/partition_prio", "PreemptMode=REQUEUE",
         ]
-        if self.send_user_signal:  # SLURM 23.02 moved it from SchedulerParameters to PreemptParameters
-            if version() >= (23, 2):
-                lines.append("PreemptParameters=send_user_signal")
-            else:
-                lines = [f"{line},preempt_send_user_signal" if line.startswith("SchedulerParameters=") else line
-                         for line in lines]
+        if self.send_user_signal:
+            # SLURM 22.05 reads SlurmctldParameters=preempt_send_user_signal (node_scheduler.c _preempt_jobs:
+            # slurm_conf.slurmctld_params); 23.02+ reads PreemptParameters=send_user_signal as well.
+            lines.append("PreemptParameters=send_user_signal" if version() >= (23, 2)
+                         else "SlurmctldParameters=preempt_send_user_signal")
         if self.has_accounting:
             lines += ["AccountingStorageType=accounting_storage/slurmdbd", "AccountingStorageHost=localhost",
                       f"AccountingStoragePort={self.ports['dbd']}", "JobCompType=jobcomp/none",
@@ -232,11 +237,16 @@ class Cluster:
                          "RealMemory=524288 Gres=gpu:8 State=UNKNOWN")
         lines += [
             "PartitionName=main Nodes=n1,n2 Default=YES MaxTime=INFINITE State=UP PriorityTier=5 PreemptMode=OFF",
-            # SLURM 22.05 requeues a PreemptMode=REQUEUE job at once (TERM, then KILL after KillWait); a GraceTime
-            # (and, with send_user_signal, the job's own --signal) applies to PreemptMode=CANCEL.
-            "PartitionName=low Nodes=n3 MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE",
+            # A GraceTime applies to every PreemptMode (preempt.c _job_check_grace_internal): TERM to the job's
+            # steps only at its start (with send_user_signal: the job's own --signal instead), then SLURM
+            # requeues (REQUEUE) or kills (CANCEL) the job at its end: TERM to every process, KILL after KillWait.
+            f"PartitionName=low Nodes=n3 MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime={GRACE_S}",
             f"PartitionName=lowcancel Nodes=n4 MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=CANCEL GraceTime={GRACE_S}",
-            "PartitionName=high Nodes=n3,n4 MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF",
+            # no grace: SLURM requeues at once (TERM to every process of the job)
+            "PartitionName=lownograce Nodes=n7 MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE",
+            # two nodes for the multi-node script's preemption
+            f"PartitionName=lowmulti Nodes=n5,n6 MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=REQUEUE GraceTime={GRACE_S}",
+            "PartitionName=high Nodes=n3,n4,n5,n6,n7 MaxTime=INFINITE State=UP PriorityTier=10 PreemptMode=OFF",
         ]
         self.conf.write_text("\n".join(lines) + "\n")
         # Eight "GPUs" per node: one file each (gres.conf refuses a Count without files).

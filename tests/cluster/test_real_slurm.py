@@ -18,6 +18,7 @@ import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -227,7 +228,9 @@ def _seconds(runtime: str) -> int:
 def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node: str) -> dict[str, Any]:
     """A training in a low-priority partition, preempted once under way by a job of the ``high`` partition that
     needs its node."""
-    args = ["+recipe=demo_tiny", "seed=4", *LONG, f"run_root={m.work / f'runs_{name}'}"]
+    # mode_requeue waits for the status case's busy run before it is preempted: steps enough to be still training
+    steps = ["training.max_steps=2000", "training.eval_steps=1000"] if name == "mode_requeue" else LONG[-2:]
+    args = ["+recipe=demo_tiny", "seed=4", *LONG[:-2], *steps, f"run_root={m.work / f'runs_{name}'}"]
     run = m.run_dir(*args)
     try:
         job = m.sbatch("-p", partition, str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=cluster)
@@ -244,8 +247,10 @@ def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node:
             "high_records": m.wait(high, cluster=cluster)}
 
 
-# name -> (cluster: "a" plain, "b" with the user signal at preemption; partition; node)
+# name -> (cluster: "a" plain, "b" with the user signal at preemption; partition; node). Every partition but
+# lownograce has a GraceTime well above KillWait (tests/cluster/slurm.py).
 PREEMPTIONS = {"mode_requeue": ("a", "low", "n3"), "mode_cancel": ("a", "lowcancel", "n4"),
+               "mode_requeue_nograce": ("a", "lownograce", "n7"),
                "mode_requeue_user_signal": ("b", "low", "n3"), "mode_cancel_user_signal": ("b", "lowcancel", "n4")}
 
 
@@ -332,6 +337,113 @@ def case_hydra_timeout(m: Matrix) -> dict[str, Any]:
             "logs": logs}
 
 
+# -- the production cluster's cases (issue 53) ------------------------------------------------------------------
+
+MULTI = ["--nodes=2", "--gpus-per-node=1", "--cpus-per-task=2", "--mem=8G"]
+
+
+def _affinity_python(m: Matrix, name: str) -> str:
+    """An XLT_PYTHON that notes the CPUs each process may run on (its node, its step), then is python."""
+    path = m.work / f"python-{name}"
+    path.write_text(f"#!/bin/bash\necho \"${{SLURMD_NODENAME:-?}} ${{SLURM_STEP_ID:-batch}} $(grep Cpus_allowed_list "
+                    f"/proc/self/status | cut -f2)\" >> {m.work / f'affinity-{name}.txt'}\nexec {sys.executable} \"$@\"\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def case_multi_stop(m: Matrix, name: str) -> dict[str, Any]:
+    """The multi-node script on two nodes, stopped once training is under way: the scheduler's warning
+    (``scancel --batch --signal=USR1``, what ``--signal=B:USR1@N`` sends), a preemption with a GraceTime
+    (lowmulti, n5+n6: TERM to the step's processes on both nodes), or scancel."""
+    root = m.work / f"runs_{name}"
+    args = ["+recipe=demo_tiny", "seed=14", *LONG, f"run_root={root}"]
+    part = ["-p", "lowmulti"] if name == "multi_preempt" else []
+    # XLT_GRACE (and torch-elastic's shutdown timeout): room for two ranks to save and exit on a loaded machine
+    job = m.sbatch(*part, *MULTI, str(REPO / "slurm" / "train_multinode.sbatch"), *args,
+                   XLT_PYTHON=_affinity_python(m, name), XLT_GRACE="150")
+    run = m.run_dir(*args)
+    m.wait_training(run, job, min_step=3)
+    high = ""
+    if name == "multi_warning":
+        m.cluster.run("scancel", "--batch", "--signal=USR1", job)
+    elif name == "multi_preempt":
+        high = m.sbatch("-p", "high", "-N2", "-w", "n5,n6", "--exclusive", "--job-name=urgent", "--wrap", "sleep 20")
+    else:
+        m.cluster.run("scancel", job)
+    m.wait(job, until=lambda r: int(r[0]["Restarts"]) >= 1 or r[0]["JobState"] in FINAL)
+    at_stop = {"preempted": json.loads((run / "preempted.json").read_text()) if (run / "preempted.json").exists()
+               else None, "checkpoints": sorted(p.name for p in (run / "checkpoints").glob("checkpoint-*"))
+               if (run / "checkpoints").exists() else []}
+    if name == "multi_cancel":
+        time.sleep(20)  # a requeue would show by now (cred_expire is 10 s here)
+    return {"run": run, "job": job, "high": high, "at_stop": at_stop, "records": m.wait(job),
+            "affinity": _log(m.work / f"affinity-{name}.txt")}
+
+
+def case_no_requeue(m: Matrix) -> dict[str, Any]:
+    """``sbatch --no-requeue`` (as a site's job_submit plugin may force), submitted from another folder without
+    XLT_HOME; the scheduler's warning: SLURM refuses the requeue, the job must fail, saying what to do."""
+    args = ["+recipe=demo_tiny", "seed=7", *LONG[:-2], "training.max_steps=100000", "training.eval_steps=100000",
+            f"run_root={m.work / 'runs_norequeue'}"]
+    job = m.sbatch("--no-requeue", str(REPO / "slurm" / "stage.sbatch"), "train", *args, XLT_HOME="")
+    run = m.run_dir(*args)
+    m.wait_training(run, job)
+    m.cluster.run("scancel", "--batch", "--signal=USR1", job)
+    return {"run": run, "job": job, "records": m.wait(job)}
+
+
+def case_cancel_in_grace(m: Matrix) -> dict[str, Any]:
+    """scancel while xlt checkpoints after the scheduler's warning: never undone by xlt's requeue."""
+    args = ["+recipe=demo_tiny", "seed=8", *LONG[:-2], "training.max_steps=100000", "training.eval_steps=100000",
+            f"run_root={m.work / 'runs_cancel_grace'}"]
+    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
+    run = m.run_dir(*args)
+    m.wait_training(run, job)
+    m.cluster.run("scancel", "--batch", "--signal=USR1", job)
+    time.sleep(0.5)
+    m.cluster.run("scancel", job)
+    recs = m.wait(job)
+    time.sleep(20)  # a requeue would show by now
+    return {"run": run, "job": job, "records": recs, "later": m.cluster.job(job)}
+
+
+def case_silent_controller(m: Matrix) -> dict[str, Any]:
+    """A preemption with a GraceTime while the controller is paused (SIGSTOP) for 75 s: xlt checkpoints without
+    it, asks it for a bounded time, then ends the job failed, checkpoint kept, "resubmit". On the user-signal
+    cluster, once its other cases are done (the pause stops them all)."""
+    c = m.signalling
+    args = ["+recipe=demo_tiny", "seed=9", *LONG[:-2], "training.max_steps=100000", "training.eval_steps=100000",
+            f"run_root={m.work / 'runs_silent'}"]
+    # n5 (lowmulti: REQUEUE with a GraceTime of 120 s) is this case's alone on this cluster; the controller is
+    # back (75 s) before the grace ends, when SLURM would requeue the job itself: by then the job has ended.
+    job = m.sbatch("-p", "lowmulti", "-w", "n5", str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=c,
+                   XLT_REQUEUE_WAIT_S="15")
+    run = m.run_dir(*args)
+    m.wait_training(run, job, cluster=c)
+    for other in ("mode_requeue_user_signal", "mode_cancel_user_signal"):
+        m._threads[other].join(WAIT_S)
+    m.wait_training(run, job, cluster=c, min_step=1)
+    ctld = next(p for p in c.procs if "slurmctld" in str(p.args[0]))
+    high = m.sbatch("-p", "high", "-w", "n5", "--exclusive", "--job-name=urgent", "--wrap", "sleep 5", cluster=c)
+    deadline = time.monotonic() + 120
+    while c.job(job).get("PreemptTime", "None") == "None" and time.monotonic() < deadline:
+        time.sleep(0.5)
+    preempt_time = c.job(job).get("PreemptTime")
+    ctld.send_signal(signal.SIGSTOP)
+    try:
+        time.sleep(75)
+    finally:
+        ctld.send_signal(signal.SIGCONT)
+    return {"run": run, "job": job, "high": high, "preempt_time": preempt_time, "records": m.wait(job, cluster=c)}
+
+
+MORE = {"multi_warning": lambda m: case_multi_stop(m, "multi_warning"),
+        "multi_preempt": lambda m: case_multi_stop(m, "multi_preempt"),
+        "multi_cancel": lambda m: case_multi_stop(m, "multi_cancel"),
+        "no_requeue": case_no_requeue, "cancel_in_grace": case_cancel_in_grace,
+        "silent_controller": case_silent_controller}
+
+
 def case_status(m: Matrix) -> dict[str, Any]:
     """`xlt status` in the middle of it all: one run running, one preempted, one failed, one done."""
     args = ["+recipe=demo_tiny", "seed=40", *LONG[:-2], "training.max_steps=100000", f"run_root={m.work / 'runs_busy'}"]
@@ -388,7 +500,7 @@ def matrix():
         for name, (which, partition, node) in PREEMPTIONS.items():
             m.start(name, lambda name=name, c=cluster if which == "a" else signalling, p=partition, n=node:
                     _preempt(m, c, name, p, n))
-        for name, case in CASES.items():
+        for name, case in {**CASES, **MORE}.items():
             m.start(name, lambda case=case: case(m))
         m.start("status", lambda: case_status(m))
         yield m
@@ -478,23 +590,24 @@ def test_a_time_limit_requeues_and_resumes_to_the_same_model(matrix):
 
 @pytest.mark.parametrize("name", list(PREEMPTIONS))
 def test_a_partition_preemption_is_logged_as_one_and_resumes(matrix, name):
-    """PreemptMode=REQUEUE (with or without the user signal: SLURM 22.05 requeues at once, with a TERM): the
-    scheduler says so and requeues the job; xlt does not requeue it again. PreemptMode=CANCEL with a GraceTime:
-    a TERM (its PreemptTime says why), or with the user signal the job's own USR1: xlt requeues it."""
+    """With a GraceTime (REQUEUE or CANCEL mode): SLURM's first TERM goes to the job's steps only; the sentinel
+    step tells the batch shell at once (USR2), or with the user signal the job's own B:USR1 comes: xlt
+    checkpoints within the grace and requeues the job itself (SLURM would kill or requeue it only at the grace's
+    end). Without a grace (lownograce): TERM to every process, SLURM requeues; xlt does not requeue again."""
     res = matrix.result(name)
     rec = res["records"][0]
-    assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", rec  # requeued once, never twice
-    assert res["high_records"][0]["JobState"] == "COMPLETED"
     log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
-    if name.startswith("mode_requeue"):  # SIGTERM: the scheduler says why, and requeues the job itself
+    assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", (rec, log[-4000:])  # requeued once, never twice
+    assert res["high_records"][0]["JobState"] == "COMPLETED"
+    if name == "mode_requeue_nograce":  # SIGTERM: the scheduler says why, and requeues the job itself
         assert "DUE TO PREEMPTION" in log and "why the TERM came: preempted: a preemption" in log, log[-4000:]
         assert "requeued by SLURM itself" in log and "requeueing job" not in log, log[-4000:]
-    elif name == "mode_cancel":  # SIGTERM at the grace time's start; SLURM will not requeue: xlt does
-        assert "why the TERM came: preempted: a preemption" in log and "PreemptTime=" in log, log[-4000:]
-        assert f"requeueing job {res['job']} (requeue 1 of at most" in log, log[-4000:]
-    else:  # the user signal: SLURM 22.05 sends the batch shell a TERM all the same (its B:USR1 is not delivered
-        # at a preemption; a step's would be); either way a preemption that xlt requeues
-        assert "USR1 from the scheduler" in log or "why the TERM came: preempted: a preemption" in log, log[-4000:]
+    else:
+        if name.endswith("user_signal"):  # SlurmctldParameters=preempt_send_user_signal: B:USR1 at the grace's start
+            assert "USR1 from the scheduler" in log, log[-4000:]
+        else:
+            assert "USR2 from the sentinel step: a preemption's grace time began" in log, log[-4000:]
+        assert "DUE TO PREEMPTION" not in log, log[-4000:]  # stopped before the grace's end
         assert f"requeueing job {res['job']} (requeue 1 of at most" in log, log[-4000:]
     assert "not a preemption" not in log, log[-4000:]
     assert "xlt: preempted" in log
@@ -507,7 +620,8 @@ def test_scancel_is_not_requeued(matrix):
     assert res["records"][0]["JobState"] == "CANCELLED" and res["later"]["JobState"] == "CANCELLED", res
     assert res["later"]["Restarts"] == "0"
     log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
-    assert "why the TERM came: cancelled: not a preemption" in log, log[-3000:]
+    # rank 0's answer (after its checkpoint), and the batch shell's when it ran before KillWait's KILL
+    assert "cancelled: not a preemption" in log and "requeueing job" not in log, log[-3000:]
     failure = json.loads((res["run"] / "failed.json").read_text())
     assert failure["exit_status"] == 143 and "cancelled" in failure["error"]
 
@@ -572,3 +686,84 @@ def test_status_in_the_middle_of_a_sweep(matrix):
     assert [line.split()[1] for line in lines[1:5]] == ["done", "preempted", "failed", "running"], res["text"].stdout
     (REPO / "docs" / "img").mkdir(exist_ok=True)
     print(res["text"].stdout)
+
+
+# -- the production cluster's tests (issue 53) ------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["multi_warning", "multi_preempt"])
+def test_a_multinode_stop_checkpoints_on_every_node_and_resumes(matrix, name):
+    """Never a TERM to srun: the warning goes to srun as USR2 (forwarded to both nodes' tasks, which TERM their
+    launchers), a grace preemption's TERM reaches the step's processes on both nodes; every rank saves the same
+    checkpoint, rank 0 records the preemption, xlt requeues, the requeued job resumes on two nodes."""
+    res = matrix.result(name)
+    rec = res["records"][0]
+    log = _log(matrix.logs / f"xlt-multinode-{res['job']}.err")
+    assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", (rec, log[-4000:])
+    assert "forcing job termination" not in log, log[-4000:]
+    assert res["at_stop"]["preempted"] is not None, (res["at_stop"], log[-4000:])  # rank 0's record at the signal
+    assert res["at_stop"]["preempted"]["slurm"]["job_id"] == res["job"]
+    if name == "multi_warning":
+        assert "sending USR2 to srun" in log, log[-4000:]
+    else:
+        assert "PreemptTime=" in log and "a preemption" in log, log[-4000:]
+    assert f"requeueing job {res['job']} (requeue 1 of at most" in log, log[-4000:]
+    train = _train(res["run"])
+    assert train["resumed_from"] and train["world_size"] == 2, train
+    assert (res["run"] / "report.json").exists()
+
+
+def test_scancel_of_the_multinode_script_is_not_requeued(matrix):
+    res = matrix.result("multi_cancel")
+    rec = res["records"][0]
+    assert rec["JobState"] == "CANCELLED" and rec["Restarts"] == "0", rec
+    log = _log(matrix.logs / f"xlt-multinode-{res['job']}.err")
+    assert "cancelled: not a preemption" in log and "requeueing job" not in log, log[-4000:]
+
+
+def test_each_step_is_bound_to_the_cpus_the_job_asked_for(matrix):
+    """TaskPlugin=task/affinity: the training step's launchers get --cpus-per-task CPUs on each node (srun
+    22.05/23.02 does not read SLURM_CPUS_PER_TASK: the script passes it)."""
+    res = matrix.result("multi_warning")
+    steps = [line.split() for line in res["affinity"].splitlines() if line.split()[1:2] not in (["batch"],)]
+    assert {s[0] for s in steps} == {"n1", "n2"}, res["affinity"]
+    for _node, _step, cpus in steps:
+        count = sum(int(b) - int(a) + 1 for a, _, b in (r.partition("-") if "-" in r else (r, "", r)
+                                                          for r in cpus.split(",")))
+        assert count == min(2, os.cpu_count() or 2), res["affinity"]
+
+
+def test_a_refused_requeue_fails_the_job_and_says_what_to_do(matrix):
+    """--no-requeue: SLURM refuses; the job ends FAILED (dependents cancelled), not COMPLETED, and the log says
+    the checkpoint is kept and to resubmit. Submitted without XLT_HOME from a folder that is no checkout."""
+    res = matrix.result("no_requeue")
+    rec = res["records"][0]
+    assert rec["JobState"] == "FAILED" and rec["ExitCode"] == "75:0" and rec["Restarts"] == "0", rec
+    log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
+    assert "presently disabled" in log and "resubmit the same command to resume" in log, log[-4000:]
+    assert (res["run"] / "preempted.json").exists()  # the checkpoint at the signal, for the resubmission
+    assert list((res["run"] / "checkpoints").glob("checkpoint-*"))
+
+
+def test_scancel_during_the_warning_grace_is_never_undone(matrix):
+    res = matrix.result("cancel_in_grace")
+    assert res["records"][0]["JobState"] == "CANCELLED" and res["later"]["JobState"] == "CANCELLED", res
+    assert res["later"]["Restarts"] == "0", res["later"]
+    log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
+    # The verdict says so when the command stopped within KillWait (else SLURM's KILL ended the shell first).
+    assert "requeueing job" not in log, log[-4000:]
+    assert "a scancel is never undone" in log or "why the TERM came" not in log, log[-4000:]
+
+
+def test_a_silent_controller_at_a_preemption_keeps_the_checkpoint_and_fails_the_job(matrix):
+    """slurmctld paused (SIGSTOP) as the preemption's grace begins: xlt learns of it from the job's USR1,
+    checkpoints, asks the controller for a bounded time, then ends the job failed (not requeued, never waiting
+    past KillWait), the checkpoint kept; once the controller resumes the job is FAILED, Restarts=0."""
+    res = matrix.result("silent_controller")
+    rec = res["records"][0]
+    assert res["preempt_time"] not in (None, "None"), res
+    assert rec["JobState"] == "FAILED" and rec["Restarts"] == "0", rec
+    log = _log(matrix.logs / f"xlt-stage-{res['job']}.err")
+    # the user-signal cluster: the job's own B:USR1 at the grace's start (SlurmctldParameters=preempt_send_user_signal)
+    assert "USR1 from the scheduler" in log and "did not answer" in log, log[-4000:]
+    assert "resubmit the same command to resume" in log, log[-4000:]
+    assert (res["run"] / "preempted.json").exists() and list((res["run"] / "checkpoints").glob("checkpoint-*"))

@@ -1,5 +1,6 @@
 """``python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | stages
-+recipe=NAME [overrides] | stop-cause}``: what the sbatch scripts ask of xlt (slurm/common.sh)."""
++recipe=NAME [overrides] | stop-cause | after-stop ...}``: what the sbatch scripts ask of xlt (slurm/common.sh).
+``after-stop``: the batch shell's verdict once its command stopped (:mod:`xlt.cluster.requeue`)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from xlt.errors import ConfigError
 from xlt.resources import compose
 
 USAGE = ("usage: python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | "
-         "stages +recipe=NAME [overrides] | stop-cause}")
+         "stages +recipe=NAME [overrides] | stop-cause | after-stop STATUS USR1 TERM SIGNAL_TIME RECORD COUNTER}")
 
 
 def stop_cause_line() -> str:
@@ -37,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(compose(None, argv[1:]).stages))
         elif argv == ["stop-cause"]:
             print(stop_cause_line())
+        elif len(argv) == 7 and argv[0] == "after-stop":
+            from xlt.cluster.requeue import main as after_stop
+
+            return after_stop(argv[1:])
         else:
             print(USAGE, file=sys.stderr)
             return 2

@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import subprocess
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -37,16 +38,41 @@ from xlt.errors import ConfigError
 log = logging.getLogger("xlt.cluster")
 
 # How many times a job may be requeued for a preemption (``XLT_MAX_REQUEUES`` overrides; slurm/common.sh too).
-MAX_REQUEUES = 20
+# The most requeues a job may have: covers the paper sweep (docs/clusters.md: a large translate-train-all run,
+# ~700 A100-h on one GPU, is ~60 incarnations of the training array's 12 h time limit), with room for preemptions.
+MAX_REQUEUES = 100
 MAX_REQUEUES_ENV = "XLT_MAX_REQUEUES"
 _FIELD = re.compile(r"(?:^|\s)(\w+)=(\S*)")
 
 
-def scontrol_job(job_id: str) -> tuple[dict[str, str] | None, str]:
-    """The fields of ``scontrol show job -o <job_id>`` (None when it cannot be had) and why not."""
+# How long one question to the controller may take (``XLT_SCHEDULER_TIMEOUT_S``): well inside KillWait (30 s by
+# default), so that a silent controller (overloaded, failing over, rate-limited) leaves time to exit in order.
+SCHEDULER_TIMEOUT_S = 5.0
+SCHEDULER_TIMEOUT_ENV = "XLT_SCHEDULER_TIMEOUT_S"
+# A PreemptTime counts for a stop only when it is this recent at the signal: a gang/SUSPEND preemption leaves
+# its PreemptTime set for the rest of the incarnation (SLURM 22.05-24.11, node_scheduler.c _preempt_jobs).
+PREEMPT_FRESH_S = 90
+
+
+def scheduler_timeout(env: Any = None) -> float:
+    """Seconds one ``scontrol`` question may take (``XLT_SCHEDULER_TIMEOUT_S``, default 5)."""
+    value = (os.environ if env is None else env).get(SCHEDULER_TIMEOUT_ENV, "").strip()
     try:
-        proc = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as err:
+        return float(value) if value else SCHEDULER_TIMEOUT_S
+    except ValueError:
+        raise ConfigError(f"{SCHEDULER_TIMEOUT_ENV}={value!r}: give seconds, e.g. 5") from None
+
+
+def scontrol_job(job_id: str, timeout: float | None = None) -> tuple[dict[str, str] | None, str]:
+    """The fields of ``scontrol show job -o <job_id>`` (None when it cannot be had) and why not; the question
+    is bounded (:func:`scheduler_timeout`): a silent controller is an answer too ("no answer in 5 s")."""
+    timeout = scheduler_timeout() if timeout is None else timeout
+    try:
+        proc = subprocess.run(["scontrol", "show", "job", "-o", job_id], capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return None, f"the controller did not answer scontrol show job {job_id} within {timeout:g} s"
+    except OSError as err:
         return None, f"scontrol could not be run ({type(err).__name__}: {err})"
     line = proc.stdout.strip().splitlines()[0] if proc.stdout.strip() else ""
     fields = dict(_FIELD.findall(line))
@@ -86,26 +112,58 @@ class StopCause:
         return asdict(self)
 
 
-def stop_cause(env: Any = None) -> StopCause:
-    """Why a ``TERM`` reached this SLURM job (see the module docstring): asked of ``scontrol show job`` while the
-    job is still completing. Outside SLURM, or when the scheduler cannot be asked, a TERM is no preemption."""
+def _epoch(stamp: str) -> float | None:
+    """A ``scontrol`` time (``2026-12-03T23:25:11``, the controller's local time) as seconds; None for
+    ``None``/``Unknown``."""
+    try:
+        return time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S"))
+    except ValueError:
+        return None
+
+
+def fresh_preemption(fields: dict[str, str], signal_time: float | None) -> tuple[bool, str]:
+    """Whether ``PreemptTime`` is evidence of *this* stop: set, not before this incarnation's ``StartTime``, and
+    (when the signal's time is known) at most :data:`PREEMPT_FRESH_S` before it. A PreemptTime left by a
+    gang/SUSPEND preemption earlier in the incarnation is stale."""
+    stamp = fields.get("PreemptTime", "None")
+    preempted = _epoch(stamp)
+    if preempted is None:
+        return False, ""
+    started = _epoch(fields.get("StartTime", ""))
+    if started is not None and preempted < started:
+        return False, f"PreemptTime={stamp} is before this incarnation's StartTime={fields.get('StartTime')}"
+    if signal_time is not None and preempted < signal_time - PREEMPT_FRESH_S:
+        return False, (f"PreemptTime={stamp} is {signal_time - preempted:.0f} s before the signal (an earlier "
+                       "preemption, e.g. a suspension): stale")
+    return True, f"PreemptTime={stamp}"
+
+
+def stop_cause(env: Any = None, signal_time: float | None = None) -> StopCause:
+    """Why a ``TERM`` reached this SLURM job (see the module docstring): asked once of ``scontrol show job``
+    (bounded: :func:`scheduler_timeout`) after the checkpoint, never inside a signal handler. ``signal_time``:
+    when the TERM came (a PreemptTime much older is another stop's). Outside SLURM, or when the scheduler
+    does not answer, a TERM is no preemption (the safe default: the checkpoint is kept, the job is not
+    requeued, the log says to resubmit)."""
     env = os.environ if env is None else env
     job = env.get("SLURM_JOB_ID")
     if not job:
         return StopCause("not under SLURM", False, False, "no SLURM job: a launcher, a user or the system sent it")
     fields, why = scontrol_job(job)
     if fields is None:
-        return StopCause("unknown", False, False, f"{why}; taken for a termination")
+        return StopCause("unknown", False, False, f"{why}; taken for a termination: the checkpoint is kept, the "
+                         "job is not requeued; resubmit it to resume")
     started, state, reason = _started_as(env), fields.get("JobState", ""), fields.get("Reason", "")
     restarts = int(fields["Restarts"]) if fields.get("Restarts", "").isdigit() else started
     said = f"scontrol: job {job} JobState={state} Reason={reason} Restarts={restarts}"
     if restarts > started:
         return StopCause("preempted", True, True, f"{said}, the job started as restart {started}: SLURM requeued "
                          "it (a preemption with PreemptMode=REQUEUE, or scontrol requeue)")
-    preempt_time = fields.get("PreemptTime", "None")
-    if state == "PREEMPTED" or preempt_time not in ("None", "Unknown", ""):
-        return StopCause("preempted", True, False, f"{said} PreemptTime={preempt_time}: preempted, and SLURM's "
-                         "policy does not requeue it (PreemptMode=CANCEL)")
+    fresh, evidence = fresh_preemption(fields, signal_time)
+    if state == "PREEMPTED" or fresh:
+        return StopCause("preempted", True, False, f"{said} {evidence or 'PREEMPTED'}: preempted, not requeued by "
+                         "SLURM (yet): PreemptMode=CANCEL, or a GraceTime still running")
+    if evidence:
+        said = f"{said} ({evidence})"
     if state == "TIMEOUT" or reason == "TimeLimit":
         return StopCause("time limit", True, False, f"{said}: the job reached its time limit")
     if state == "RUNNING":

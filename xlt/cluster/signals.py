@@ -82,16 +82,20 @@ class Terminated(Stopped):
 RECORD_ENV = "XLT_PREEMPTION_RECORD"
 
 
-def record_preemption(run_path: str | os.PathLike[str] | None, reason: str) -> list[Path]:
+def record_preemption(run_path: str | os.PathLike[str] | None, reason: str, preempted: bool = True) -> list[Path]:
     """Write the preemption record (see the module docstring) into the run directory and to
     ``$XLT_PREEMPTION_RECORD``; return the files written. A record that cannot be written is logged: the
-    exit status (75) still says it, where no launcher rewrites it."""
-    record = {"preempted": True, "reason": reason, "signal": preemption_requested(), "time": time.time(),
-              "host": socket.gethostname(), "pid": os.getpid(), "slurm": slurm_identity(),
-              "run": str(run_path) if run_path is not None else None, "exit_status": REQUEUE_EXIT,
-              "cause": stop_reason(),
-              "requeued_by_scheduler": bool(_requested["cause"] and _requested["cause"].requeued_by_scheduler)}
-    targets = [RunDir(run_path).preemption] if run_path is not None else []
+    exit status (75) still says it, where no launcher rewrites it. ``preempted=False``: a stop that was no
+    preemption, recorded only for the batch shell (``$XLT_PREEMPTION_RECORD``), so that it reads the
+    scheduler's answer rank 0 had instead of asking a second time."""
+    cause = _requested["cause"]
+    record = {"preempted": preempted, "reason": reason, "signal": preemption_requested(), "time": time.time(),
+              "signal_time": _requested["time"], "host": socket.gethostname(), "pid": os.getpid(),
+              "slurm": slurm_identity(), "run": str(run_path) if run_path is not None else None,
+              "exit_status": REQUEUE_EXIT if preempted else TERMINATED_EXIT, "cause": stop_reason(),
+              "asked_scheduler": cause is not None,
+              "requeued_by_scheduler": bool(cause and cause.requeued_by_scheduler)}
+    targets = [RunDir(run_path).preemption] if run_path is not None and preempted else []
     if os.environ.get(RECORD_ENV):
         targets.append(Path(os.environ[RECORD_ENV]))
     written = []
@@ -136,7 +140,7 @@ def clear_preemption(run_path: str | os.PathLike[str]) -> None:
     RunDir(run_path).preemption.unlink(missing_ok=True)
 
 
-_requested: dict[str, Any] = {"signal": None, "preemption": False, "cause": None}
+_requested: dict[str, Any] = {"signal": None, "preemption": False, "cause": None, "time": None, "decided": False}
 _active_callbacks: list[Any] = []
 
 
@@ -151,22 +155,51 @@ def notice_given(env: Any = None) -> bool:
     return bool(path) and os.path.exists(path)
 
 
+def _known_preemption() -> bool:
+    """A preemption without asking anyone: the scheduler's USR1, the notice, or a verdict already taken."""
+    if _requested["signal"] == "SIGUSR1" or _requested["preemption"]:
+        return True
+    if notice_given():  # the notice may become visible after the TERM (a shared file system): looked at again
+        _requested["preemption"] = True
+    return _requested["preemption"]
+
+
+def _ask_scheduler() -> None:
+    """A TERM without the notice: only the scheduler knows why. Asked once per job: by rank 0 only, after the
+    checkpoint, never inside a signal handler, bounded (:func:`xlt.cluster.scheduler.scheduler_timeout`); a
+    silent controller makes it a termination (the checkpoint is kept; resubmit to resume)."""
+    if _requested["cause"] is not None or _requested["decided"] or int(os.environ.get("RANK", "0") or 0) != 0:
+        return
+    if _requested["signal"] != "SIGTERM":
+        return
+    _requested["cause"] = stop_cause(signal_time=_requested["time"])
+    log.warning("SIGTERM: %s", _requested["cause"].describe())
+    if _requested["cause"].preemption:
+        _requested["preemption"] = True
+
+
 def is_preemption() -> bool:
     """Whether the stop requested is a preemption the scheduler sent (see the module docstring); False when
-    no stop was requested."""
-    signal_name = _requested["signal"]
-    if signal_name is None:
+    no stop was requested. Asks the scheduler (rank 0, once) for a TERM without the notice: call it after the
+    checkpoint, outside a signal handler."""
+    if _requested["signal"] is None:
         return False
-    if signal_name == "SIGUSR1" or _requested["preemption"]:
+    if _known_preemption():
         return True
-    if notice_given():  # the notice may become visible after the TERM (a shared file system): asked again
-        _requested["preemption"] = True
-    elif signal_name == "SIGTERM" and _requested["cause"] is None:
-        # A TERM without the notice: SLURM's own preemption or time limit, scancel, or a launcher. Only the
-        # scheduler knows: asked once (scheduler.stop_cause).
-        _requested["cause"] = stop_cause()
-        log.warning("SIGTERM: %s", _requested["cause"].describe())
-        _requested["preemption"] = _requested["cause"].preemption
+    _ask_scheduler()
+    return _requested["preemption"]
+
+
+def decide_stop(device: Any = None) -> bool:
+    """After the checkpoint, every rank together: rank 0 asks the scheduler (once, for a TERM without the
+    notice), and every rank takes the answer (``all_reduce`` MAX). True: a preemption."""
+    local = 2 if _known_preemption() else 1
+    if local == 1:
+        _ask_scheduler()
+        local = 2 if _requested["preemption"] else 1
+    level = agreed_level(local, device)
+    _requested["preemption"] = level == 2
+    _requested["decided"] = True
     return _requested["preemption"]
 
 
@@ -177,8 +210,10 @@ def stop_reason() -> str:
         return cause.describe()
     if _requested["signal"] == "SIGUSR1":
         return "the scheduler's USR1 (its warning before the time limit, or a preemption's user signal)"
-    if notice_given() or _requested["preemption"]:
-        return "the scheduler's USR1 reached the batch shell, which sent the TERM (slurm/common.sh)"
+    if notice_given():
+        return "the scheduler's USR1 (or a preemption's grace) reached the batch shell, which sent the TERM (slurm/common.sh)"
+    if _requested["preemption"]:
+        return "a preemption (rank 0 had the scheduler's answer)"
     return f"{_requested['signal'] or 'no signal'}: not from the scheduler"
 
 
@@ -188,18 +223,21 @@ def stop_error(why: str) -> Stopped:
 
 
 def _handler(signum: int, frame: Any) -> None:
+    # Never waits on anyone (the scheduler is asked after the checkpoint): records the request, and outside
+    # training stops at once.
     name = signal.Signals(signum).name
     if _requested["signal"] is None:
         _requested["cause"] = None  # asked anew for this stop
+        _requested["time"] = time.time()
+        _requested["decided"] = False
     if name == "SIGUSR1" or _requested["signal"] is None:  # USR1 decides: the scheduler's own signal
         _requested["signal"] = name
-    if name == "SIGUSR1" or notice_given():
-        _requested["preemption"] = True
-    kind = "preemption" if is_preemption() else "stop (not a preemption: no requeue)"
+    known = _known_preemption()
+    kind = "preemption" if known else "stop (whether a preemption: asked of the scheduler after the checkpoint)"
     if _active_callbacks:
         log.warning("%s received (%s): saving a checkpoint at the end of this step, then stopping", name, kind)
         return
-    raise stop_error(f"{name} received")
+    raise Preempted(f"{name} received") if known else Terminated(f"{name} received")
 
 
 def install_signal_handlers(signals: tuple[str, ...] = SIGNALS) -> None:
@@ -240,10 +278,11 @@ def agreed_level(level: int, device: Any = None) -> int:
 
 
 def _stop_level() -> int:
-    """This rank's stop request for the step-end reduction: 0 none, 1 a stop, 2 a preemption."""
+    """This rank's stop request for the step-end reduction: 0 none, 1 a stop, 2 a preemption (known without
+    asking: the scheduler is asked after the checkpoint, :func:`decide_stop`)."""
     if preemption_requested() is None:
         return 0
-    return 2 if is_preemption() else 1
+    return 2 if _known_preemption() else 1
 
 
 def checkpoint_callback() -> Any:
@@ -281,6 +320,7 @@ def checkpoint_callback() -> Any:
             if preemption_requested():
                 if self in _active_callbacks:
                     _active_callbacks.remove(self)
+                decide_stop(args.device)  # the checkpoint is saved: now the scheduler may be asked (rank 0)
                 raise stop_error(f"{preemption_requested()} received; checkpoint saved at step {state.global_step}")
             return control
 
