@@ -107,18 +107,18 @@ def test_a_run_finished_before_the_record_is_not_stale_on_another_node(tmp_path,
     node(monkeypatch, None)
     spec = STAGES["translate"]
     assert stale_reason(run, spec, context(cfg_of(model), run, spec), cfg_of(model)) is None
-    assert resolution.pin(cfg_of(model), run) == {"engine": "hf", "dtype": "bfloat16"}  # adopted, not re-resolved
+    assert resolution.pin(cfg_of(model).translate, run) == {"engine": "hf", "dtype": "bfloat16"}  # adopted, not re-resolved
     assert json.loads((run.data / resolution.RECORD).read_text())["how"].startswith("adopted")
 
 
 def test_other_settings_are_resolved_again(tmp_path, monkeypatch, model):
     run = make_run(tmp_path / "run")
     node(monkeypatch, "NVIDIA A100", bf16=True)
-    assert resolution.pin(cfg_of(model), run)["dtype"] == "bfloat16"
+    assert resolution.pin(cfg_of(model).translate, run)["dtype"] == "bfloat16"
     node(monkeypatch, None)
-    assert resolution.pin(cfg_of(model), run)["dtype"] == "bfloat16"  # kept
-    assert resolution.pin(cfg_of(model, precision="fp32"), run)["dtype"] == "float32"  # another translator
-    assert resolution.resolve(cfg_of(model), run)["dtype"] == "float32"  # this machine's, until it runs here
+    assert resolution.pin(cfg_of(model).translate, run)["dtype"] == "bfloat16"  # kept
+    assert resolution.pin(cfg_of(model, precision="fp32").translate, run)["dtype"] == "float32"  # another translator
+    assert resolution.resolve(cfg_of(model).translate, run)["dtype"] == "float32"  # this machine's, until it runs here
 
 
 def test_a_second_host_finds_the_first_record(tmp_path, monkeypatch, model):
@@ -128,17 +128,17 @@ def test_a_second_host_finds_the_first_record(tmp_path, monkeypatch, model):
     real_read = resolution.read
     calls = []
 
-    def read_late(r, cfg):  # the other host records between this one's check and its own write
+    def read_late(r, translate):  # the other host records between this one's check and its own write
         calls.append(1)
         if len(calls) == 1:
-            other = {"settings": resolution.settings(cfg), "resolved": {"engine": "hf", "dtype": "bfloat16"},
+            other = {"settings": resolution.settings(translate), "resolved": {"engine": "hf", "dtype": "bfloat16"},
                      "host": "gpu-a100-03"}
             (r.data / resolution.RECORD).write_text(json.dumps(other))
             return None
-        return real_read(r, cfg)
+        return real_read(r, translate)
 
     monkeypatch.setattr(resolution, "read", read_late)
-    assert resolution.pin(cfg_of(model), run) == {"engine": "hf", "dtype": "bfloat16"}
+    assert resolution.pin(cfg_of(model).translate, run) == {"engine": "hf", "dtype": "bfloat16"}
     assert json.loads((run.data / resolution.RECORD).read_text())["host"] == "gpu-a100-03"
 
 
@@ -176,7 +176,7 @@ def test_translate_test_reads_the_record(tmp_path, monkeypatch, model):
 
     run = make_run(tmp_path / "run")
     node(monkeypatch, "NVIDIA H100", bf16=True)
-    resolution.pin(cfg_of(model), run)
+    resolution.pin(cfg_of(model).translate, run)
     node(monkeypatch, None)
     assert translator_inputs(cfg_of(model), run)["resolved"] == {"engine": "hf", "dtype": "bfloat16"}
     assert translator_inputs(cfg_of(model))["resolved"] == {"engine": "hf", "dtype": "float32"}  # no run: this machine
@@ -185,5 +185,5 @@ def test_translate_test_reads_the_record(tmp_path, monkeypatch, model):
 def test_engines_that_resolve_nothing_are_not_pinned(tmp_path):
     """echo and plug-in engines: their code's identity enters the hashes and must follow an upgrade."""
     run = make_run(tmp_path / "run")
-    assert resolution.pin(make_cfg(), run) == {"kind": "echo"}
+    assert resolution.pin(make_cfg().translate, run) == {"kind": "echo"}
     assert not (run.data / resolution.RECORD).exists()

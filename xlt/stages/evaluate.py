@@ -184,7 +184,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     # same translated items as the trained one (the run's translation cache), never untranslated ones.
     translate_test = None
     if any(j.translated for j in mine):
-        translate_test = TranslateTestRunner(cfg.translate, run, resolved=resolution.resolve(cfg, run))
+        translate_test = TranslateTestRunner(cfg.translate, run, resolved=resolution.resolve(cfg.translate, run))
     current = score_jobs(cfg, run, ctx, jobs, mine, lambda: build_scorer(cfg, run), translate_test)
     missing_before: list[EvalJob] = []
     if before.wanted(cfg.eval):  # the untrained model too, into eval_before/ (xlt/scoring/before.py)
@@ -324,7 +324,7 @@ def guard(cfg: Any, run: RunDir) -> None:
     if declaration.scores_run_model(cfg.eval):
         check_model(run)
     if uses_translate_test(cfg):
-        resolution.pin(cfg, run)
+        resolution.pin(cfg.translate, run)
 
 
 STAGE = StageSpec("evaluate", run_stage, upstream=upstream, files=files, outputs=(EVAL_DIR,), shard_section="eval",

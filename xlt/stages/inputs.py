@@ -54,7 +54,7 @@ def translator_inputs(cfg: Any, run: RunDir | None = None) -> dict[str, Any]:
     requeues and readers (:mod:`xlt.translation.resolution`; this machine's resolution until it is recorded)."""
     t = cfg.translate
     hf = engines.reads_checkpoint(t)
-    resolved = resolution.resolve(cfg, run)
+    resolved = resolution.resolve(cfg.translate, run)
     return {"settings": translator_values(cfg),
             "model": resource_fingerprint(t.model_name_or_path, t.revision) if hf else None,
             "resolved": resolved}

@@ -225,7 +225,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
     todo = [u for u in shard_units(units, tcfg.shard_index, tcfg.num_shards) if not is_unit_done(run, u, merged)]
     translator: Translator | None = None
     if todo:
-        resolved = resolution.resolve(cfg, run)  # as recorded by the guard (pin): the same on every node
+        resolved = resolution.resolve(cfg.translate, run)  # as recorded by the guard (pin): the same on every node
         resolution.check_machine(tcfg, resolved, run)
         translator = build_translator(resolution.pinned_config(tcfg, resolved))
         if hasattr(translator, "check_languages"):
@@ -273,7 +273,7 @@ def guard(cfg: Any, run: RunDir) -> None:
     :func:`xlt.translation.resolution.pin`), so every shard, requeue and reader hashes the same."""
     t = cfg.translate
     if not t.import_dir and t.languages:
-        resolution.pin(cfg, run)
+        resolution.pin(cfg.translate, run)
 
 
 STAGE = StageSpec("translate", run_stage, upstream=lambda cfg: ("build_data",), files=files,

@@ -106,9 +106,10 @@ class TranslationCache:
         if not keys:
             return {}
         found: dict[str, str] = {}
-        incoming = self._scan(self.root / INCOMING, set(keys), found, keep_all=None)
+        wanted = set(keys)
+        incoming = self._scan(self.root / INCOMING, wanted, found, keep_all=None)
         for b in sorted({bucket(k) for k in keys}):
-            self._scan(self.root / b, set(keys), found, keep_all=self.merge_at)
+            self._scan(self.root / b, wanted, found, keep_all=self.merge_at)
         if incoming is not None:
             self._compact_incoming(*incoming)
         return {keys[k]: t for k, t in found.items()}

@@ -35,13 +35,15 @@ import logging
 import os
 import socket
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
+from omegaconf import OmegaConf
 
 from xlt.config.keys import translator_values
-from xlt.errors import ConfigError
+from xlt.errors import ConfigError, XltError
 from xlt.run.files import atomic_write_json, create_temp_file, json_text
 from xlt.run.layout import INPUTS_FILE, RunDir
 from xlt.run.state import Damaged, read_state
@@ -56,26 +58,25 @@ SCHEMA = {"settings": dict, "resolved": dict, "host": str}
 PRECISION_OF = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
 
 
-def settings(cfg: Any) -> dict[str, Any]:
-    """The requested translator: the ``translator`` keys of the config (as JSON would give them back)."""
-    return json.loads(json_text(translator_values(cfg), indent=None))
+def settings(translate: Any) -> dict[str, Any]:
+    """The requested translator: the ``translator`` keys of ``translate`` section (as JSON gives them back)."""
+    section = OmegaConf.to_container(translate, resolve=True) if OmegaConf.is_config(translate) else asdict(translate)
+    return json.loads(json_text(translator_values({"translate": section}), indent=None))
 
 
-def local(cfg: Any) -> dict[str, Any]:
+def local(translate: Any) -> dict[str, Any]:
     """The translator resolved on this machine (an error as ``{"unresolved": message}``)."""
-    from xlt.errors import XltError
-
     try:
-        return engines.resolved_settings(cfg.translate)
+        return engines.resolved_settings(translate)
     except XltError as err:  # e.g. translate.device=cuda where no GPU is visible: the translator says so
         return {"unresolved": str(err).splitlines()[0]}
 
 
-def pinned_kind(cfg: Any) -> bool:
+def pinned_kind(translate: Any) -> bool:
     """Whether the translator has settings resolved on the machine (``translate.kind=hf``: engine, dtype,
     compute type). Another kind (echo, a plug-in engine) is not pinned: what enters its hashes is its code's
     identity, which must follow an upgrade."""
-    return str(cfg.translate.kind) == "hf"
+    return str(translate.kind) == "hf"
 
 
 def _complete(resolved: dict[str, Any]) -> bool:
@@ -83,20 +84,20 @@ def _complete(resolved: dict[str, Any]) -> bool:
     return "unresolved" not in resolved and resolved.get("compute_type") != "auto"
 
 
-def read(run: RunDir, cfg: Any) -> dict[str, Any] | None:
-    """The run's record if it was resolved from ``cfg``'s translator settings (None: none, or another's)."""
+def read(run: RunDir, translate: Any) -> dict[str, Any] | None:
+    """The run's record if it was resolved from ``translate``'s translator settings (None: none, or another's)."""
     try:
         rec = read_state(run.data / RECORD, SCHEMA)
     except Damaged as err:
         log.warning("translate: %s; the translator is resolved again", err)
         return None
-    return rec if rec is not None and rec["settings"] == settings(cfg) else None
+    return rec if rec is not None and rec["settings"] == settings(translate) else None
 
 
-def _adopted(run: RunDir, cfg: Any) -> dict[str, Any] | None:
+def _adopted(run: RunDir, translate: Any) -> dict[str, Any] | None:
     """The resolution a run finished or started before the record existed left in its translate or evaluate
     done-marker or its translation folder, when made from the same settings."""
-    want = settings(cfg)
+    want = settings(translate)
     found: list[Any] = []
     with contextlib.suppress(Damaged, KeyError, TypeError, AttributeError):
         found.append(run.done_info("translate")["provenance"]["detail"]["files"]["translator"])
@@ -111,18 +112,18 @@ def _adopted(run: RunDir, cfg: Any) -> dict[str, Any] | None:
     return None
 
 
-def shared_record(cfg: Any, run: RunDir) -> Path | None:
+def shared_record(translate: Any, run: RunDir) -> Path | None:
     """With ``translate.cache_dir`` (a cache shared between runs): the cache's record of these settings'
     resolution, ``<cache>/translators/<settings digest>.json``, so that every run sharing the cache resolves
     them as the first one did (the same cache keys on every node); None without a shared cache."""
-    if not cfg.translate.cache_dir:
+    if not translate.cache_dir:
         return None
-    name = hashlib.sha256(json_text(settings(cfg), indent=None).encode("utf-8")).hexdigest()[:24]
-    return run.translation_cache(cfg.translate.cache_dir) / "translators" / f"{name}.json"
+    name = hashlib.sha256(json_text(settings(translate), indent=None).encode("utf-8")).hexdigest()[:24]
+    return run.translation_cache(translate.cache_dir) / "translators" / f"{name}.json"
 
 
-def _read_shared(cfg: Any, run: RunDir) -> dict[str, Any] | None:
-    path = shared_record(cfg, run)
+def _read_shared(translate: Any, run: RunDir) -> dict[str, Any] | None:
+    path = shared_record(translate, run)
     if path is None:
         return None
     try:
@@ -130,21 +131,21 @@ def _read_shared(cfg: Any, run: RunDir) -> dict[str, Any] | None:
     except Damaged as err:
         log.warning("translate: %s; not used", err)
         return None
-    return rec["resolved"] if rec is not None and rec["settings"] == settings(cfg) else None
+    return rec["resolved"] if rec is not None and rec["settings"] == settings(translate) else None
 
 
-def resolve(cfg: Any, run: RunDir | None) -> dict[str, Any]:
+def resolve(translate: Any, run: RunDir | None) -> dict[str, Any]:
     """What the run's translator resolves to, for its hashes: the run's record (or a finished run's evidence, or
     the shared cache's record), else this machine's resolution (nothing is written: a reader such as ``xlt
     status`` never pins)."""
-    if run is not None and pinned_kind(cfg):
-        rec = read(run, cfg)
+    if run is not None and pinned_kind(translate):
+        rec = read(run, translate)
         if rec is not None:
             return rec["resolved"]
-        found = _adopted(run, cfg) or _read_shared(cfg, run)
+        found = _adopted(run, translate) or _read_shared(translate, run)
         if found is not None:
             return found
-    return local(cfg)
+    return local(translate)
 
 
 def _create_once(path: Path, record: dict[str, Any]) -> bool:
@@ -166,30 +167,30 @@ def _create_once(path: Path, record: dict[str, Any]) -> bool:
             os.unlink(tmp)
 
 
-def pin(cfg: Any, run: RunDir) -> dict[str, Any]:
+def pin(translate: Any, run: RunDir) -> dict[str, Any]:
     """Resolve the run's translator once and record it (see the module docstring); return what it resolves to."""
-    if not pinned_kind(cfg):
-        return local(cfg)
+    if not pinned_kind(translate):
+        return local(translate)
     path = run.data / RECORD
     path.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(path.parent / LOCK)):
         existed = path.exists()  # a record of other settings (or a damaged one) is replaced; else created once
-        rec = read(run, cfg)
+        rec = read(run, translate)
         if rec is not None:
             return rec["resolved"]
         host = socket.gethostname()
-        resolved, how = _adopted(run, cfg), "adopted from the run's earlier record of its inputs"
+        resolved, how = _adopted(run, translate), "adopted from the run's earlier record of its inputs"
         if resolved is None:
-            resolved, how = _pin_shared(cfg, run, host)
+            resolved, how = _pin_shared(translate, run, host)
         if not _complete(resolved):
             return resolved  # the translator says why when it is built; nothing recorded
-        record = {"settings": settings(cfg), "resolved": resolved, "host": host, "pid": os.getpid(),
+        record = {"settings": settings(translate), "resolved": resolved, "host": host, "pid": os.getpid(),
                   "time": time.time(), "how": how}
         if existed:  # settings changed (or a damaged record): another translator, resolved again
             log.info("translate: the translator settings changed; resolved again (%s): %s", how, resolved)
             atomic_write_json(path, record)
         elif not _create_once(path, record):  # another host's shard recorded first (no reliance on the lock)
-            rec = read(run, cfg)
+            rec = read(run, translate)
             if rec is None:
                 raise ConfigError(f"{path}: recorded by another process for other translator settings; the "
                                   "shards of one run must share their translate settings")
@@ -198,19 +199,19 @@ def pin(cfg: Any, run: RunDir) -> dict[str, Any]:
     return resolved
 
 
-def _pin_shared(cfg: Any, run: RunDir, host: str) -> tuple[dict[str, Any], str]:
+def _pin_shared(translate: Any, run: RunDir, host: str) -> tuple[dict[str, Any], str]:
     """This machine's resolution, or with a shared cache the one its record holds (created here when absent)."""
-    shared = shared_record(cfg, run)
-    found = _read_shared(cfg, run)
+    shared = shared_record(translate, run)
+    found = _read_shared(translate, run)
     if found is not None:
         return found, f"adopted from the shared cache's record {shared}"
-    resolved = local(cfg)
+    resolved = local(translate)
     if shared is None or not _complete(resolved):
         return resolved, f"resolved on {host}"
-    if _create_once(shared, {"settings": settings(cfg), "resolved": resolved, "host": host, "pid": os.getpid(),
+    if _create_once(shared, {"settings": settings(translate), "resolved": resolved, "host": host, "pid": os.getpid(),
                              "time": time.time(), "how": f"resolved on {host}"}):
         return resolved, f"resolved on {host}"
-    found = _read_shared(cfg, run)  # another run recorded first
+    found = _read_shared(translate, run)  # another run recorded first
     return (found, f"adopted from the shared cache's record {shared}") if found else (resolved, f"resolved on {host}")
 
 
