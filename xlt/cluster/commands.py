@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 
+from xlt.cluster.requeue import main as after_stop
 from xlt.cluster.scheduler import stop_cause
 from xlt.cluster.sweeps import read_sweep, recipe_of, run_dir, sweep_line
 from xlt.errors import ConfigError
@@ -39,8 +40,6 @@ def main(argv: list[str] | None = None) -> int:
         elif argv == ["stop-cause"]:
             print(stop_cause_line())
         elif len(argv) == 7 and argv[0] == "after-stop":
-            from xlt.cluster.requeue import main as after_stop
-
             return after_stop(argv[1:])
         else:
             print(USAGE, file=sys.stderr)

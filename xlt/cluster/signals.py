@@ -214,6 +214,8 @@ def stop_reason() -> str:
         return "the scheduler's USR1 (or a preemption's grace) reached the batch shell, which sent the TERM (slurm/common.sh)"
     if _requested["preemption"]:
         return "a preemption (rank 0 had the scheduler's answer)"
+    if not os.environ.get("SLURM_JOB_ID"):  # no scheduler to ask: said without a question
+        return stop_cause().describe()
     return f"{_requested['signal'] or 'no signal'}: not from the scheduler"
 
 
