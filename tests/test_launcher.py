@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from tests.cli import ENV, REPO, xlt
+from tests.fixtures.scontrol import controller_stub
 from tests.training.conftest import make_cfg, write_train_set
 from xlt import cluster
 from xlt.run.layout import RunDir
@@ -146,10 +147,7 @@ def test_requeued_array_element_resumes_without_redoing_work(tmp_path):
     sweep = tmp_path / "sweep.txt"
     sweep.write_text(f"+recipe=demo_tiny run_root={runs} training.max_steps=200 training.eval_steps=20 "
                      "training.save_steps=20 stages=[build_data,train]\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "scontrol").write_text(f'#!/bin/bash\necho "$@" >> {tmp_path / "scontrol.log"}\n')
-    (bin_dir / "scontrol").chmod(0o755)
+    bin_dir = controller_stub(tmp_path / "bin", tmp_path / "scontrol.log")
     env = {**ENV, "PATH": f"{bin_dir}:{ENV['PATH']}", "XLT_HOME": str(REPO), "XLT_PYTHON": sys.executable,
            "SLURM_ARRAY_TASK_ID": "1", "SLURM_JOB_ID": "555", "XLT_GRACE": "60"}
     cmd = ["bash", str(REPO / "slurm" / "train_array.sbatch"), str(sweep)]

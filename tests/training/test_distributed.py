@@ -30,6 +30,7 @@ import torch
 from safetensors.torch import load_file
 
 from tests.cli import free_port
+from tests.fixtures.scontrol import controller_stub
 from tests.training.conftest import write_train_set
 from xlt.run.layout import RunDir, run_name
 
@@ -309,11 +310,7 @@ ARGS = ["+recipe=demo_tiny", *PIPELINE, *TWO_RANKS]
 
 def _scontrol(tmp_path: Path) -> Path:
     """A stub ``scontrol`` on PATH that logs its arguments (``requeue <job>``)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir(exist_ok=True)
-    (bin_dir / "scontrol").write_text(f'#!/bin/bash\necho "$@" >> {tmp_path / "scontrol.log"}\n')
-    (bin_dir / "scontrol").chmod(0o755)
-    return bin_dir
+    return controller_stub(tmp_path / "bin", tmp_path / "scontrol.log")
 
 
 def _start_paused(tmp_path: Path, cmd: list[str], env: dict[str, str], pause_ranks: str = "0,1"):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.scontrol import controller_stub
 from tests.training.conftest import write_train_set
 from tests.training.test_distributed import ENV, ROOT, _accelerate, _torchrun
 from xlt.run.layout import RunDir, run_name
@@ -106,10 +107,7 @@ def _launch(base: Path, train_set: Path, kind: str, place: str, launcher: str, j
     run = RunDir(case / run_name(args))
     run.path.mkdir(parents=True)
     shutil.copytree(train_set, run.train_set)
-    bin_dir = case / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "scontrol").write_text(f'#!/bin/bash\necho "$@" >> {case / "scontrol.log"}\n')
-    (bin_dir / "scontrol").chmod(0o755)
+    bin_dir = controller_stub(case / "bin", case / "scontrol.log")
     env = {
         **ENV,
         "PYTHONPATH": f"{hook}{os.pathsep}{ROOT}",
