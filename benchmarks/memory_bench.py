@@ -74,7 +74,8 @@ def run(args: list[str]) -> tuple[float, float]:
 
 # The child of a --measures variant: argv = variant (none | before | after), the old module's path, the
 # measures' cache folder, then the job (evaluate: xlt.train's arguments; alone: mmlu <n> | huge <mb>).
-CHILD = r"""
+# The variant set-up every child shares (tokenizer_memory_bench.py too).
+CHILD_HEAD = r"""
 import json, resource, sys, time, importlib.util
 from pathlib import Path
 variant, old_path, cache, job, *rest = sys.argv[1:]
@@ -92,6 +93,8 @@ if job == "evaluate":
     make_main(None)()
     sys.exit(0)
 sys.path.insert(0, str(Path.cwd() / "benchmarks"))
+"""
+CHILD = CHILD_HEAD + r"""
 from memory_bench import mmlu_items, prose
 from transformers import AutoTokenizer
 from xlt.modeling.packaged import checkpoint_dir

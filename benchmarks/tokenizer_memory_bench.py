@@ -33,28 +33,11 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from memory_bench import ASSETS, ENV, REPO, prose, run_capped  # noqa: E402
+from memory_bench import ASSETS, CHILD_HEAD, ENV, REPO, prose, run_capped  # noqa: E402
 
 # The child of a variant: argv = variant (none | before | after), the old module's path, the measures'
 # cache folder, then the job (evaluate: xlt.train's arguments; alone: <mb> <tokenizer>).
-CHILD = r"""
-import json, resource, sys, time, importlib.util
-from pathlib import Path
-variant, old_path, cache, job, *rest = sys.argv[1:]
-import xlt.stages.evaluate as ev
-from xlt.scoring import tokenizer_measures as tm
-if variant == "before":
-    spec = importlib.util.spec_from_file_location("tokenizer_measures_before", old_path)
-    tm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tm)
-tm._cache_root = lambda: Path(cache)
-ev.benchmark_measures = (lambda *a, **k: None) if variant == "none" else tm.benchmark_measures
-if job == "evaluate":
-    from xlt.cli import make_main
-    sys.argv = ["xlt.train", *rest]
-    make_main(None)()
-    sys.exit(0)
-sys.path.insert(0, str(Path.cwd() / "benchmarks"))
+CHILD = CHILD_HEAD + r"""
 from tokenizer_memory_bench import load_tokenizer
 from memory_bench import prose
 tok = load_tokenizer(rest[1])
