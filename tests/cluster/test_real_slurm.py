@@ -206,16 +206,18 @@ def case_time_limit(m: Matrix) -> dict[str, Any]:
     gets its limit back and resumes."""
     args = ["+recipe=demo_tiny", "seed=3", *LONG]
     limited = [*args, f"run_root={m.work / 'runs_limit'}"]
+    # The run directories first: composing waits for the other cases' compositions (one at a time), and a job
+    # submitted before that wait could finish its training before this case looks.
+    run, plain_run = m.run_dir(*limited), m.run_dir(*args, f"run_root={m.work / 'runs_plain'}")
     job = m.sbatch("--time=00:10:00", "--signal=B:USR1@110", str(REPO / "slurm" / "stage.sbatch"), "train", *limited)
     plain = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, f"run_root={m.work / 'runs_plain'}")
-    run = m.run_dir(*limited)
     m.wait_training(run, job)
     elapsed = _seconds(m.cluster.job(job)["RunTime"])
     minutes = math.ceil((elapsed + 70) / 60)  # the limit 70-130 s away: within the 110 s warning at the next check
     m.cluster.run("scontrol", "update", f"JobId={job}", f"TimeLimit={minutes}")
     m.wait(job, until=lambda recs: int(recs[0]["Restarts"]) >= 1)
     m.cluster.run("scontrol", "update", f"JobId={job}", "TimeLimit=00:10:00")
-    return {"run": run, "plain": m.run_dir(*args, f"run_root={m.work / 'runs_plain'}"), "job": job,
+    return {"run": run, "plain": plain_run, "job": job,
             "records": m.wait(job), "plain_records": m.wait(plain), "limit_minutes": minutes}
 
 
@@ -256,8 +258,8 @@ PREEMPTIONS = {"mode_requeue": ("a", "low", "n3"), "mode_cancel": ("a", "lowcanc
 
 def case_cancel(m: Matrix) -> dict[str, Any]:
     args = ["+recipe=demo_tiny", "seed=5", *LONG, f"run_root={m.work / 'runs_cancel'}"]
+    run = m.run_dir(*args)  # before the job: composing may wait for the other cases
     job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
-    run = m.run_dir(*args)
     m.wait_training(run, job)
     m.cluster.run("scancel", job)
     recs = m.wait(job)
@@ -275,8 +277,8 @@ def case_cap(m: Matrix) -> dict[str, Any]:
     """The requeue cap against the scheduler's own restart count: the scheduler's USR1 twice (``scancel
     --batch --signal=USR1``), XLT_MAX_REQUEUES=1: requeued once, then not."""
     args = ["+recipe=demo_tiny", "seed=6", *LONG, f"run_root={m.work / 'runs_cap'}"]
+    run = m.run_dir(*args)  # before the job: composing may wait for the other cases
     job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, XLT_MAX_REQUEUES="1")
-    run = m.run_dir(*args)
     m.wait_training(run, job)
     m.cluster.run("scancel", "--batch", "--signal=USR1", job)
     m.wait(job, until=lambda r: int(r[0]["Restarts"]) >= 1)
@@ -310,6 +312,7 @@ def case_hydra_timeout(m: Matrix) -> dict[str, Any]:
     checkpoint."""
     root = m.work / "runs_hydra_timeout"
     args = ["+recipe=demo_tiny", "seed=34", *LONG[:-1], "training.eval_steps=100", f"run_root={root}"]
+    run = m.run_dir(*args)  # before the job: composing may wait for the other cases
     cmd = [sys.executable, "-m", "xlt.train", "-m", *args, "hydra/launcher=slurm", "hydra.launcher.partition=main",
            "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=4", "hydra.launcher.timeout_min=10",
            "hydra.launcher.signal_delay_s=110", "hydra.launcher.name=xlt-timeout"]
@@ -322,7 +325,6 @@ def case_hydra_timeout(m: Matrix) -> dict[str, Any]:
             job = m.cluster.run("squeue", "-h", "-n", "xlt-timeout", "-o", "%i", check=False).stdout.strip()
             time.sleep(1)
         assert job, f"no job of the multirun in the queue: {proc.communicate()}"
-        run = m.run_dir(*args)
         m.wait_training(run, job, min_step=110)  # past the first regular checkpoint (step 100)
         minutes = math.ceil((_seconds(m.cluster.job(job)["RunTime"]) + 70) / 60)
         m.cluster.run("scontrol", "update", f"JobId={job}", f"TimeLimit={minutes}")
@@ -359,9 +361,9 @@ def case_multi_stop(m: Matrix, name: str) -> dict[str, Any]:
     args = ["+recipe=demo_tiny", "seed=14", *LONG, f"run_root={root}"]
     part = ["-p", "lowmulti"] if name == "multi_preempt" else []
     # XLT_GRACE (and torch-elastic's shutdown timeout): room for two ranks to save and exit on a loaded machine
+    run = m.run_dir(*args)  # before the job: composing may wait for the other cases
     job = m.sbatch(*part, *MULTI, str(REPO / "slurm" / "train_multinode.sbatch"), *args,
                    XLT_PYTHON=_affinity_python(m, name), XLT_GRACE="150")
-    run = m.run_dir(*args)
     m.wait_training(run, job, min_step=3)
     high = ""
     if name == "multi_warning":
@@ -396,8 +398,8 @@ def case_cancel_in_grace(m: Matrix) -> dict[str, Any]:
     """scancel while xlt checkpoints after the scheduler's warning: never undone by xlt's requeue."""
     args = ["+recipe=demo_tiny", "seed=8", *LONG[:-2], "training.max_steps=100000", "training.eval_steps=100000",
             f"run_root={m.work / 'runs_cancel_grace'}"]
+    run = m.run_dir(*args)  # before the job: composing may wait for the other cases
     job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
-    run = m.run_dir(*args)
     m.wait_training(run, job)
     m.cluster.run("scancel", "--batch", "--signal=USR1", job)
     time.sleep(0.5)
