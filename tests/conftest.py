@@ -3,9 +3,11 @@ process (each xdist worker) with a cache of its own; tests that share a module's
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,38 @@ def _registrations_stay_in_their_test():
         reg._origin.update(origin)
     registry._included.clear()
     registry._included.update(included)
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its reaped children (the subprocesses a test starts and waits for)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+# XLT_TEST_CPU_LOG=FILE: one JSON line per test phase (setup, call, teardown) with its wall and CPU seconds, appended
+# by every xdist worker (.ci/run prints where the slow tier's CPU goes from it: a wall time on a loaded machine
+# says little, the CPU a set-up spends says what sharing it saves).
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield from _timed(item, "setup")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield from _timed(item, "call")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    yield from _timed(item, "teardown")
+
+
+def _timed(item, phase: str):
+    log = os.environ.get("XLT_TEST_CPU_LOG")
+    wall, cpu = time.monotonic(), _cpu_s()
+    yield
+    if log:
+        line = {"test": item.nodeid, "phase": phase, "wall_s": round(time.monotonic() - wall, 2),
+                "cpu_s": round(_cpu_s() - cpu, 2), "worker": os.environ.get("PYTEST_XDIST_WORKER", "main")}
+        with open(log, "a") as fh:
+            fh.write(json.dumps(line) + "\n")

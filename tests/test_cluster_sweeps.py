@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xlt.cluster import main, read_sweep
+from xlt.cluster.commands import main
+from xlt.cluster.sweeps import read_sweep
 from xlt.errors import ConfigError
 
 

@@ -190,7 +190,7 @@ def _check_prefetch(args: list[str]) -> None:
     """prefetch's own parser and runs; a sweep file must read (tests/test_prefetch.py composes the
     paper sweep's runs) and name recipes that exist."""
     from xlt import prefetch
-    from xlt.cluster import read_sweep
+    from xlt.cluster.sweeps import read_sweep
     from xlt.config import CONF_DIR
 
     ns = prefetch.parse_args(args)

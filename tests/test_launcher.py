@@ -18,7 +18,7 @@ import yaml
 from tests.cli import ENV, REPO, xlt
 from tests.fixtures.scontrol import controller_stub
 from tests.training.conftest import make_cfg, write_train_set
-from xlt import cluster
+from xlt.cluster import signals
 from xlt.run.layout import RunDir
 
 
@@ -60,19 +60,19 @@ def test_slurm_multirun_submits_one_job_array(tmp_path):
 
 
 def test_signal_without_active_training_raises_preempted():
-    old = {s: signal.getsignal(getattr(signal, s)) for s in cluster.SIGNALS}
+    old = {s: signal.getsignal(getattr(signal, s)) for s in signals.SIGNALS}
     try:
-        cluster.install_signal_handlers()
-        with pytest.raises(cluster.Preempted):
+        signals.install_signal_handlers()
+        with pytest.raises(signals.Preempted):
             os.kill(os.getpid(), signal.SIGUSR1)
             time.sleep(1)
-        assert cluster.preemption_requested() == "SIGUSR1"
+        assert signals.preemption_requested() == "SIGUSR1"
         # the entry points exit REQUEUE_EXIT (75) on it, 130 on other interrupts: "rerun to resume"
-        assert isinstance(cluster.Preempted(), KeyboardInterrupt)
+        assert isinstance(signals.Preempted(), KeyboardInterrupt)
     finally:
         for s, h in old.items():
             signal.signal(getattr(signal, s), h)
-        cluster._requested["signal"] = None
+        signals._requested["signal"] = None
 
 
 @pytest.mark.slow
@@ -93,13 +93,13 @@ def test_signal_during_training_checkpoints_then_resume_finishes(tmp_path):
     write_train_set(run, 200, 32)
     old = signal.getsignal(signal.SIGUSR1)
     try:
-        cluster.install_signal_handlers(("SIGUSR1",))
-        with pytest.raises(cluster.Preempted, match="checkpoint saved at step 7"):
-            call_stage("train", make_cfg(**settings), run, extra_callbacks=[SignalAtStep(), cluster.checkpoint_callback()])
+        signals.install_signal_handlers(("SIGUSR1",))
+        with pytest.raises(signals.Preempted, match="checkpoint saved at step 7"):
+            call_stage("train", make_cfg(**settings), run, extra_callbacks=[SignalAtStep(), signals.checkpoint_callback()])
     finally:
         signal.signal(signal.SIGUSR1, old)
-        cluster._requested["signal"] = None
-        cluster._active_callbacks.clear()
+        signals._requested["signal"] = None
+        signals._active_callbacks.clear()
     assert (run.checkpoints / "checkpoint-7" / "trainer_state.json").exists()
     assert not run.model.exists()
     summary = call_stage("train", make_cfg(**settings), run)

@@ -13,7 +13,7 @@ from datasets import Dataset
 from tests.fixtures.benchmarks import belebele_rows
 from xlt import languages as langtab
 from xlt import prefetch
-from xlt.cluster import read_sweep, sweep_line
+from xlt.cluster.sweeps import read_sweep, sweep_line
 from xlt.errors import ConfigError
 from xlt.resources import Resource, compose, merge, resources_for
 from xlt.training.data import translate_train_all

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli import ENV, REPO, xlt
-from xlt import cluster
+from xlt.cluster import scheduler, signals
 from xlt.errors import ConfigError
 
 SLURM = REPO / "slurm"
@@ -28,11 +28,11 @@ SLURM = REPO / "slurm"
 @pytest.fixture
 def handlers(monkeypatch):
     """xlt's handlers installed; the process's handlers and stop request restored after."""
-    old = {s: signal.getsignal(getattr(signal, s)) for s in cluster.SIGNALS}
-    monkeypatch.setitem(cluster._requested, "signal", None)
-    monkeypatch.setitem(cluster._requested, "preemption", False)
-    monkeypatch.setitem(cluster._requested, "cause", None)
-    cluster.install_signal_handlers()
+    old = {s: signal.getsignal(getattr(signal, s)) for s in signals.SIGNALS}
+    monkeypatch.setitem(signals._requested, "signal", None)
+    monkeypatch.setitem(signals._requested, "preemption", False)
+    monkeypatch.setitem(signals._requested, "cause", None)
+    signals.install_signal_handlers()
     yield
     for s, h in old.items():
         signal.signal(getattr(signal, s), h)
@@ -45,40 +45,40 @@ def _signal(sig: signal.Signals) -> None:
 
 def test_a_term_without_the_notice_is_a_termination(handlers, monkeypatch, tmp_path):
     """A launcher TERMing its workers because another one failed: not the scheduler's preemption."""
-    monkeypatch.setenv(cluster.NOTICE_ENV, str(tmp_path / "notice"))  # slurm/common.sh's, not written
-    with pytest.raises(cluster.Terminated, match="SIGTERM received"):
+    monkeypatch.setenv(signals.NOTICE_ENV, str(tmp_path / "notice"))  # slurm/common.sh's, not written
+    with pytest.raises(signals.Terminated, match="SIGTERM received"):
         _signal(signal.SIGTERM)
-    assert not cluster.is_preemption() and cluster.preemption_requested() == "SIGTERM"
+    assert not signals.is_preemption() and signals.preemption_requested() == "SIGTERM"
 
 
 def test_a_term_after_the_notice_is_a_preemption(handlers, monkeypatch, tmp_path):
     (tmp_path / "notice").write_text("USR1\n")
-    monkeypatch.setenv(cluster.NOTICE_ENV, str(tmp_path / "notice"))
-    with pytest.raises(cluster.Preempted, match="SIGTERM received"):
+    monkeypatch.setenv(signals.NOTICE_ENV, str(tmp_path / "notice"))
+    with pytest.raises(signals.Preempted, match="SIGTERM received"):
         _signal(signal.SIGTERM)
-    assert cluster.is_preemption()
+    assert signals.is_preemption()
 
 
 def test_usr1_is_always_a_preemption_and_wins_over_an_earlier_term(handlers, monkeypatch):
-    monkeypatch.delenv(cluster.NOTICE_ENV, raising=False)
-    with pytest.raises(cluster.Preempted, match="SIGUSR1 received"):
+    monkeypatch.delenv(signals.NOTICE_ENV, raising=False)
+    with pytest.raises(signals.Preempted, match="SIGUSR1 received"):
         _signal(signal.SIGUSR1)
-    assert cluster.is_preemption()
-    monkeypatch.setitem(cluster._requested, "signal", "SIGTERM")  # a TERM first (the agent died of the USR1)
-    monkeypatch.setitem(cluster._requested, "preemption", False)
-    monkeypatch.setitem(cluster._requested, "cause", None)
-    with pytest.raises(cluster.Preempted):
+    assert signals.is_preemption()
+    monkeypatch.setitem(signals._requested, "signal", "SIGTERM")  # a TERM first (the agent died of the USR1)
+    monkeypatch.setitem(signals._requested, "preemption", False)
+    monkeypatch.setitem(signals._requested, "cause", None)
+    with pytest.raises(signals.Preempted):
         _signal(signal.SIGUSR1)
-    assert cluster.preemption_requested() == "SIGUSR1"
+    assert signals.preemption_requested() == "SIGUSR1"
 
 
 def test_a_notice_seen_late_still_makes_the_exit_a_preemption(handlers, monkeypatch, tmp_path):
     """On a shared file system the notice may become visible after the TERM: asked again at the exit."""
-    monkeypatch.setenv(cluster.NOTICE_ENV, str(tmp_path / "notice"))
-    with pytest.raises(cluster.Terminated):
+    monkeypatch.setenv(signals.NOTICE_ENV, str(tmp_path / "notice"))
+    with pytest.raises(signals.Terminated):
         _signal(signal.SIGTERM)
     (tmp_path / "notice").write_text("USR1\n")
-    assert cluster.is_preemption()
+    assert signals.is_preemption()
 
 
 # --- the cap and the restart count ---------------------------------------------------------------------------
@@ -110,11 +110,11 @@ def _scontrol(tmp_path: Path, restarts: int | None) -> Path:
         ({"SLURM_JOB_ID": "9", "SLURM_RESTART_COUNT": "2", "XLT_MAX_REQUEUES": "3"}, True),
         ({"SLURM_JOB_ID": "9", "SLURM_RESTART_COUNT": "3", "XLT_MAX_REQUEUES": "3"}, False),
         ({"SLURM_JOB_ID": "9", "SLURM_RESTART_COUNT": "0", "XLT_MAX_REQUEUES": "0"}, False),
-        ({"SLURM_JOB_ID": "9", "SLURM_RESTART_COUNT": str(cluster.MAX_REQUEUES)}, False),
+        ({"SLURM_JOB_ID": "9", "SLURM_RESTART_COUNT": str(scheduler.MAX_REQUEUES)}, False),
     ],
 )
 def test_requeues_are_capped(env, allowed):
-    ok, why = cluster.requeue_allowed(env)
+    ok, why = scheduler.requeue_allowed(env)
     assert ok is allowed, why
     if not allowed:
         assert "not requeued again" in why and "XLT_MAX_REQUEUES" in why
@@ -127,21 +127,21 @@ def test_under_submitit_a_job_at_its_cap_does_not_requeue_itself(tmp_path, monke
     monkeypatch.setenv("SLURM_RESTART_COUNT", "3")
     monkeypatch.setenv("XLT_MAX_REQUEUES", "3")
     monkeypatch.setenv("PATH", f"{_scontrol(tmp_path, 3)}:{os.environ['PATH']}")
-    assert cluster.requeue_under_submitit([tmp_path / "preempted.json"]) is False
+    assert signals.requeue_under_submitit([tmp_path / "preempted.json"]) is False
     assert "requeued 3 time(s) already" in caplog.text and not (tmp_path / "scontrol.log").exists()
 
 
 def test_a_cap_that_is_no_number_is_named():
     with pytest.raises(ConfigError, match="XLT_MAX_REQUEUES='many'"):
-        cluster.max_requeues({"XLT_MAX_REQUEUES": "many"})
+        scheduler.max_requeues({"XLT_MAX_REQUEUES": "many"})
 
 
 def test_a_missing_restart_count_comes_from_scontrol(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{_scontrol(tmp_path, 4)}:{os.environ['PATH']}")
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
     monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
-    assert cluster.restart_count() == 4
-    cluster.fill_restart_count()
+    assert scheduler.restart_count() == 4
+    scheduler.fill_restart_count()
     assert os.environ["SLURM_RESTART_COUNT"] == "4"
 
 
@@ -149,7 +149,7 @@ def test_a_missing_restart_count_that_scontrol_cannot_give_is_said(tmp_path, mon
     monkeypatch.setenv("PATH", f"{_scontrol(tmp_path, None)}:{os.environ['PATH']}")
     monkeypatch.setenv("SLURM_JOB_ID", "4242")
     monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
-    cluster.fill_restart_count()
+    scheduler.fill_restart_count()
     assert "SLURM_RESTART_COUNT" not in os.environ
     assert "SLURM_RESTART_COUNT did not reach this process" in caplog.text
     assert (

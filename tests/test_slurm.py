@@ -321,7 +321,7 @@ def test_the_requeue_status_of_a_run_preempted_directly_requeues(tmp_path):
 
 RECORDING_CHILD = """
 import json, os, sys
-from xlt.cluster import record_preemption
+from xlt.cluster.signals import record_preemption
 written = record_preemption(None, "SIGUSR1 received; checkpoint saved at step 4")
 json.dump([str(p) for p in written], open(os.path.join(sys.argv[1], "written.json"), "w"))
 sys.exit(1)  # what accelerate launch and torchrun return when their workers exit 75
@@ -343,7 +343,7 @@ def test_a_preemption_record_requeues_whatever_status_the_launcher_returns(tmp_p
 def test_under_submitit_the_job_that_wrote_a_preemption_record_requeues_itself(tmp_path):
     """Hydra's slurm launcher (submitit): no batch shell of xlt's reads the record; rank 0 requeues the job
     as submitit's own preemption handler does."""
-    child = ("import sys\nfrom xlt.cluster import record_preemption, requeue_under_submitit\n"
+    child = ("import sys\nfrom xlt.cluster.signals import record_preemption, requeue_under_submitit\n"
              f"sys.exit(0 if requeue_under_submitit(record_preemption({str(tmp_path)!r}, 'SIGUSR1 received')) else 1)\n")
     env = {**os.environ, "PATH": f"{stub_bin(tmp_path)}:{os.environ['PATH']}", "PYTHONPATH": str(REPO),
            "SUBMITIT_EXECUTOR": "slurm", "SLURM_JOB_ID": "4243", "SLURM_ARRAY_JOB_ID": "4240", "SLURM_ARRAY_TASK_ID": "3",
@@ -481,7 +481,7 @@ def test_the_sbatch_scripts_checkpoint_and_requeue_on_their_signal(tmp_path, scr
 
 
 def test_the_scripts_requeue_on_the_status_xlt_exits_with_when_preempted():
-    from xlt.cluster import REQUEUE_EXIT
+    from xlt.cluster.signals import REQUEUE_EXIT
 
     assert f"XLT_REQUEUE_EXIT={REQUEUE_EXIT}\n" in (SLURM / "common.sh").read_text()
 

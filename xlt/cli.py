@@ -21,14 +21,14 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from xlt import config as xcfg
-from xlt.cluster import (
+from xlt.cluster.scheduler import fill_restart_count
+from xlt.cluster.signals import (
     REQUEUE_EXIT,
     SIGNALS,
     TERMINATED_EXIT,
     Stopped,
     clear_preemption,
     die_with_launcher,
-    fill_restart_count,
     install_signal_handlers,
     is_preemption,
     record_preemption,

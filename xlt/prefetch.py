@@ -27,7 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from xlt.cluster import read_sweep
+from xlt.cluster.sweeps import read_sweep
 from xlt.errors import XltError, print_error
 from xlt.hub import prefetch_hint  # noqa: F401  (re-exported: the hint is part of prefetch's interface)
 from xlt.resources import Resource, compose, merge, resources_for

@@ -102,7 +102,7 @@ class Matrix:
         return proc.stdout
 
     def run_dir(self, *args: str) -> Path:
-        from xlt.cluster import run_dir
+        from xlt.cluster.sweeps import run_dir
 
         with self._compose:  # Hydra's composition is global state: one thread at a time
             return Path(run_dir(list(args)))
@@ -602,8 +602,10 @@ def test_a_partition_preemption_is_logged_as_one_and_resumes(matrix, name):
     assert rec["JobState"] == "COMPLETED" and rec["Restarts"] == "1", (rec, log[-4000:])  # requeued once, never twice
     assert res["high_records"][0]["JobState"] == "COMPLETED"
     if name == "mode_requeue_nograce":  # SIGTERM: the scheduler says why, and requeues the job itself
-        assert "DUE TO PREEMPTION" in log and "why the TERM came: preempted: a preemption" in log, log[-4000:]
-        assert "requeued by SLURM itself" in log and "requeueing job" not in log, log[-4000:]
+        # Rank 0 asks after its checkpoint and says why; the batch shell's verdict repeats it when it finishes
+        # inside KillWait (its SIGKILL can come first on a loaded machine: the checkpoint is what must be in time).
+        assert "DUE TO PREEMPTION" in log and "SLURM requeued it" in log, log[-4000:]
+        assert "requeueing job" not in log, log[-4000:]
     else:
         if name.endswith("user_signal"):  # SlurmctldParameters=preempt_send_user_signal: B:USR1 at the grace's start
             assert "USR1 from the scheduler" in log, log[-4000:]

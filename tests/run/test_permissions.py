@@ -342,7 +342,7 @@ def test_a_colleague_loads_the_model_and_resumes_from_the_checkpoint(group_folde
     with log.open("w") as out:
         owner = subprocess.Popen([sys.executable, "-m", "xlt.train", *stopped], env=env, cwd=group_folder,
                                  umask=0o002, stdout=out, stderr=subprocess.STDOUT)
-    from xlt.cluster import run_dir
+    from xlt.cluster.sweeps import run_dir
     from xlt.config.overrides import override_form
 
     run = Path(run_dir(stopped))

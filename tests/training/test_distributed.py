@@ -199,11 +199,11 @@ if os.environ.get("XLT_PAUSE_AT") and "RANK" in os.environ and os.environ["RANK"
 
     def on_step_end(self, args, state, control):
         if state.global_step == int(os.environ["XLT_PAUSE_AT"]):
-            from xlt import cluster
+            from xlt.cluster import signals
 
             Path(os.environ["XLT_PAUSE_DIR"], "paused-" + os.environ["RANK"]).write_text(str(os.getpid()))
             end = time.time() + 120
-            while cluster.preemption_requested() is None and time.time() < end:
+            while signals.preemption_requested() is None and time.time() < end:
                 time.sleep(0.05)
         return _real(self, args, state, control)
 

@@ -61,7 +61,7 @@ if os.environ.get("XLT_FAULT_AT") and "RANK" in os.environ:
     _where, _kind, _rank = os.environ["XLT_FAULT_AT"], os.environ["XLT_FAULT"], os.environ["RANK"]
 
     def _fault():
-        from xlt import cluster
+        from xlt.cluster import signals
 
         Path(os.environ["XLT_FAULT_DIR"], "at-" + _rank).write_text(str(os.getpid()))
         if _kind == "crash" and _rank == "1":
@@ -69,7 +69,7 @@ if os.environ.get("XLT_FAULT_AT") and "RANK" in os.environ:
                 os.kill(os.getpid(), signal.SIGKILL)  # the OOM killer while the model loads
             raise RuntimeError("injected crash of rank 1 in " + _where)
         end = time.time() + 300
-        while cluster.preemption_requested() is None and time.time() < end:
+        while signals.preemption_requested() is None and time.time() < end:
             time.sleep(0.05)
 
     if _where == "loop":

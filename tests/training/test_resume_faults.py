@@ -13,7 +13,7 @@ import pytest
 from transformers import TrainerCallback
 
 from tests.training.conftest import make_cfg, write_train_set
-from xlt import cluster
+from xlt.cluster import signals
 from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 from xlt.training import checkpoints as ck
@@ -27,7 +27,7 @@ class SignalAt(TrainerCallback):
 
     def on_step_begin(self, args, state, control, **kwargs):
         if state.global_step == self.step:
-            cluster._requested["signal"] = "SIGUSR1"
+            signals._requested["signal"] = "SIGUSR1"
 
 
 # A learning rate at which the tiny model's loss moves (at 2e-3 it stays within 1e-6 of ln 4 for 10 steps,
@@ -47,11 +47,11 @@ def test_train_loss_after_a_resume_is_the_uninterrupted_runs(tmp_path):
     run = RunDir(tmp_path / "run")
     write_train_set(run, 80, 16)
     try:
-        with pytest.raises(cluster.Preempted):
+        with pytest.raises(signals.Preempted):
             call_stage("train", make_cfg(**SETTINGS), run, extra_callbacks=[SignalAt(6)])
     finally:
-        cluster._requested["signal"] = None
-        cluster._active_callbacks.clear()
+        signals._requested["signal"] = None
+        signals._active_callbacks.clear()
     resumed = call_stage("train", make_cfg(**SETTINGS), run)
     assert resumed["resumed_from"].endswith("checkpoint-7")
     # The loss windows differ (5, 7, 10 against 5, 10): the float32 sums of the Trainer's accumulator may

@@ -186,19 +186,19 @@ def test_warning_signal_checkpoints_mid_interval_and_resumes(run_dir, monkeypatc
     resumes from that step."""
     from transformers import TrainerCallback
 
-    from xlt import cluster
+    from xlt.cluster import signals
 
     class SignalAt(TrainerCallback):
         def on_step_begin(self, args, state, control, **kwargs):
             if state.global_step == 6:
-                monkeypatch.setitem(cluster._requested, "signal", "SIGUSR1")
+                monkeypatch.setitem(signals._requested, "signal", "SIGUSR1")
 
     write_train_set(run_dir, 160, 16)
     settings = {"training.max_steps": 10, "training.eval_steps": 5}
-    with pytest.raises(cluster.Preempted):
+    with pytest.raises(signals.Preempted):
         call_stage("train", make_cfg(**settings), run_dir, extra_callbacks=[SignalAt()])
     assert (run_dir.checkpoints / "checkpoint-7" / "optimizer.pt").exists()
-    monkeypatch.setitem(cluster._requested, "signal", None)
+    monkeypatch.setitem(signals._requested, "signal", None)
     # One resume, one verification: every file of the checkpoint resumed from is hashed once (settle() in
     # set-up), not again when training starts (minutes of every GPU's time for gigabytes of Adam state).
     from xlt.training import checkpoints as ck

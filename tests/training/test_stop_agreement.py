@@ -22,12 +22,12 @@ CHILD = r'''
 import json, os, signal, sys
 import torch.distributed as dist
 from transformers import TrainerControl, TrainerState, TrainingArguments
-from xlt import cluster
+from xlt.cluster import signals
 
 rank = int(os.environ["RANK"])
 dist.init_process_group("gloo", rank=rank, world_size=2)
-cluster.install_signal_handlers()
-cb = cluster.checkpoint_callback()
+signals.install_signal_handlers()
+cb = signals.checkpoint_callback()
 args = TrainingArguments(output_dir=sys.argv[1], use_cpu=True, report_to=["none"])
 state, control = TrainerState(), TrainerControl()
 cb.on_train_begin(args, state, control)
@@ -43,7 +43,7 @@ try:
             saves.append(step)
             cb.on_save(args, state, control)
     outcome = "finished"
-except cluster.Stopped as err:
+except signals.Stopped as err:
     outcome = type(err).__name__ + ": " + str(err)
 print(json.dumps({"saves": saves, "outcome": outcome}))
 dist.destroy_process_group()

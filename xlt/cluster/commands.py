@@ -8,9 +8,7 @@ import sys
 
 from xlt.cluster.requeue import main as after_stop
 from xlt.cluster.scheduler import stop_cause
-from xlt.cluster.sweeps import read_sweep, recipe_of, run_dir, sweep_line
 from xlt.errors import ConfigError
-from xlt.resources import compose
 
 USAGE = ("usage: python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | "
          "stages +recipe=NAME [overrides] | stop-cause | after-stop STATUS USR1 TERM SIGNAL_TIME RECORD COUNTER}")
@@ -25,6 +23,11 @@ def stop_cause_line() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["after-stop"] and len(argv) == 7:  # inside KillWait: nothing else loaded (Hydra, numpy)
+        return after_stop(argv[1:])
+    from xlt.cluster.sweeps import read_sweep, recipe_of, run_dir, sweep_line  # lazy: start-up time
+    from xlt.resources import compose  # lazy: start-up time
+
     try:
         if len(argv) == 3 and argv[0] == "line":
             print("\n".join(sweep_line(argv[1], int(argv[2]))))
@@ -39,8 +42,6 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(compose(None, argv[1:]).stages))
         elif argv == ["stop-cause"]:
             print(stop_cause_line())
-        elif len(argv) == 7 and argv[0] == "after-stop":
-            return after_stop(argv[1:])
         else:
             print(USAGE, file=sys.stderr)
             return 2

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from xlt.cluster.scheduler import (
+    REQUEUE_EXIT,
+    TERMINATED_EXIT,
     fresh_preemption,
     max_requeues,
     scheduler_timeout,
@@ -37,8 +39,6 @@ from xlt.cluster.scheduler import (
     stop_cause,
 )
 
-REQUEUE_EXIT = 75
-TERMINATED_EXIT = 143
 REQUEUE_WAIT_S = 20.0
 REQUEUE_WAIT_ENV = "XLT_REQUEUE_WAIT_S"
 # scontrol's words when the controller refuses a requeue for good (ESLURM_DISABLED, ESLURM_BATCH_ONLY, ...).
@@ -117,8 +117,7 @@ def after_stop(env: Any, status: int, usr1: bool, term: bool, signal_time: float
         lines.append(f"preemption record {record_path}: {json.dumps(record)[:300]}")
     if record and record.get("requeued_by_scheduler"):
         lines.append(f"why the TERM came: {record.get('cause')}")
-        return Verdict("requeued-by-slurm", REQUEUE_EXIT, (*lines, f"preempted: job {job} is requeued by SLURM "
-                       f"itself and resumes from its checkpoint; not requeued a second time (exit status {status})"))
+        return _by_slurm(job, lines, f"exit status {status}")
     wants = usr1 or bool(record and record.get("preempted")) or (status == REQUEUE_EXIT and not term)
     if record is not None and not record.get("preempted") and not usr1:
         wants = False  # rank 0 had the scheduler's answer: no preemption
@@ -127,8 +126,7 @@ def after_stop(env: Any, status: int, usr1: bool, term: bool, signal_time: float
         cause = stop_cause(env, signal_time=signal_time)  # the one question, bounded
         lines.append(f"why the TERM came: {cause.describe()}")
         if cause.requeued_by_scheduler:
-            return Verdict("requeued-by-slurm", REQUEUE_EXIT, (*lines, f"preempted: job {job} is requeued by SLURM "
-                           f"itself and resumes from its checkpoint; not requeued a second time (exit status {status})"))
+            return _by_slurm(job, lines, f"exit status {status}")
         wants = cause.preemption
     if not wants or not job:
         if status == 0:
@@ -154,8 +152,7 @@ def after_stop(env: Any, status: int, usr1: bool, term: bool, signal_time: float
     restarts = int(fields["Restarts"]) if fields.get("Restarts", "").isdigit() else started
     state, reason = fields.get("JobState", ""), fields.get("Reason", "")
     if restarts > started:
-        return Verdict("requeued-by-slurm", REQUEUE_EXIT, (*lines, f"preempted: job {job} is requeued by SLURM "
-                       f"itself (Restarts={restarts}, started as {started}); not requeued a second time"))
+        return _by_slurm(job, lines, f"Restarts={restarts}, started as {started}")
     fresh, _ = fresh_preemption(fields, signal_time)
     if state in ("COMPLETING", "CANCELLED") and not fresh and reason != "TimeLimit":
         return Verdict("failed", TERMINATED_EXIT, (*lines, f"job {job} was cancelled while it stopped (scontrol: "
@@ -175,6 +172,12 @@ def after_stop(env: Any, status: int, usr1: bool, term: bool, signal_time: float
     if counter_path:
         Path(counter_path).write_text(f"{count + 1}\n")
     return Verdict("requeued", 0, (*lines, f"requeued job {job} (requeue {count + 1} of at most {cap}): {how}"))
+
+
+def _by_slurm(job: str, lines: list[str], evidence: str) -> Verdict:
+    """SLURM requeued the job itself (a preemption with PreemptMode=REQUEUE, or an admin's requeue): never twice."""
+    return Verdict("requeued-by-slurm", REQUEUE_EXIT, (*lines, f"preempted: job {job} is requeued by SLURM itself "
+                   f"and resumes from its checkpoint ({evidence}); not requeued a second time"))
 
 
 def _capped(job: str, count: int, cap: int) -> str:

@@ -42,6 +42,10 @@ log = logging.getLogger("xlt.cluster")
 # ~700 A100-h on one GPU, is ~60 incarnations of the training array's 12 h time limit), with room for preemptions.
 MAX_REQUEUES = 100
 MAX_REQUEUES_ENV = "XLT_MAX_REQUEUES"
+# The exit status of a preempted run: EX_TEMPFAIL ("try again later"); slurm/common.sh requeues on it.
+REQUEUE_EXIT = 75
+# The exit status of a run stopped by a TERM that was not a preemption (128 + SIGTERM, as a shell reports it).
+TERMINATED_EXIT = 143
 _FIELD = re.compile(r"(?:^|\s)(\w+)=(\S*)")
 
 

@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from xlt.cluster.scheduler import requeue_allowed, stop_cause
+from xlt.cluster.scheduler import REQUEUE_EXIT, TERMINATED_EXIT, requeue_allowed, stop_cause
 from xlt.run.files import atomic_write_json
 from xlt.run.layout import RunDir
 from xlt.run.lock import report_progress, slurm_identity
@@ -58,10 +58,6 @@ from xlt.run.lock import report_progress, slurm_identity
 log = logging.getLogger("xlt.cluster")
 
 SIGNALS = ("SIGUSR1", "SIGTERM")
-# The exit status of a preempted run: EX_TEMPFAIL ("try again later"); slurm/common.sh requeues on it.
-REQUEUE_EXIT = 75
-# The exit status of a run stopped by a TERM that was not a preemption (128 + SIGTERM, as a shell reports it).
-TERMINATED_EXIT = 128 + signal.SIGTERM
 # slurm/common.sh writes this file (its path in the environment) before it forwards the scheduler's USR1 as TERM.
 NOTICE_ENV = "XLT_PREEMPTION_NOTICE"
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from xlt import tracking
-from xlt.cluster import checkpoint_callback
+from xlt.cluster.signals import checkpoint_callback
 from xlt.config.model import PACKAGED_MODEL_IDS, TINY_MODEL_ID
 from xlt.config.translate import translate_train_all
 from xlt.contract import StageContext, StageSpec, json_problems, record_inputs, recorded_inputs
