@@ -160,10 +160,10 @@ def substitute(text: str, folder: Path) -> str:
 
 @functools.cache
 def check_run(overrides: tuple[str, ...], stages: tuple[str, ...] | None) -> None:
-    """Compose ``overrides`` as the entry points do (:func:`xlt.resources.compose`: Hydra's compose API, new
+    """Compose ``overrides`` as the entry points do (:func:`xlt.config.compose.compose`: Hydra's compose API, new
     dict entries, validation) for ``stages`` (None: the stages it lists); cached, as several commands name
     the same run."""
-    from xlt.resources import compose
+    from xlt.config.compose import compose
 
     compose(None, list(overrides), None if stages is None else list(stages))
 
