@@ -216,7 +216,7 @@ def harness_report(folder: str, out: str, *, samples: int = 1000, seed: int = 0)
         harness_provenance,
         harness_system,
     )
-    from xlt.stages.report import write_report  # lazy: start-up time
+    from xlt.reporting.run_report import write_report  # lazy: start-up time
 
     info = harness_system(folder, out, [], samples, seed, into=out)
     cfg = xcfg.validate(info.config)

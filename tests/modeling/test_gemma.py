@@ -58,8 +58,8 @@ def test_the_demo_recipe_names_the_packaged_model_and_needs_no_hub(monkeypatch):
 
     from xlt import cli
     from xlt import config as xcfg
+    from xlt.reporting.run_report import llm_source
     from xlt.resources import resources_for
-    from xlt.stages.report import llm_source
 
     with initialize_config_dir(config_dir=cli.CONF_DIR, version_base="1.3"):
         cfg = xcfg.validate(compose("config", overrides=["+recipe=llm_demo"]))

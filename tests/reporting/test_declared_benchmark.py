@@ -26,10 +26,10 @@ from xlt.reporting.checks import FAILS, HOLDS, UNTESTABLE
 from xlt.reporting.compare_runs import compare_runs
 from xlt.reporting.findings import check_findings
 from xlt.reporting.html import compare_page, run_page
+from xlt.reporting.run_report import write_report
 from xlt.reporting.run_tables import RunInfo
 from xlt.reporting.tables import load_run_results, per_language_frame
 from xlt.run.layout import RunDir
-from xlt.stages.report import write_report
 
 KIND = "toy_pairs"
 # tox is in no language table: its name and script read as its code and n/a.

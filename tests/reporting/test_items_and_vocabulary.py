@@ -77,8 +77,8 @@ def test_text_direction_from_the_script():
 
 def test_the_item_report_runs_in_a_single_runs_report(item_cmp, tmp_path):
     from xlt import config as xcfg
+    from xlt.reporting.run_report import run_items
     from xlt.run.layout import RunDir
-    from xlt.stages.report import run_items
 
     path = item_cmp["paths"][0]
     cfg = xcfg.validate(json.loads(json.dumps(RunInfo(path).config)))

@@ -214,7 +214,7 @@ def test_word_spans_as_a_plain_loop_reads_them():
 
 
 def test_estimated_counts_are_shown_in_the_report():
-    from xlt.stages.report import tokenizer_line
+    from xlt.reporting.run_report import tokenizer_line
 
     tok = build(normalizers.Replace(Regex(r"\s{2,}"), " "), "metaspace_first_bpe")
     items = [{"id": "1", "question": many_scripts(3, 2000), "options": ["a"]}]
