@@ -234,12 +234,12 @@ def check_command(cmd: Command, folder: Path, monkeypatch: pytest.MonkeyPatch) -
             monkeypatch.setattr(comparison, "compare_runs", lambda *a, **k: None)
             assert compare_main(args) == 0
         elif command == "report" and ("--to-harness" in args or "--harness" in args):
-            import xlt.cli
             import xlt.reporting.harness.export as export
+            import xlt.reporting.harness.report as harness_report
             from xlt.report import option_main
 
             monkeypatch.setattr(export, "export_run", lambda *a, **k: Path("harness"))
-            monkeypatch.setattr(xlt.cli, "harness_report", lambda *a, **k: Path("report.md"))
+            monkeypatch.setattr(harness_report, "harness_report", lambda *a, **k: Path("report.md"))
             assert option_main(args) == 0
         elif command == "slurm":
             _check_slurm(args)

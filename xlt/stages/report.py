@@ -27,7 +27,14 @@ from xlt.reporting.harness.export import harness_output_problems, write_harness_
 from xlt.reporting.model_card import card_problem, write_hub_card
 from xlt.reporting.run_report import card_model_name, card_summary, write_report
 from xlt.reporting.tables import collect
-from xlt.run.layout import REPORT_FILE, RunDir, is_main_process
+from xlt.run.layout import (
+    ITEMS_REPORT_FILE,
+    REPORT_FILE,
+    REPORT_FORMATS,
+    REPORT_STEM,
+    RunDir,
+    is_main_process,
+)
 from xlt.run.state import REPORT
 from xlt.scoring import declaration
 from xlt.stages.inputs import local_fingerprint, train_stage_files
@@ -75,5 +82,8 @@ def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
     return problems + harness_output_problems(cfg.eval, run)
 
 
-STAGE = StageSpec("report", run_stage, upstream=lambda cfg: ("evaluate",), files=files, outputs=(REPORT_FILE,),
-                  check=check)
+# The report files (``check`` reads report.json back); the harness folder, where eval.llm.harness_output asks for
+# one, is checked by ``check`` (where it goes is a neutral setting, not a fixed path of the run directory).
+OUTPUTS = (*(f"{REPORT_STEM}.{ext}" for ext in REPORT_FORMATS if ext != "json"), ITEMS_REPORT_FILE, REPORT_FILE)
+
+STAGE = StageSpec("report", run_stage, upstream=lambda cfg: ("evaluate",), files=files, outputs=OUTPUTS, check=check)

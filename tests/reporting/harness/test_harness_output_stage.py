@@ -1,4 +1,5 @@
-"""The harness folder (``eval.llm.harness_output``) is one of the report stage's outputs
+"""The derived files are the report stage's outputs: the report files it declares, and the harness folder
+(``eval.llm.harness_output``), one of its outputs too
 (:func:`xlt.reporting.harness.export.write_harness_output`, checked by the stage's check): written beside the report,
 asked for after a finished run it reruns the report stage only (the evaluation results are reused), and a folder
 that goes missing is written again; read back as a compared system it declares what it is
@@ -47,6 +48,9 @@ def test_the_harness_folder_is_an_output_of_the_report_stage(harness_setup, tmp_
     remove_path(run.harness_output)  # a derived output gone: the report stage writes it again
     assert cli.run_stages(wanted, run, ["evaluate", "report"]) == ["report"]
     assert [p.name for p in _results_files(run.harness_output)] and first.parent.is_dir()
+    for derived in (run.report("html"), run.items_report):  # so does every report file it declares
+        derived.unlink()
+        assert cli.run_stages(wanted, run, ["evaluate", "report"]) == ["report"] and derived.is_file()
 
     elsewhere = tmp_path / "harness_elsewhere"  # a folder outside the run directory, named as given
     there = _config(harness_setup, harness_output=str(elsewhere))
