@@ -10,7 +10,7 @@ subsets' means, by each of its language groupings; :class:`xlt.data.benchmarks.b
 * the model card's evaluation section, when the run's own model was evaluated
   (:func:`xlt.reporting.model_card.write_hub_card`);
 * with ``eval.llm.harness_output``, the results as lm-evaluation-harness's output folder
-  (:func:`xlt.reporting.harness.export.write_harness_output`).
+  (:func:`xlt.reporting.harness.output.write_harness_output`).
 
 :data:`STAGE` declares it to the contract: its outputs, and a check that reads each of them back (a harness
 folder asked for after the report reruns the stage).
@@ -23,7 +23,7 @@ from typing import Any
 
 from xlt import languages as langtab
 from xlt.contract import StageContext, StageSpec, json_problems
-from xlt.reporting.harness.export import harness_output_problems, write_harness_output
+from xlt.reporting.harness.output import harness_output_problems, write_harness_output
 from xlt.reporting.model_card import card_problem, write_hub_card
 from xlt.reporting.run_report import card_model_name, card_summary, write_report
 from xlt.reporting.tables import collect

@@ -1,6 +1,6 @@
 """The derived files are the report stage's outputs: the report files it declares, and the harness folder
 (``eval.llm.harness_output``), one of its outputs too
-(:func:`xlt.reporting.harness.export.write_harness_output`, checked by the stage's check): written beside the report,
+(:func:`xlt.reporting.harness.output.write_harness_output`, checked by the stage's check): written beside the report,
 asked for after a finished run it reruns the report stage only (the evaluation results are reused), and a folder
 that goes missing is written again; read back as a compared system it declares what it is
 (:class:`xlt.reporting.run_tables.RunInfo`: ``harness``, ``per_question``)."""
@@ -11,8 +11,8 @@ from omegaconf import OmegaConf
 
 from tests.fixtures.llm import llm_root_config
 from xlt import cli
-from xlt.reporting.harness.export import harness_output_problems
 from xlt.reporting.harness.imported import harness_provenance, harness_system
+from xlt.reporting.harness.output import harness_output_problems
 from xlt.reporting.run_tables import RunInfo
 from xlt.run.files import atomic_write_text, remove_path
 from xlt.run.layout import RunDir

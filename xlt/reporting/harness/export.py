@@ -3,7 +3,7 @@
 ``samples_<task>_<date>.jsonl`` per task, in the harness's task names (:class:`xlt.data.benchmarks.declarations.HarnessTasks`).
 
 From a finished run (:func:`export_run`: ``xlt report --to-harness RUN_DIR OUT``) or by the report stage, beside
-the report (``eval.llm.harness_output``: :func:`write_harness_output`, its check :func:`harness_output_problems`). Each sample is rebuilt from what the run recorded
+the report (``eval.llm.harness_output``: :mod:`xlt.reporting.harness.output`). Each sample is rebuilt from what the run recorded
 and the benchmark's data: the document as the source holds it (:meth:`~xlt.data.benchmarks.base.Benchmark.upstream_rows`),
 the contexts and continuations the scorer fed the model (:class:`~xlt.scoring.llm.requests.HarnessRequests`),
 each option's log-likelihood and ``is_greedy`` (the predictions' ``scores`` and ``greedy``). Only the harness
@@ -87,37 +87,6 @@ def refusal(e: DictConfig) -> str | None:
                 "multiple-choice tasks are log-likelihood scoring under its own few-shot protocol "
                 "(mode=loglikelihood, protocol=harness)")
     return None
-
-
-def harness_output_folder(eval_cfg: DictConfig, run: RunDir) -> Path | None:
-    """Where ``eval.llm.harness_output`` says the report stage writes the results as the harness's output folder
-    (true: the run directory's ``harness/``; a folder); None: nowhere (false, or not an LLM run)."""
-    where = eval_cfg.llm.get("harness_output") if llm_selected(eval_cfg) else None
-    if where is None or where is False:
-        return None
-    return run.harness_output if where is True else Path(str(where)).expanduser()
-
-
-def write_harness_output(eval_cfg: DictConfig, run: RunDir) -> Path | None:
-    """The report stage's harness folder: with ``eval.llm.harness_output``, every result of ``run`` written as
-    lm-evaluation-harness's output folder (:func:`export_results`; its evaluation time from the evaluate stage's
-    done-marker); returns the model's folder in it, None when not wanted."""
-    folder = harness_output_folder(eval_cfg, run)
-    if folder is None:
-        return None
-    written = export_results(eval_cfg, run, folder)
-    log.info("lm-evaluation-harness's files of the results: %s", written)
-    return written
-
-
-def harness_output_problems(eval_cfg: DictConfig, run: RunDir) -> list[str]:
-    """The report stage's check of its harness folder: missing where ``eval.llm.harness_output`` wants one (a
-    results file in a model's folder), so that asking for it after the report reruns the report stage."""
-    folder = harness_output_folder(eval_cfg, run)
-    if folder is None or any(folder.glob("*/results_*.json")):
-        return []
-    where = folder.relative_to(run.path).as_posix() if folder.is_relative_to(run.path) else str(folder)
-    return [f"{where}/ missing (eval.llm.harness_output: lm-evaluation-harness's output folder of the results)"]
 
 
 def export_results(eval_cfg: DictConfig, run: RunDir, out: str | Path, *, samples: bool = True,
