@@ -89,7 +89,7 @@ def toy(tmp_path_factory):
                 write_run(root / "v" / "default", MODELS["XLM-V"], 1, others={"pairs": accs(75, 55)}, n=20)]
         cfg = xcfg.validate({"recipe_name": "toy"})
         results = load_run_results(runs[0])
-        write_report(cfg, RunDir(runs[0]), results, None)
+        write_report(cfg.eval, cfg.model, RunDir(runs[0]), results, None, recipe_name=cfg.recipe_name, seed=cfg.seed)
         payload = compare_runs(runs, root / "cmp", samples=100)
         yield {"runs": runs, "cfg": cfg, "results": results, "payload": payload, "cmp": root / "cmp", "lines": lines}
 

@@ -36,17 +36,18 @@ from xlt.scoring import declaration
 from xlt.scoring.before import COLUMN as BEFORE
 
 
-def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[str, dict[str, Any]] | None = None) -> str:
-    out = [f"# Evaluation report: {cfg.recipe_name}\n", f"Model: `{cfg.eval.model}` (scorer `{cfg.eval.scorer}`); "
-           f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
-    if cfg.model.name_or_path in PACKAGED_MODEL_IDS and declaration.names_run_model(cfg.eval.model):
-        out.append(f"\nBase model `{cfg.model.name}`: {source_text()}.\n")
-    source = llm_source(cfg)
+def render_markdown(eval_cfg: Any, model: Any, results: dict[str, BenchmarkResults],
+                    items: dict[str, dict[str, Any]] | None = None, *, recipe_name: str, seed: int) -> str:
+    out = [f"# Evaluation report: {recipe_name}\n", f"Model: `{eval_cfg.model}` (scorer `{eval_cfg.scorer}`); "
+           f"accuracies in %, 95% bootstrap intervals ({eval_cfg.bootstrap_samples} resamples).\n"]
+    if model.name_or_path in PACKAGED_MODEL_IDS and declaration.names_run_model(eval_cfg.model):
+        out.append(f"\nBase model `{model.name}`: {source_text()}.\n")
+    source = llm_source(eval_cfg)
     if source:
         out.append(f"\n{source}\n")
     if any(BEFORE in r.per_language for r in results.values()):
         out.append(f"\n`{BEFORE}`: the accuracy of the same model before fine-tuning (the base checkpoint with the "
-                   f"same head, initialised from seed {cfg.seed}; `eval.before_training`, results in `eval_before/`). "
+                   f"same head, initialised from seed {seed}; `eval.before_training`, results in `eval_before/`). "
                    "Transfer is the gain over it, and over `chance`.\n")
     for name, res in results.items():
         out.append(f"\n## {res.heading}\n")
@@ -64,12 +65,12 @@ def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[
     return "".join(out)
 
 
-def llm_source(cfg: Any) -> str:
+def llm_source(eval_cfg: Any) -> str:
     """For a causal LLM converted from an installed package: where its weights come from and their licence
     notice (:func:`xlt.modeling.packaged_llm.source_text`); empty otherwise."""
-    if not declaration.of(cfg.eval).scores_llm or not packaged_llm.is_packaged_llm(cfg.eval.llm.model):
+    if not declaration.of(eval_cfg).scores_llm or not packaged_llm.is_packaged_llm(eval_cfg.llm.model):
         return ""
-    return f"LLM `{cfg.eval.llm.model}`: {packaged_llm.source_text()}"
+    return f"LLM `{eval_cfg.llm.model}`: {packaged_llm.source_text()}"
 
 
 def comparability_line(df: pd.DataFrame) -> str:
@@ -121,13 +122,13 @@ def render_latex(results: dict[str, BenchmarkResults]) -> str:
     return "\n".join(parts)
 
 
-def run_items(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) -> dict[str, dict[str, Any]]:
+def run_items(eval_cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) -> dict[str, dict[str, Any]]:
     """The cross-language item report of each benchmark of the run (:mod:`xlt.reporting.items`): one system,
     this run; the texts of an entry read in-language (not one translated by xlt) from its config entry."""
     view = SimpleNamespace(path=run.path, results=results)
     out = {}
     for name, res in results.items():
-        bcfg = cfg.eval.benchmarks.get(name)  # None: results without their config entry (no texts then)
+        bcfg = eval_cfg.benchmarks.get(name)  # None: results without their config entry (no texts then)
 
         def load(lang: str, bcfg: Any = bcfg, res: BenchmarkResults = res) -> dict[str, dict[str, Any]]:
             return items_by_id(res.definition.load_checked(bcfg, lang, split=bcfg.split)[0])
@@ -141,21 +142,21 @@ def run_items(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) -> di
     return out
 
 
-def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
-                 provenance: dict[str, Any] | None = None) -> list:
+def write_report(eval_cfg: Any, model: Any, run: RunDir, results: dict[str, BenchmarkResults],
+                 provenance: dict[str, Any] | None = None, *, recipe_name: str, seed: int) -> list:
     """Write every report file atomically; return their paths."""
     files = []
     long = pd.concat([r.per_language for r in results.values()], ignore_index=True)
     atomic_write_text(run.report("csv"), long.to_csv(index=False))
-    items = run_items(cfg, run, results)
+    items = run_items(eval_cfg, run, results)
     atomic_write_text(run.items_report, pd.concat([pd.DataFrame(r["items"]).assign(benchmark=name)
                                                    for name, r in items.items()], ignore_index=True).to_csv(index=False))
     payload = {
-        "recipe": cfg.recipe_name,
-        "model": cfg.eval.model,
-        "scorer": cfg.eval.scorer,
+        "recipe": recipe_name,
+        "model": eval_cfg.model,
+        "scorer": eval_cfg.scorer,
         "provenance": provenance,
-        **({"model_source": packaged_llm.provenance()} if llm_source(cfg) else {}),
+        **({"model_source": packaged_llm.provenance()} if llm_source(eval_cfg) else {}),
         "benchmarks": {
             name: {"kind": r.kind, "summary": r.summary,
                    "per_language": r.per_language.to_dict(orient="records"),
@@ -164,15 +165,15 @@ def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
         },
     }
     atomic_write_json(run.report("json"), payload)
-    atomic_write_text(run.report("md"), render_markdown(cfg, results, items))
+    atomic_write_text(run.report("md"), render_markdown(eval_cfg, model, results, items, recipe_name=recipe_name, seed=seed))
     atomic_write_text(run.report("tex"), render_latex(results))
     files += [run.report(ext) for ext in ("md", "csv", "json", "tex")] + [run.items_report]
     notes = [f"{name}: {line}" for name, r in results.items()
              for line in (tokenizer_line(r.per_language), data_checks_line(r.per_language), protocol_line(r.per_language),
                           comparability_line(r.per_language)) if line.strip()]
-    notes += [llm_source(cfg)] if llm_source(cfg) else []
-    files.append(write_run_page(run.report("html"), cfg.eval, cfg.model, results, provenance, [n.replace("**", "") for n in notes],
-                                recipe_name=cfg.recipe_name, seed=cfg.seed, items=items))
+    notes += [llm_source(eval_cfg)] if llm_source(eval_cfg) else []
+    files.append(write_run_page(run.report("html"), eval_cfg, model, results, provenance, [n.replace("**", "") for n in notes],
+                                recipe_name=recipe_name, seed=seed, items=items))
     from xlt.reporting import plots  # lazy: start-up time (matplotlib)
 
     files += plots.all_plots(results, run.plots)

@@ -52,7 +52,7 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     """
     results = collect(cfg.eval, cfg.model, run, ctx.of(cfg, run, "evaluate"), train_stage_files(cfg, run),
                       seed=cfg.seed)
-    files = write_report(cfg, run, results, ctx.record())
+    files = write_report(cfg.eval, cfg.model, run, results, ctx.record(), recipe_name=cfg.recipe_name, seed=cfg.seed)
     if declaration.names_run_model(cfg.eval.model) and run.model_card.is_file():
         write_hub_card(run.model_card, run.report(), run.model_provenance, model=cfg.model, data=cfg.data,
                        eval_cfg=cfg.eval, model_name=card_model_name(cfg.recipe_name, run), summary=card_summary(results))

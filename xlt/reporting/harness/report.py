@@ -30,6 +30,7 @@ def harness_report(folder: str, out: str, *, samples: int = 1000, seed: int = 0)
     cfg.eval.benchmarks = {}
     run = RunDir(out)
     provenance = harness_provenance([info])
-    write_report(cfg, run, info.results, {"harness": provenance.get(info.label)})
+    write_report(cfg.eval, cfg.model, run, info.results, {"harness": provenance.get(info.label)},
+                 recipe_name=cfg.recipe_name, seed=cfg.seed)
     atomic_write_text(run.report("md"), run.report("md").read_text(encoding="utf-8") + harness_markdown(provenance))
     return run.report("md")
