@@ -15,11 +15,11 @@ from safetensors.numpy import save_file
 from tests.reporting.fake_runs import MODELS, write_run
 from xlt import config as xcfg
 from xlt.reporting.model_card import write_hub_card
+from xlt.reporting.run_report import card_model_name, card_summary
 from xlt.reporting.tables import load_run_results
 from xlt.run.files import atomic_write_json
 from xlt.run.fingerprint import path_fingerprint
 from xlt.run.layout import RunDir
-from xlt.stages.report import card_model_name, card_summary
 from xlt.training.card import render_card
 
 BELEBELE = {"eng_Latn": 80.0, "deu_Latn": 70.0, "arb_Arab": 55.0, "zho_Hans": 60.0, "arz_Arab": 40.0}
@@ -103,7 +103,7 @@ def write_model(folder: Path, cfg: Any) -> None:
 
 
 def write_card(run: RunDir, cfg: Any) -> None:
-    """``report.json`` (as :func:`xlt.stages.report.write_report` writes it, without the other report files
+    """``report.json`` (as :func:`xlt.reporting.run_report.write_report` writes it, without the other report files
     and plots: seconds) and the Hub card from the run's results, as the report stage writes them."""
     results = load_run_results(run.path)
     atomic_write_json(

@@ -160,10 +160,10 @@ def substitute(text: str, folder: Path) -> str:
 
 @functools.cache
 def check_run(overrides: tuple[str, ...], stages: tuple[str, ...] | None) -> None:
-    """Compose ``overrides`` as the entry points do (:func:`xlt.resources.compose`: Hydra's compose API, new
+    """Compose ``overrides`` as the entry points do (:func:`xlt.config.compose.compose`: Hydra's compose API, new
     dict entries, validation) for ``stages`` (None: the stages it lists); cached, as several commands name
     the same run."""
-    from xlt.resources import compose
+    from xlt.config.compose import compose
 
     compose(None, list(overrides), None if stages is None else list(stages))
 
@@ -234,12 +234,12 @@ def check_command(cmd: Command, folder: Path, monkeypatch: pytest.MonkeyPatch) -
             monkeypatch.setattr(comparison, "compare_runs", lambda *a, **k: None)
             assert compare_main(args) == 0
         elif command == "report" and ("--to-harness" in args or "--harness" in args):
-            import xlt.cli
             import xlt.reporting.harness.export as export
+            import xlt.reporting.harness.report as harness_report
             from xlt.report import option_main
 
             monkeypatch.setattr(export, "export_run", lambda *a, **k: Path("harness"))
-            monkeypatch.setattr(xlt.cli, "harness_report", lambda *a, **k: Path("report.md"))
+            monkeypatch.setattr(harness_report, "harness_report", lambda *a, **k: Path("report.md"))
             assert option_main(args) == 0
         elif command == "slurm":
             _check_slurm(args)

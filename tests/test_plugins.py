@@ -15,6 +15,7 @@ from datasets import load_from_disk
 
 from tests.cli import REPO, xlt
 from xlt import registry
+from xlt.config.compose import compose
 from xlt.data.benchmarks.declarations import Claim
 from xlt.errors import ConfigError
 from xlt.plugins import main as plugins_main
@@ -29,7 +30,6 @@ from xlt.registry import (
     include,
 )
 from xlt.reporting.checks import Check
-from xlt.resources import compose
 
 ENGINE = '''"""A throw-away MT engine package: each text reversed, behind its target language."""
 from xlt.translation.engines.base import Engine, Translator

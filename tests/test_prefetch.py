@@ -14,8 +14,9 @@ from tests.fixtures.benchmarks import belebele_rows
 from xlt import languages as langtab
 from xlt import prefetch
 from xlt.cluster.sweeps import read_sweep, sweep_line
+from xlt.config.compose import compose
 from xlt.errors import ConfigError
-from xlt.resources import Resource, compose, merge, resources_for
+from xlt.resources import Resource, merge, resources_for
 from xlt.training.data import translate_train_all
 
 REPO = Path(__file__).resolve().parent.parent

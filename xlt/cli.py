@@ -14,7 +14,6 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -205,28 +204,3 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
             sys.exit(2)
 
     return _main
-
-
-def harness_report(folder: str, out: str, *, samples: int = 1000, seed: int = 0) -> Path:
-    """``xlt report --harness FOLDER --out DIR``: write the lm-evaluation-harness output folder ``folder`` as an
-    xlt run directory ``out`` (:func:`xlt.reporting.harness.imported.harness_system`) and its report (``report.md``, ``.html``, ``.csv``,
-    ``.json``, ``.tex``, plots), as the report stage writes a run's; returns ``report.md``."""
-    from xlt.reporting.harness.imported import (  # lazy: start-up time
-        harness_markdown,
-        harness_provenance,
-        harness_system,
-    )
-    from xlt.stages.report import write_report  # lazy: start-up time
-
-    info = harness_system(folder, out, [], samples, seed, into=out)
-    cfg = xcfg.validate(info.config)
-    # No xlt data source to read the items' texts from: the item report counts without them.
-    cfg = OmegaConf.merge(cfg, {"recipe_name": f"lm-evaluation-harness folder {folder}",
-                                "eval": {"bootstrap_samples": samples, "bootstrap_seed": seed}})
-    OmegaConf.set_struct(cfg, False)
-    cfg.eval.benchmarks = {}
-    run = RunDir(out)
-    provenance = harness_provenance([info])
-    write_report(cfg, run, info.results, {"harness": provenance.get(info.label)})
-    atomic_write_text(run.report("md"), run.report("md").read_text(encoding="utf-8") + harness_markdown(provenance))
-    return run.report("md")

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from xlt.cluster.sweeps import read_sweep
+from xlt.config.compose import compose
 from xlt.errors import XltError, print_error
 from xlt.hub import prefetch_hint  # noqa: F401  (re-exported: the hint is part of prefetch's interface)
-from xlt.resources import Resource, compose, merge, resources_for
+from xlt.resources import Resource, merge, resources_for
 from xlt.weights import BASE_PATTERNS, SAFETENSORS_PATTERNS, describe, snapshot, weights_file
 
 # Files of a model repository that loading a model and its tokenizer needs (xlt.weights: the weights the

@@ -83,7 +83,7 @@ def harness_report_main(argv: list[str]) -> int:
     parser.add_argument("--bootstrap-samples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0, help="seed of the bootstrap intervals")
     args = parser.parse_args(argv)
-    from xlt.cli import harness_report  # lazy: start-up time
+    from xlt.reporting.harness.report import harness_report  # lazy: start-up time
 
     try:
         path = harness_report(args.harness, args.out, samples=args.bootstrap_samples, seed=args.seed)

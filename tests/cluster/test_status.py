@@ -74,7 +74,7 @@ def test_a_first_call_under_way_has_its_stages_from_its_config(tmp_path):
     from omegaconf import OmegaConf
 
     from xlt import config as xcfg
-    from xlt.resources import compose
+    from xlt.config.compose import compose
 
     run = _run(tmp_path, "seed=5")
     cfg = compose(None, ["+recipe=demo_tiny", "seed=5"])

@@ -139,7 +139,7 @@ def test_evaluate_keys_lie_under_the_eval_section():
 @pytest.mark.parametrize("recipe, overrides", [("demo_tiny", []), ("llm_5shot", ["eval.llm.model=org/some-llm"]),
                                                 ("demo_tiny", ["eval.scorer=fixed", "eval.fixed_option=2"])])
 def test_a_job_hashes_the_same_values_from_its_section(recipe, overrides):
-    from xlt.resources import compose
+    from xlt.config.compose import compose
 
     cfg = compose(recipe, overrides)
     for name in cfg.eval.benchmarks:

@@ -8,9 +8,9 @@ import pytest
 
 from tests.cli import xlt
 from xlt import config as xcfg
+from xlt.config.compose import compose
 from xlt.config.keys import key_info, names_run, result_values, stage_values
 from xlt.errors import ConfigError
-from xlt.resources import compose
 
 BAD = [
     ("training.per_device_train_batch_size=0", "training.per_device_train_batch_size=0 is out of range; it must be >= 1"),

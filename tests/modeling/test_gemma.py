@@ -58,8 +58,8 @@ def test_the_demo_recipe_names_the_packaged_model_and_needs_no_hub(monkeypatch):
 
     from xlt import cli
     from xlt import config as xcfg
+    from xlt.reporting.run_report import llm_source
     from xlt.resources import resources_for
-    from xlt.stages.report import llm_source
 
     with initialize_config_dir(config_dir=cli.CONF_DIR, version_base="1.3"):
         cfg = xcfg.validate(compose("config", overrides=["+recipe=llm_demo"]))
@@ -67,7 +67,7 @@ def test_the_demo_recipe_names_the_packaged_model_and_needs_no_hub(monkeypatch):
     assert list(cfg.stages) == ["evaluate", "report"]
     assert all(b.path and "assets/demo" in b.path for b in cfg.eval.benchmarks.values())
     assert resources_for(cfg) == []  # nothing to fetch: bundled samples, a model from an installed package
-    line = llm_source(cfg)
+    line = llm_source(cfg.eval)
     assert packaged_llm.NOTICE in line and "4-bit Q4_K_M dequantised to fp32, not the original bf16" in line
     assert f"{packaged_llm.PACKAGE}=={packaged_llm.VERSION}" in line
 

@@ -26,10 +26,10 @@ from xlt.reporting.checks import FAILS, HOLDS, UNTESTABLE
 from xlt.reporting.compare_runs import compare_runs
 from xlt.reporting.findings import check_findings
 from xlt.reporting.html import compare_page, run_page
+from xlt.reporting.run_report import write_report
 from xlt.reporting.run_tables import RunInfo
 from xlt.reporting.tables import load_run_results, per_language_frame
 from xlt.run.layout import RunDir
-from xlt.stages.report import write_report
 
 KIND = "toy_pairs"
 # tox is in no language table: its name and script read as its code and n/a.
@@ -89,7 +89,7 @@ def toy(tmp_path_factory):
                 write_run(root / "v" / "default", MODELS["XLM-V"], 1, others={"pairs": accs(75, 55)}, n=20)]
         cfg = xcfg.validate({"recipe_name": "toy"})
         results = load_run_results(runs[0])
-        write_report(cfg, RunDir(runs[0]), results, None)
+        write_report(cfg.eval, cfg.model, RunDir(runs[0]), results, None, recipe_name=cfg.recipe_name, seed=cfg.seed)
         payload = compare_runs(runs, root / "cmp", samples=100)
         yield {"runs": runs, "cfg": cfg, "results": results, "payload": payload, "cmp": root / "cmp", "lines": lines}
 

@@ -77,12 +77,12 @@ def test_text_direction_from_the_script():
 
 def test_the_item_report_runs_in_a_single_runs_report(item_cmp, tmp_path):
     from xlt import config as xcfg
+    from xlt.reporting.run_report import run_items
     from xlt.run.layout import RunDir
-    from xlt.stages.report import run_items
 
     path = item_cmp["paths"][0]
     cfg = xcfg.validate(json.loads(json.dumps(RunInfo(path).config)))
-    items = run_items(cfg, RunDir(path), load_run_results(path))
+    items = run_items(cfg.eval, RunDir(path), load_run_results(path))
     found = {(s["item"], s["language"]): s for s in items["belebele"]["suspects"]}
     assert len(found[PLANTED]["texts"]) == 2 and found[PLANTED]["weakest share right elsewhere"] == 1.0
 

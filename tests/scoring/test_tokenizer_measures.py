@@ -4,45 +4,13 @@ built here with a known vocabulary, so every count below is worked out by hand."
 from __future__ import annotations
 
 import json
-import unicodedata
 
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers
+from tokenizers import Tokenizer, models
 from transformers import PreTrainedTokenizerFast
 
+from tests.scoring.sample_tokenizers import VOCAB, varied_texts
 from xlt.scoring import tokenizer_measures as tm
-
-VOCAB = [
-    "[UNK]",
-    "hello",
-    "wor",
-    "##ld",
-    "the",
-    "cat",
-    "sat",
-    "ca",
-    "##t",
-    "##s",
-    ",",
-    ".",
-    "!",
-    "die",
-    "katze",
-    "sa",
-    "##ß",
-    "猫",
-    "##坐",
-]
-
-
-@pytest.fixture(scope="module")
-def tok():
-    wp = models.WordPiece(
-        {w: i for i, w in enumerate(VOCAB)}, unk_token="[UNK]", max_input_chars_per_word=100
-    )
-    backend = Tokenizer(wp)
-    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="[UNK]")
 
 
 def item(i: str, question: str, options: list[str], passage: str = "") -> dict:
@@ -210,26 +178,6 @@ def test_an_english_vocabulary_collapses_amharic_and_tibetan_to_unknown_pieces()
 
 
 # Words of several scripts and the characters that make cutting a text hard: a combining mark after a
-# space, Thai SARA AM and half-width katakana sound marks (they extend the grapheme before them), an
-# Arabic number sign (no grapheme boundary after it), an emoji sequence, punctuation, digits.
-WORDS = [
-    "hello", "world,", "cats", "sat.", "die", "Katze", "saß!", "猫坐", "ሰላም", "ነው", "naïve", "e\u0301te\u0301",
-    "\u0301x", "กำ", "\u0e33น", "ｶﾞ", "\uff9eｷ", "\u0600١٢", "مرحبا", "Привет", "नमस्ते", "👩\u200d💻", "42", "3.14",
-    "«quoted»", "don't", "x", "Ω", "[UNK]",
-]
-SEPARATORS = [" ", " ", " ", "  ", "\n", " \n ", "\t", ""]
-
-
-def varied_texts(seed: int, n: int, words: int) -> list[str]:
-    import random
-
-    rng = random.Random(seed)
-    return [
-        "".join(rng.choice(WORDS) + rng.choice(SEPARATORS) for _ in range(rng.randint(1, words))).strip()
-        for _ in range(n)
-    ]
-
-
 class Recording:
     """A tokenizer that records the texts of each call (``tokenizer(...)``, ``backend_tokenizer.encode`` and
     ``backend_tokenizer.encode_batch``)."""
@@ -260,60 +208,6 @@ class Recording:
         return getattr(self.tokenizer, name)
 
 
-def _byte_level_bpe():
-    from tokenizers import decoders, trainers
-
-    backend = Tokenizer(models.BPE())
-    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    backend.decoder = decoders.ByteLevel()
-    backend.train_from_iterator(
-        varied_texts(0, 300, 30), trainers.BpeTrainer(vocab_size=400, show_progress=False,
-                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    )
-    return PreTrainedTokenizerFast(tokenizer_object=backend)
-
-
-def _whole_text_bpe():
-    """Gemma's kind of pipeline: a space marker prepended to the text, spaces replaced, no pre-tokenizer
-    (one BPE piece for the whole text)."""
-    from tokenizers import normalizers, trainers
-
-    backend = Tokenizer(models.BPE(unk_token="<unk>"))
-    backend.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
-    backend.train_from_iterator(
-        varied_texts(0, 300, 30), trainers.BpeTrainer(vocab_size=300, special_tokens=["<unk>"], show_progress=False)
-    )
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
-
-
-@pytest.fixture(scope="module", params=["wordpiece", "byte_level_bpe", "xlm_r", "whole_text_bpe"])
-def any_tok(request, tok):
-    if request.param == "wordpiece":
-        return tok
-    if request.param == "byte_level_bpe":
-        return _byte_level_bpe()
-    if request.param == "whole_text_bpe":
-        return _whole_text_bpe()
-    from transformers import AutoTokenizer
-
-    from tests.me5 import me5_dir
-
-    return AutoTokenizer.from_pretrained(me5_dir())  # XLM-R's: Precompiled, WhitespaceSplit + Metaspace
-
-
-def test_which_tokenizers_a_long_text_may_be_cut_for(any_tok, request):
-    """Each is provably cut exactly at safe positions; the whole-text BPE only after a character none of
-    its merges joins to the space marker after it."""
-    kind = request.node.callspec.params["any_tok"]
-    why, crossing = tm.exact_rule(any_tok)
-    assert why == "" and tm.splittable(any_tok)
-    assert bool(crossing) == (kind == "whole_text_bpe")
-    if crossing:
-        vocab = any_tok.backend_tokenizer.get_vocab()
-        assert all(any(c + "▁" in piece for piece in vocab) for c in crossing)
-        assert crossing == {"\n"}  # its merges join a line break to the space after it, never a letter
-
-
 def _one_call(tokenizer, texts, with_words):
     return tm.count_texts(tokenizer, texts, with_words=with_words, max_texts=10**9, max_chars=10**12)
 
@@ -339,30 +233,3 @@ def test_counting_in_chunks_gives_the_one_call_counts(any_tok, with_words):
     for call in chunked.calls:  # a batch of short texts, a part with its context, or a checked cut's text
         assert sum(map(len, call)) <= 300 or (len(call) == 1 and len(call[0]) <= 2 * tm.CHECK_CHARS + 100), call
     assert max(len(t) for c in chunked.calls for t in c) < len(texts[-1]) // 5
-
-
-def test_a_long_text_is_cut_only_where_its_tokens_stay_the_same(any_tok):
-    text = " ".join(varied_texts(3, 200, 20))
-    crossing = tm.exact_rule(any_tok)[1]
-    cuts, unsafe = tm._cuts(text, 500, crossing)
-    parts = tm._parts(text, 500, crossing)
-    assert "".join(text[a:b] for a, b in parts) == text and len(parts) > 5
-    assert all(250 <= b - a <= 500 for a, b in parts[:-1])
-    for k in cuts:
-        safe = tm._safe(text, k, crossing)
-        assert text[k].isspace() and (safe or unsafe)
-        # the tokens of the whole text around every cut, counted in two windowed parts, are the same
-        assert tm._check_cut(any_tok.backend_tokenizer, text, k, 50, 10**9) == 0 or not safe
-    assert not tm._safe("a \u0301b", 1) and not tm._safe("a \u0e33", 1) and not tm._safe("\u0600 1", 1)
-    assert not tm._safe("a  b", 1) and tm._safe("a b", 1) and tm._safe("猫 b", 1)
-
-
-def test_a_text_without_white_space_is_cut_between_graphemes():
-    """No safe cut and no white space: a cut never separates a mark, a joiner or a variation selector from
-    the character before it."""
-    text = ("e\u0301" * 7 + "👩\u200d💻" + "猫\ufe0f") * 400
-    cuts, unsafe = tm._cuts(text, 100)
-    assert unsafe == len(cuts) > 10
-    for k in cuts:
-        assert not unicodedata.category(text[k]).startswith("M") and text[k] not in "\u200d\ufe0f"
-        assert text[k - 1] != "\u200d"

@@ -12,7 +12,8 @@ import pytest
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from tests.scoring.test_tokenizer_measures import WORDS, varied_texts
+from tests.scoring.sample_tokenizers import WORDS, varied_texts
+from xlt.scoring import tokenizer_cuts as tc
 from xlt.scoring import tokenizer_measures as tm
 
 KEYS = ("tokens", "unknown", "words", "continued")
@@ -42,7 +43,7 @@ def check(tok, text: str, max_chars: int = 2000, context: int = 64, with_words: 
         assert {k: parts[k] for k in KEYS} == {k: whole[k] for k in KEYS}
         assert parts["per_text"] == whole["per_text"]
     else:
-        cuts = len(tm._cuts(text, min(max_chars, tm.PART_CHARS), tm.exact_rule(tok)[1])[0])
+        cuts = len(tc.text_cuts(text, min(max_chars, tm.PART_CHARS), tc.exact_rule(tok)[1])[0])
         for k in KEYS:
             assert abs(parts[k] - whole[k]) <= tm.ESTIMATE_BOUND * cuts, (k, parts[k], whole[k])
     return parts
@@ -117,12 +118,12 @@ CASES = [("NFKC", p) for p in PIPELINES] + [
 @pytest.mark.parametrize(("norm", "pipeline"), CASES)
 def test_every_normalizer_kind_counts_as_one_call_or_within_the_bound(norm, pipeline, texts):
     tok = build(NORMALIZERS[norm](), pipeline)
-    why = tm.exact_rule(tok)[0]
+    why = tc.exact_rule(tok)[0]
     provable = norm != "ReplaceRegex" and pipeline != "whole_text_unigram" and (norm, pipeline) != (
         "Replace", "whitespace_wordpiece")
     assert (why == "") == provable, why
     spaced = check(tok, texts["spaced"])
-    if provable and not tm.exact_rule(tok)[1]:
+    if provable and not tc.exact_rule(tok)[1]:
         # every cut of a spaced text is safe: exact, and said to be
         assert spaced["estimated"] == ""
     elif not provable:
@@ -140,13 +141,13 @@ def test_a_merge_across_the_space_marker_makes_a_cut_unsafe():
     backend = Tokenizer(models.BPE(vocab, merges, unk_token="<unk>"))
     backend.normalizer = normalizers.Replace(" ", "▁")
     tok = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
-    why, crossing = tm.exact_rule(tok)
+    why, crossing = tc.exact_rule(tok)
     assert why == "" and crossing == {"t"}
     text = "cat ca " * 3000 + "ca"
-    assert all(text[k - 1] == "a" for k in tm._cuts(text, 500, crossing)[0])
+    assert all(text[k - 1] == "a" for k in tc.text_cuts(text, 500, crossing)[0])
     assert check(tok, text, max_chars=500)["estimated"] == ""
     # cut anywhere at spaces, the merge of "cat▁" would be split: the rule is what keeps the counts exact
-    parts = [(a, b) for a, b in tm._parts(text, 500) if b < len(text)]
+    parts = [(a, b) for a, b in tc.text_parts(text, 500) if b < len(text)]
     assert any(text[b - 1] == "t" for _, b in parts)
 
 
@@ -176,7 +177,7 @@ def test_every_shipped_tokenizer_counts_a_long_text_in_parts_as_one_call(shipped
     """The tiny model's (NFKC, Metaspace + Punctuation, BPE), MiniLM's (BERT), multilingual-e5-small's
     (XLM-R: Precompiled, Unigram) and Gemma 3's (Replace, BPE over the whole text): provably exact, and
     exactly one call's counts on ~100 KB of many scripts."""
-    assert tm.exact_rule(shipped)[0] == ""
+    assert tc.exact_rule(shipped)[0] == ""
     assert check(shipped, texts["spaced"], with_words=with_words)["estimated"] == ""
     assert "not provably exact" in check(shipped, texts["no_space_run"], with_words=with_words)["estimated"]
 
@@ -213,7 +214,7 @@ def test_word_spans_as_a_plain_loop_reads_them():
 
 
 def test_estimated_counts_are_shown_in_the_report():
-    from xlt.stages.report import tokenizer_line
+    from xlt.reporting.run_report import tokenizer_line
 
     tok = build(normalizers.Replace(Regex(r"\s{2,}"), " "), "metaspace_first_bpe")
     items = [{"id": "1", "question": many_scripts(3, 2000), "options": ["a"]}]

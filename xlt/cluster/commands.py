@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["after-stop"] and len(argv) == 7:  # inside KillWait: nothing else loaded (Hydra, numpy)
         return after_stop(argv[1:])
     from xlt.cluster.sweeps import read_sweep, recipe_of, run_dir, sweep_line  # lazy: start-up time
-    from xlt.resources import compose  # lazy: start-up time
+    from xlt.config.compose import compose  # lazy: start-up time
 
     try:
         if len(argv) == 3 and argv[0] == "line":

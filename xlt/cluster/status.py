@@ -105,8 +105,8 @@ def _stage_states(run: RunDir, overrides: list[str] | None, status: RunStatus) -
         return
     try:
         from xlt import config as xcfg  # lazy: start-up time
+        from xlt.config.compose import compose  # lazy: start-up time
         from xlt.contract import context, stale_reason  # lazy: start-up time
-        from xlt.resources import compose  # lazy: start-up time
         from xlt.stages import STAGES  # lazy: start-up time
 
         if overrides is not None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
+from xlt.config.compose import compose
 from xlt.errors import ConfigError
-from xlt.resources import compose
 from xlt.run.layout import run_name
 
 

@@ -80,7 +80,7 @@ class LLMConfig:
     # --apply_chat_template) or, if false, all in one user message (--fewshot_as_multiturn false).
     fewshot_as_multiturn: bool = True
     system_prompt: str | None = None
-    # Also write lm-evaluation-harness's output folder when the evaluate stage is done (xlt/reporting/harness):
+    # Also write lm-evaluation-harness's output folder, beside the report (the report stage; xlt/reporting/harness):
     # false (no), true (into the run directory's harness/ folder) or a folder. Its results_<date>.json and
     # samples_<task>_<date>.jsonl are those `lm_eval --output_path <folder> --log_samples` writes (the harness
     # protocol, log-likelihood mode); `xlt report --to-harness RUN_DIR OUT` writes them for a finished run.

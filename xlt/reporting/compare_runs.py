@@ -48,7 +48,7 @@ def compare_items(runs: list[RunInfo], groups: list[list[RunInfo]], bench: str, 
     (:mod:`xlt.reporting.items`); its texts read as the first such run's config entry reads them."""
     # systems without per-question data (a harness folder without sample logs) are left out, as the page says
     read = {group_label(g): read_system(g, bench) for g in groups
-            if any(bench in r.results for r in g) and all(getattr(r, "per_question", True) for r in g)}
+            if any(bench in r.results for r in g) and all(r.per_question for r in g)}
     systems = {label: scores for label, (scores, _) in read.items()}
     first = next(r for r in runs if bench in r.results)
 
@@ -134,14 +134,14 @@ def compare_runs(run_dirs: list[str | Path], out: str | Path, samples: int = 100
                    "\n### rank changes between subsets\n\n", frame_markdown(changes, digits=2)]
         payload["benchmarks"][bench] = entry
     # the definitions' findings (xlt/reporting/findings.py), on the systems with per-question data
-    without = [r.label for r in runs if not getattr(r, "per_question", True)]
+    without = [r.label for r in runs if not r.per_question]
     if without:
         payload["without_per_question_data"] = without
         md.append(f"\n## Systems without per-question data\n\n{', '.join(f'`{w}`' for w in without)}: an "
                   "lm-evaluation-harness folder without sample logs (`--log_samples`). Its accuracy per language, "
                   "the summaries and the rankings are reported; the paired differences, the item report and the "
                   "findings need per-question data and leave it out.\n")
-    md.append(add_findings([r for r in runs if getattr(r, "per_question", True)], payload, samples, seed))
+    md.append(add_findings([r for r in runs if r.per_question], payload, samples, seed))
     atomic_write_text(out / "compare.md", "".join(md))
     atomic_write_json(out / "compare.json", payload)
     write_compare_page(out / "compare.html", runs, strict_json(payload))

@@ -179,12 +179,29 @@ def include_allowed(path: Path, folders: list[str], allowed: Sequence[str | Path
 
 
 class RunInfo:
-    def __init__(self, path: Path, include_paths: Sequence[str | Path] = ()):
+    """A compared system: a run directory, its config and its results by benchmark.
+
+    ``harness``: the lm-evaluation-harness output folder the run directory was written from
+    (:func:`xlt.reporting.harness.imported.harness_system`; None: an xlt run); such a system is labelled
+    ``harness:<folder>`` and is never one seed group with an xlt run. ``per_question``: whether its results have
+    per-question predictions (a harness folder without sample logs has not: the paired differences, the item
+    report and the findings leave it out)."""
+
+    path: Path
+    label: str
+    key: str
+    harness: Path | None
+    per_question: bool
+
+    def __init__(self, path: Path, include_paths: Sequence[str | Path] = (), *, harness: str | Path | None = None,
+                 per_question: bool = True):
         self.path = Path(path)
-        self.label = run_label(self.path)
+        self.harness = None if harness is None else Path(harness)
+        self.per_question = per_question
+        self.label = run_label(self.path) if self.harness is None else f"harness:{run_label(self.harness)}"
         self.config = read_config(self.path)
         self.seed = self.config.get("seed")
-        self.key = config_key(self.config)
+        self.key = config_key(self.config) if self.harness is None else f"harness:{self.harness.resolve()}"
         # The run's own definition folders are run only when the user names them (``include_paths``);
         # a benchmark defined there is then named and read as in the run.
         include_allowed(self.path, list((self.config.get("eval") or {}).get("include_path") or []), include_paths)

@@ -1,5 +1,6 @@
-"""The checked readers of the evaluate stage's results and predictions (``eval/<benchmark>/``, and the same
-layout under ``eval_before/`` through :meth:`xlt.run.layout.RunDir.before_training`).
+"""The evaluate stage's results and predictions (``eval/<benchmark>/``, and the same layout under ``eval_before/``
+through :meth:`xlt.run.layout.RunDir.before_training`): the one builder of a result record (:func:`result_record`)
+and their checked readers.
 
 A result is read back only through :func:`verified_result`: its file is checked against its schema
 (:mod:`xlt.run.state`) and against its own predictions (count, right answers, accuracy, chance level, the
@@ -18,12 +19,56 @@ from typing import Any
 from xlt.errors import DataError
 from xlt.metrics import chance_level
 from xlt.run.layout import PLAN_FILE, RunDir
-from xlt.run.state import PLAN, PREDICTION, RESULT, Damaged, read_jsonl_state, read_or_redo, read_state, redo
+from xlt.run.state import (
+    PLAN,
+    PREDICTION,
+    RESULT,
+    Damaged,
+    check_schema,
+    read_jsonl_state,
+    read_or_redo,
+    read_state,
+    redo,
+)
 
 
 class NoPerQuestionData(DataError):
     """A result without predictions by design (an lm-evaluation-harness folder read without sample logs):
     what needs per-question data (paired tests, findings, the item report) says so and leaves it out."""
+
+
+def result_record(*, benchmark: str, kind: str, language: str, code: str | None, split: str, scorer: str,
+                  model: str, translate_test: bool, settings: dict[str, Any], accuracy: dict[str, Any],
+                  chance: float | None, ties: int, data_checks: dict[str, Any], truncated: int | None = None,
+                  machine_translated_from: str | None = None, **extra: Any) -> dict[str, Any]:
+    """One language's result record, as every writer writes it (the evaluate stage; an lm-evaluation-harness folder
+    read as a system, :mod:`xlt.reporting.harness.imported`) and :func:`verified_result` reads it back: its fields
+    in this order, ``accuracy`` the fields of :func:`xlt.metrics.accuracy_with_ci` (accuracy, n, correct, interval),
+    then ``extra`` in the order given (``per_question``, ``scorer_meta``, ``subsets``, ``provenance``, ...).
+    ``machine_translated_from``: the language whose items were machine-translated into this one (omitted when
+    None); ``truncated``: items cut to fit the model (None: the scorer does not say)."""
+    record = {
+        "benchmark": benchmark,
+        "kind": kind,
+        "language": language,
+        "code": code,  # the language table's code
+        "split": split,
+        "scorer": scorer,
+        "model": model,
+        "translate_test": translate_test,
+        **({"machine_translated_from": machine_translated_from} if machine_translated_from is not None else {}),
+        "settings": settings,
+        **accuracy,
+        "chance": chance,  # % right when guessing among each item's own options
+        "ties": ties,  # predictions whose top score is shared by several options (argmax picks the first)
+        "truncated": truncated,
+        "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.loading.data_checks)
+        **extra,
+    }
+    problem = check_schema(record, RESULT)
+    if problem:
+        raise ValueError(f"result record of {benchmark}/{language}: {problem}")
+    return record
 
 
 def per_question(result: dict[str, Any] | None) -> bool:

@@ -20,8 +20,9 @@ measures say why they are not defined instead of a misleading number.
 
 Memory is bounded whatever the tokenizer: texts are tokenized a chunk at a time, and a text longer than a
 chunk in parts with a little context on both sides (:func:`count_texts`, :func:`_count_long`). The counts
-equal those of one call where the tokenizer provably tokenizes the parts as the whole (:func:`exact_rule`,
-checked again at a few cuts); elsewhere they are ``estimated``, with the reason, and the report says so.
+equal those of one call where the tokenizer provably tokenizes the parts as the whole
+(:func:`xlt.scoring.tokenizer_cuts.exact_rule`, checked again at a few cuts); elsewhere they are ``estimated``,
+with the reason, and the report says so.
 
 The per-item token counts of one (tokenizer, items, language) are computed once and cached under
 ``$XLT_CACHE/tokenizer_measures/`` (default ``~/.cache/xlt``), keyed by the tokenizer's fingerprint
@@ -49,7 +50,7 @@ from xlt import languages as langtab
 from xlt.errors import XltError
 from xlt.run.files import atomic_write_json
 from xlt.run.fingerprint import digest, path_fingerprint
-from xlt.scoring.llm import encoding
+from xlt.scoring.tokenizer_cuts import exact_rule, text_cuts
 
 # Bump when the counting changes: cached counts of an older version are recomputed.
 VERSION = 2
@@ -198,192 +199,6 @@ ESTIMATE_BOUND = 1
 CHECKED_CUTS = 4
 CHECK_CHARS = 5_000
 
-# Normalizers that map each character (or grapheme cluster, Precompiled) on its own: at a single ASCII space
-# between two letters or digits (a grapheme and normalization boundary: neither a combining mark after it
-# nor a Prepend character before it) a text normalizes to its two parts' normalized forms, joined. Strip
-# and Prepend change only the ends of a text (inside the context of a part, never at a cut).
-_LOCAL_NORMALIZERS = {"BertNormalizer", "Lowercase", "NFC", "NFD", "NFKC", "NFKD", "StripAccents", "Precompiled",
-                      "Nmt", "ByteLevel", "Strip", "Prepend"}
-# Pre-tokenizers that always split at white space, so that no piece spans such a space, and treat the part
-# after it (which begins with that space) as they treat it inside the whole text.
-_SPACE_SPLITTERS = {"WhitespaceSplit", "Whitespace", "BertPreTokenizer"}
-# Pre-tokenizers that only split their pieces further, by a rule about single characters.
-_CHAR_SPLITTERS = {"Punctuation", "Digits", "UnicodeScripts", "CharDelimiterSplit"}
-# Grapheme_Cluster_Break=Prepend (Unicode 15): no grapheme boundary after these, even before a space.
-_PREPEND = frozenset(
-    [*range(0x600, 0x606), 0x6DD, 0x70F, 0x890, 0x891, 0x8E2, 0xD4E, 0x110BD, 0x110CD, 0x111C2, 0x111C3,
-     0x1193F, 0x11941, 0x11A3A, *range(0x11A84, 0x11A8A), 0x11D46, 0x11F02]
-)
-# Letters that extend the grapheme before them (Grapheme_Cluster_Break Extend or SpacingMark): Thai and Lao
-# SARA AM, the half-width katakana sound marks.
-_EXTENDING_LETTERS = frozenset([0xE33, 0xEB3, 0xFF9E, 0xFF9F])
-# Characters a cut of a text without a safe cut is never put before (they join the character before them).
-_JOINING = frozenset(["\u200d", "\u200c", "\u034f", *map(chr, range(0xFE00, 0xFE10)),
-                      *map(chr, range(0x1F3FB, 0x1F400)), *map(chr, range(0xE0020, 0xE0080))])
-
-
-def _space_splitter(pre: dict[str, Any]) -> bool:
-    kind = pre.get("type")
-    if kind in _SPACE_SPLITTERS:
-        return True
-    # Metaspace: a space becomes the marker that begins the next piece; never doubled (the part after a cut
-    # begins with it, so no marker is prepended there, whatever the scheme)
-    return kind == "Metaspace" and bool(pre.get("split", True)) and pre.get("prepend_scheme", "always") in (
-        "always", "first", "never")
-
-
-def _local_pre_tokenizer(pre: dict[str, Any]) -> bool:
-    """Splits at every white space: a space splitter, or a sequence in which one comes after steps that only
-    split by single characters (any step after it works on pieces that already end at the space)."""
-    steps = (pre.get("pretokenizers") or []) if pre.get("type") == "Sequence" else [pre]
-    for step in steps:
-        if _space_splitter(step):
-            return True
-        if step.get("type") not in _CHAR_SPLITTERS:
-            return False
-    return False
-
-
-def _no_crossing_pre_tokenizer(pre: dict[str, Any]) -> bool:
-    """None, or steps that only split, by a rule about single characters (a Split on one character)."""
-    steps = (pre.get("pretokenizers") or []) if pre.get("type") == "Sequence" else ([pre] if pre else [])
-    for step in steps:
-        pattern = step.get("pattern") or {}
-        if not (step.get("type") in _CHAR_SPLITTERS
-                or (step.get("type") == "Split" and len(pattern.get("String") or "") == 1)):
-            return False
-    return True
-
-
-def _crossing(backend: Any, space: str) -> frozenset[str] | None:
-    """For a BPE model: the characters some token of the vocabulary has right before ``space`` (what a space
-    becomes), so that a merge may join them to it; a cut after any other character is never crossed by a
-    merge (each side is merged as on its own). None when ``space`` is not one piece of the vocabulary."""
-    vocab = backend.get_vocab()
-    if space not in vocab:
-        return None
-    out: set[str] = set()
-    for piece in vocab:
-        i = piece.find(space, 1)
-        while i > 0:
-            if piece[i - 1] != space[-1]:
-                out.add(piece[i - 1])
-            i = piece.find(space, i + 1)
-    return frozenset(out)
-
-
-def exact_rule(tokenizer: Any) -> tuple[str, frozenset[str]]:
-    """Whether the parts of a long text cut at :func:`_safe` positions provably get the whole text's tokens,
-    and which characters before a space make it unsafe all the same: ``("", chars)`` when they do, else
-    ``(why not, _)``. They do for a fast tokenizer whose model has no dropout, whose normalizers work
-    character by character (:data:`_LOCAL_NORMALIZERS`; Replace of one character, or of a string without
-    a space), with no added token that can match across a space between two letters or digits, and
-
-    * a pre-tokenizer that splits at every white space (:func:`_local_pre_tokenizer`: BERT's, XLM-R's, the
-      tiny model's Metaspace + Punctuation), or a byte-level one with a split that looks only a few
-      characters ahead and no normalizer (:func:`xlt.scoring.llm.encoding.split_safe`); or
-    * a BPE model and a pre-tokenizer that only splits by single characters (Gemma's: its normalizer makes
-      spaces ``▁``, and it merges over the whole text): no token of the vocabulary has a letter or digit
-      before the space's ``▁``, so no merge crosses the cut (the characters it does have them before are
-      returned: a cut after one of them is not safe)."""
-    from tokenizers.models import BPE
-
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None or not getattr(tokenizer, "is_fast", False):
-        return "a slow tokenizer (no offsets)", frozenset()
-    if getattr(backend.model, "dropout", None):
-        return "the model samples its pieces (dropout)", frozenset()
-    try:
-        norm = encoding.component_spec(backend.normalizer)
-        pre = encoding.component_spec(backend.pre_tokenizer)
-    except Exception:  # noqa: BLE001 - a component that cannot describe itself: not provable
-        return "a normalizer or pre-tokenizer that does not describe itself", frozenset()
-    norms = norm.get("normalizers") if norm.get("type") == "Sequence" else ([norm] if norm else [])
-    for n in norms or []:
-        pattern = (n.get("pattern") or {}).get("String") if n.get("type") == "Replace" else None
-        if n.get("type") not in _LOCAL_NORMALIZERS and not (
-                pattern is not None and (len(pattern) == 1 or " " not in pattern)):
-            return f"its {n.get('type')} normalizer may change text across a space", frozenset()
-    space = " "  # what a space between two letters becomes
-    if backend.normalizer is not None:
-        whole, left = backend.normalizer.normalize_str("x y"), backend.normalizer.normalize_str("x")
-        if not (whole.startswith(left) and whole.endswith("y") and len(whole) > len(left) + 1):
-            return "its normalizer does not keep a space between two letters", frozenset()
-        space = whole[len(left):-1]
-    for added in backend.get_added_tokens_decoder().values():
-        content = added.content
-        pairs = zip(content, content[1:], strict=False)
-        if (any(a.isalnum() and b in (" ", space) for a, b in pairs)
-                or (added.rstrip and content[-1:].isalnum()) or (added.lstrip and content[:1] in (" ", space))):
-            return f"its added token {content!r} may match across a space", frozenset()
-    # a space splitter splits at the space the normalizer leaves (one that makes it "▁" leaves none)
-    if (space == " " and _local_pre_tokenizer(pre)) or (not norms and encoding.split_safe(tokenizer)):
-        return "", frozenset()
-    if isinstance(backend.model, BPE) and space and _no_crossing_pre_tokenizer(pre):
-        crossing = _crossing(backend, space)
-        if crossing is not None:
-            return "", crossing
-    return "its pre-tokenizer does not split at every space", frozenset()
-
-
-def splittable(tokenizer: Any) -> bool:
-    """Whether a long text is provably counted exactly in parts cut at safe positions (:func:`exact_rule`)."""
-    return not exact_rule(tokenizer)[0]
-
-
-def _safe(text: str, k: int, crossing: frozenset[str] = frozenset()) -> bool:
-    """A single ASCII space at ``k`` between two letters or digits (see :data:`_LOCAL_NORMALIZERS`), the one
-    before it not one a token of the vocabulary joins to a space (``crossing``, :func:`exact_rule`)."""
-    if not (0 < k < len(text) - 1 and text[k] == " "):
-        return False
-    before, after = text[k - 1], text[k + 1]
-    return (
-        unicodedata.category(before)[0] in "LN"
-        and unicodedata.category(after)[0] in "LN"
-        and ord(before) not in _PREPEND
-        and ord(after) not in _EXTENDING_LETTERS
-        and before not in crossing
-    )
-
-
-def _last_cut(text: str, lo: int, hi: int, crossing: frozenset[str]) -> tuple[int, bool]:
-    """Where to cut ``text`` in ``[lo, hi]``: the last safe position (:func:`_safe`), else the last white
-    space, else the last character that does not join the one before it (a combining mark, a joiner, a
-    variation selector, a skin tone); and whether it is safe."""
-    k = text.rfind(" ", lo, hi + 1)
-    while k >= lo:
-        if _safe(text, k, crossing):
-            return k, True
-        k = text.rfind(" ", lo, k)
-    for k in range(hi, lo, -1):
-        if text[k].isspace():
-            return k, False
-    k = hi
-    while k > lo + 1 and (unicodedata.category(text[k])[0] == "M" or text[k] in _JOINING
-                          or text[k - 1] in _JOINING or 0xDC00 <= ord(text[k]) <= 0xDFFF):
-        k -= 1
-    return k, False
-
-
-def _cuts(text: str, max_chars: int, crossing: frozenset[str] = frozenset()) -> tuple[list[int], int]:
-    """Cut positions that make ``text`` parts of at most ``max_chars`` characters (each at least half of it,
-    but the last), and how many of them are not safe (:func:`_last_cut`)."""
-    cuts: list[int] = []
-    start, unsafe = 0, 0
-    while len(text) - start > max_chars:
-        k, ok = _last_cut(text, start + max(1, max_chars // 2), start + max_chars, crossing)
-        cuts.append(k)
-        unsafe += not ok
-        start = k
-    return cuts, unsafe
-
-
-def _parts(text: str, max_chars: int, crossing: frozenset[str] = frozenset()) -> list[tuple[int, int]]:
-    """``text`` cut (:func:`_cuts`) into parts of at most ``max_chars`` characters, as spans."""
-    bounds = [0, *_cuts(text, max_chars, crossing)[0], len(text)]
-    return list(zip(bounds, bounds[1:], strict=False))
-
-
 def _plain_backend(tokenizer: Any) -> Any:
     """The fast tokenizer's backend, or a copy of it without truncation and padding where it has them."""
     backend = tokenizer.backend_tokenizer
@@ -449,15 +264,15 @@ _RULES: dict[int, tuple[Any, tuple[str, frozenset[str]]]] = {}
 
 def _count_long(tokenizer: Any, text: str, with_words: bool, max_chars: int, context: int) -> dict[str, Any]:
     """The counts of one text longer than ``max_chars``, in parts (:func:`_windowed`), with ``estimated``:
-    "" where the parts provably give the whole text's counts (:func:`exact_rule`, every cut safe, and the
-    checked cuts agree), else why not, with the number of cuts and the checked cuts' differences."""
+    "" where the parts provably give the whole text's counts (:func:`xlt.scoring.tokenizer_cuts.exact_rule`, every
+    cut safe, and the checked cuts agree), else why not, with the number of cuts and the checked cuts' differences."""
     unk = getattr(tokenizer, "unk_token_id", None)
     hit = _RULES.get(id(tokenizer))
     if hit is None or hit[0] is not tokenizer:  # once per loaded tokenizer (Gemma's vocabulary is read)
         hit = _RULES[id(tokenizer)] = (tokenizer, exact_rule(tokenizer))
     why, crossing = hit[1]
     part_chars = min(max_chars, PART_CHARS)
-    cuts, unsafe = _cuts(text, part_chars, crossing)
+    cuts, unsafe = text_cuts(text, part_chars, crossing)
     bounds = [0, *cuts, len(text)]
     parts = list(zip(bounds, bounds[1:], strict=False))
     out = {"tokens": 0, "unknown": 0, "words": 0, "continued": 0}

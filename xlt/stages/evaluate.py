@@ -16,14 +16,12 @@ it to the contract.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from omegaconf import OmegaConf
 
 from xlt.config.eval import uses_translator
-from xlt.config.llm import selected as llm_selected
 from xlt.contract import StageContext, StageSpec
 from xlt.data.schema import option_counts
 from xlt.metrics import accuracy_with_ci, chance_level, draws_accuracy_with_ci, spread
@@ -31,9 +29,8 @@ from xlt.progress import progress_bar
 from xlt.run.artifacts import check_model
 from xlt.run.files import atomic_write_json, atomic_write_text, json_text
 from xlt.run.fingerprint import path_fingerprint
-from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir, is_main_process
-from xlt.run.lock import stage_started
-from xlt.run.results import read_result
+from xlt.run.layout import EVAL_BEFORE_DIR, EVAL_DIR, RunDir
+from xlt.run.results import read_result, result_record
 from xlt.scoring import before, declaration
 from xlt.scoring.jobs import (
     FEWSHOT_TRAIN_SET,
@@ -111,24 +108,14 @@ def evaluate_job(cfg: Any, run: RunDir, job: EvalJob, scorer: Any, translate_tes
     atomic_write_text(job.predictions_path(run), "\n".join(lines) + "\n")
 
     samples, seed = int(cfg.eval.bootstrap_samples), int(cfg.eval.bootstrap_seed)
-    result: dict[str, Any] = {
-        "benchmark": job.benchmark,
-        "kind": job.kind,
-        "language": job.language,
-        "code": definition.table_code(job.language),  # the language table's code
-        "split": bcfg.split,
-        "scorer": cfg.eval.scorer,
-        "model": cfg.eval.model,
-        "translate_test": job.translation == TRANSLATE_TEST,
-        **({"machine_translated_from": job.read} if job.read != job.language else {}),
-        "settings": job.settings,
-        **(accuracy_with_ci(correct, samples, seed) if not draws else draws_accuracy_with_ci(draw_correct, samples, seed)),
-        "chance": chance_level(counts),  # % right when guessing among each item's own options
-        "ties": ties,  # predictions whose top score is shared by several options (argmax picks the first)
+    result = result_record(
+        benchmark=job.benchmark, kind=job.kind, language=job.language, code=definition.table_code(job.language),
+        split=bcfg.split, scorer=cfg.eval.scorer, model=cfg.eval.model, translate_test=job.translation == TRANSLATE_TEST,
+        machine_translated_from=job.read if job.read != job.language else None, settings=job.settings,
+        accuracy=accuracy_with_ci(correct, samples, seed) if not draws else draws_accuracy_with_ci(draw_correct, samples, seed),
+        chance=chance_level(counts), ties=ties,
         # Items whose passage (or question) was cut to fit the model's max_length; None: the scorer does not say.
-        "truncated": None,
-        "data_checks": data_checks,  # odd items in the benchmark file (xlt.data.benchmarks.loading.data_checks)
-    }
+        truncated=None, data_checks=data_checks)
     if draws:
         per_draw = [accuracy_with_ci(c, samples, seed) for c in draw_correct]
         meta = getattr(scorer, "language_meta", lambda *a: {})(job.benchmark, job.language) or {}
@@ -201,7 +188,6 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
             log.info("before fine-tuning (%s/): %s", EVAL_BEFORE_DIR,
                      missing_message(missing_before, int(cfg.eval.num_shards)))
         return None
-    harness_output(cfg, run)
     summary: dict[str, Any] = {}
     for name in enabled_benchmarks(cfg.eval):
         results = [read_result(run, j.benchmark, j.language) for j in jobs if j.benchmark == name]
@@ -209,19 +195,6 @@ def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any] | None
         summary[name] = {"n_languages": len(results), "mean_accuracy": float(np.mean(accs)),
                          "n_questions": int(sum(r["n"] for r in results))}
     return summary
-
-
-def harness_output(cfg: Any, run: RunDir) -> None:
-    """With ``eval.llm.harness_output`` (true: the run's ``harness/`` folder, or a folder), write every result as
-    lm-evaluation-harness's output folder (:mod:`xlt.reporting.harness.export`); the main process only."""
-    where = cfg.eval.llm.get("harness_output") if llm_selected(cfg.eval) else None
-    if where is None or where is False or not is_main_process():
-        return
-    from xlt.reporting.harness.export import export_results  # lazy: start-up time
-
-    folder = run.harness_output if where is True else Path(str(where)).expanduser()
-    written = export_results(cfg.eval, run, folder, started=stage_started("evaluate"))
-    log.info("lm-evaluation-harness's files of the results: %s", written)
 
 
 def score_jobs(cfg: Any, run: RunDir, ctx: Any, jobs: list[EvalJob], mine: list[EvalJob], make_scorer: Any,

@@ -1,221 +1,63 @@
-"""The ``report`` stage: merge all per-language results into ``run/report.{md,csv,json,tex}`` and plots.
+"""The ``report`` stage: the files derived from a run's results, written from :mod:`xlt.reporting`.
 
 It merges the evaluate stage's shards (every planned language must have its result file; otherwise it
-stops with a message listing what is missing), joins the language table, computes the summaries each
-benchmark's definition declares (mean, languages at or above its thresholds, its subsets' means, by
-each of its language groupings; :class:`xlt.data.benchmarks.base.Benchmark`), and writes:
+stops with a message listing what is missing: :func:`xlt.reporting.tables.collect`), joins the language table,
+computes the summaries each benchmark's definition declares (mean, languages at or above its thresholds, its
+subsets' means, by each of its language groupings; :class:`xlt.data.benchmarks.base.Benchmark`), and writes
 
-* ``report.csv``  — one row per (benchmark, language), all columns;
-* ``report.json`` — summaries and per-language rows (with the scored tokenizer's measures), and each
-  benchmark's cross-language item report (:mod:`xlt.reporting.items`; per item in ``report_items.csv``);
-* ``report.md`` / ``report.tex`` — the summary tables and the per-language table;
-* ``report.html`` — one self-contained page: sortable, filterable tables and interactive charts
-  (:mod:`xlt.reporting.html`);
-* ``plots/*.png`` — accuracy per language (sorted), bars per grouping, the declared contrast per language.
+* the report: ``report.{md,csv,json,tex,html}``, ``report_items.csv``, ``plots/*.png``
+  (:func:`xlt.reporting.run_report.write_report`);
+* the model card's evaluation section, when the run's own model was evaluated
+  (:func:`xlt.reporting.model_card.write_hub_card`);
+* with ``eval.llm.harness_output``, the results as lm-evaluation-harness's output folder
+  (:func:`xlt.reporting.harness.output.write_harness_output`).
 
-:data:`STAGE` declares it to the contract.
+:data:`STAGE` declares it to the contract: its outputs, and a check that reads each of them back (a harness
+folder asked for after the report reruns the stage).
 """
 
 from __future__ import annotations
 
 import logging
-from types import SimpleNamespace
 from typing import Any
 
-import pandas as pd
-
 from xlt import languages as langtab
-from xlt.config.eval import uses_translator
-from xlt.config.model import PACKAGED_MODEL_IDS
 from xlt.contract import StageContext, StageSpec, json_problems
-from xlt.markdown import markdown_table
-from xlt.modeling import packaged_llm
-from xlt.modeling.packaged import source_text
-from xlt.reporting.html import write_run_page
-from xlt.reporting.items import item_report, items_by_id, read_system, suspects_markdown
+from xlt.reporting.harness.output import harness_output_problems, write_harness_output
 from xlt.reporting.model_card import card_problem, write_hub_card
-from xlt.reporting.render import frame_markdown, latex_table
-from xlt.reporting.tables import BenchmarkResults, collect, display_frame, protocol_line, summary_frames
-from xlt.run.files import atomic_write_json, atomic_write_text
-from xlt.run.layout import REPORT_FILE, RunDir
-from xlt.run.results import NoPerQuestionData
+from xlt.reporting.run_report import card_model_name, card_summary, write_report
+from xlt.reporting.tables import collect
+from xlt.run.layout import (
+    ITEMS_REPORT_FILE,
+    REPORT_FILE,
+    REPORT_FORMATS,
+    REPORT_STEM,
+    RunDir,
+    is_main_process,
+)
 from xlt.run.state import REPORT
 from xlt.scoring import declaration
-from xlt.scoring.before import COLUMN as BEFORE
 from xlt.stages.inputs import local_fingerprint, train_stage_files
 from xlt.tracking import log_report
 
 log = logging.getLogger("xlt.report")
 
 
-def render_markdown(cfg: Any, results: dict[str, BenchmarkResults], items: dict[str, dict[str, Any]] | None = None) -> str:
-    out = [f"# Evaluation report: {cfg.recipe_name}\n", f"Model: `{cfg.eval.model}` (scorer `{cfg.eval.scorer}`); "
-           f"accuracies in %, 95% bootstrap intervals ({cfg.eval.bootstrap_samples} resamples).\n"]
-    if cfg.model.name_or_path in PACKAGED_MODEL_IDS and declaration.names_run_model(cfg.eval.model):
-        out.append(f"\nBase model `{cfg.model.name}`: {source_text()}.\n")
-    source = llm_source(cfg)
-    if source:
-        out.append(f"\n{source}\n")
-    if any(BEFORE in r.per_language for r in results.values()):
-        out.append(f"\n`{BEFORE}`: the accuracy of the same model before fine-tuning (the base checkpoint with the "
-                   f"same head, initialised from seed {cfg.seed}; `eval.before_training`, results in `eval_before/`). "
-                   "Transfer is the gain over it, and over `chance`.\n")
-    for name, res in results.items():
-        out.append(f"\n## {res.heading}\n")
-        if res.summary.get("resource_taxonomy"):
-            out.append(f"Resource levels: {res.summary['resource_taxonomy']}.\n")
-        for title, frame in summary_frames(res).items():
-            out.append(f"\n### {title}\n\n{frame_markdown(frame)}")
-        out.append(f"\n### per language\n\n{frame_markdown(display_frame(res))}")
-        out.append(tokenizer_line(res.per_language))
-        out.append(data_checks_line(res.per_language))
-        out.append(protocol_line(res.per_language))
-        out.append(comparability_line(res.per_language))
-        if items and name in items:
-            out.append(suspects_markdown(items[name], res.heading))
-    return "".join(out)
-
-
-def llm_source(cfg: Any) -> str:
-    """For a causal LLM converted from an installed package: where its weights come from and their licence
-    notice (:func:`xlt.modeling.packaged_llm.source_text`); empty otherwise."""
-    if not declaration.of(cfg.eval).scores_llm or not packaged_llm.is_packaged_llm(cfg.eval.llm.model):
-        return ""
-    return f"LLM `{cfg.eval.llm.model}`: {packaged_llm.source_text()}"
-
-
-def comparability_line(df: pd.DataFrame) -> str:
-    """For LLM results: the languages whose numbers are not comparable with lm-evaluation-harness's, and why."""
-    if "comparable_to_harness" not in df:
-        return ""
-    bad = df[df["comparable_to_harness"] == False]  # noqa: E712 (a pandas mask)
-    if not len(bad):
-        return "\nComparable with lm-evaluation-harness: every language (same prompts, few-shot examples and limit).\n"
-    return (f"\n**Not comparable with lm-evaluation-harness numbers** ({len(bad)} language(s): "
-            f"{', '.join(bad['language'])}): {bad['not_comparable_because'].iloc[0]}.\n")
-
-
-def tokenizer_line(df: pd.DataFrame) -> str:
-    """What the tokenizer columns are, and per language why a measure is not defined (report.csv has them all)."""
-    if "premium" not in df:
-        return ""
-    notes = sorted({n for n in df.get("tokenizer_notes", pd.Series(dtype=str)).fillna("") if n})
-    why = f" Not defined: {'; '.join(notes)}." if notes else ""
-    est = df[df.get("tokenizer_estimated", pd.Series("", index=df.index)).fillna("") != ""]
-    if len(est):  # a long text counted in parts where that is not provably exact (tokenizer_measures)
-        why += (f" **Estimated** ({', '.join(est['language'])}): "
-                f"{'; '.join(dict.fromkeys(est['tokenizer_estimated']))}.")
-    return ("\nTokenizer of the scored model, on the items (no special tokens): `fertility` subword tokens per word, "
-            "`continued_words` share of words in two or more pieces, `premium` tokens on the parallel items / the "
-            f"English items' tokens, `unk_rate` share of unknown pieces.{why}\n")
-
-
-def data_checks_line(df: pd.DataFrame) -> str:
-    """One line on the benchmark files' odd items and the argmax ties (per language in report.csv)."""
-    if "odd_items" not in df:
-        return ""
-    odd = df[df["odd_items"] > 0]
-    where = f" ({', '.join(f'{r.language} {r.odd_items}' for r in odd.itertuples())})" if len(odd) else ""
-    cut = (f"; {int(df['truncated'].sum())} item(s) truncated to fit the model's max_length (column `truncated`)"
-           if "truncated" in df else "")
-    return (f"\nData checks: {int(df['odd_items'].sum())} odd item(s) in the benchmark files{where}; "
-            f"{int(df['ties'].sum())} prediction(s) were argmax ties (see each result's `data_checks` and `ties`)"
-            f"{cut}.\n")
-
-
-def render_latex(results: dict[str, BenchmarkResults]) -> str:
-    parts = ["% Generated by xlt (python -m xlt.report). Requires \\usepackage{booktabs}.\n"]
-    for name, res in results.items():
-        for title, frame in summary_frames(res).items():
-            slug = title.replace(" ", "-")
-            parts.append(latex_table(frame, f"{name}: {title}", f"tab:{name}-{slug}"))
-        parts.append(latex_table(display_frame(res), f"{name}: accuracy per language (\\%)", f"tab:{name}-per-language"))
-    return "\n".join(parts)
-
-
-def run_items(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults]) -> dict[str, dict[str, Any]]:
-    """The cross-language item report of each benchmark of the run (:mod:`xlt.reporting.items`): one system,
-    this run; the texts of an entry read in-language (not one translated by xlt) from its config entry."""
-    view = SimpleNamespace(path=run.path, results=results)
-    out = {}
-    for name, res in results.items():
-        bcfg = cfg.eval.benchmarks.get(name)  # None: results without their config entry (no texts then)
-
-        def load(lang: str, bcfg: Any = bcfg, res: BenchmarkResults = res) -> dict[str, dict[str, Any]]:
-            return items_by_id(res.definition.load_checked(bcfg, lang, split=bcfg.split)[0])
-
-        try:
-            scores, picks = read_system([view], name)
-        except NoPerQuestionData:  # results only (an lm-evaluation-harness folder without sample logs)
-            scores, picks = {}, {}
-        out[name] = item_report({"this run": scores}, res.definition.pivot_language,
-                                None if bcfg is None or uses_translator(bcfg) else load, picks={"this run": picks})
-    return out
-
-
-def write_report(cfg: Any, run: RunDir, results: dict[str, BenchmarkResults],
-                 provenance: dict[str, Any] | None = None) -> list:
-    """Write every report file atomically; return their paths."""
-    files = []
-    long = pd.concat([r.per_language for r in results.values()], ignore_index=True)
-    atomic_write_text(run.report("csv"), long.to_csv(index=False))
-    items = run_items(cfg, run, results)
-    atomic_write_text(run.items_report, pd.concat([pd.DataFrame(r["items"]).assign(benchmark=name)
-                                                   for name, r in items.items()], ignore_index=True).to_csv(index=False))
-    payload = {
-        "recipe": cfg.recipe_name,
-        "model": cfg.eval.model,
-        "scorer": cfg.eval.scorer,
-        "provenance": provenance,
-        **({"model_source": packaged_llm.provenance()} if llm_source(cfg) else {}),
-        "benchmarks": {
-            name: {"kind": r.kind, "summary": r.summary,
-                   "per_language": r.per_language.to_dict(orient="records"),
-                   "item_report": {k: v for k, v in items[name].items() if k != "items"}}
-            for name, r in results.items()
-        },
-    }
-    atomic_write_json(run.report("json"), payload)
-    atomic_write_text(run.report("md"), render_markdown(cfg, results, items))
-    atomic_write_text(run.report("tex"), render_latex(results))
-    files += [run.report(ext) for ext in ("md", "csv", "json", "tex")] + [run.items_report]
-    notes = [f"{name}: {line}" for name, r in results.items()
-             for line in (tokenizer_line(r.per_language), data_checks_line(r.per_language), protocol_line(r.per_language),
-                          comparability_line(r.per_language)) if line.strip()]
-    notes += [llm_source(cfg)] if llm_source(cfg) else []
-    files.append(write_run_page(run.report("html"), cfg.eval, cfg.model, results, provenance, [n.replace("**", "") for n in notes],
-                                recipe_name=cfg.recipe_name, seed=cfg.seed, items=items))
-    from xlt.reporting import plots  # lazy: start-up time (matplotlib)
-
-    files += plots.all_plots(results, run.plots)
-    return files
-
-
-def card_summary(results: dict[str, BenchmarkResults]) -> str:
-    """The model card's evaluation section: mean accuracy per benchmark, and where the details are."""
-    table = markdown_table(["benchmark", "languages", "mean accuracy (%)"],
-                     [[name, len(r.per_language), f"{r.summary['mean']:.1f}"] for name, r in results.items()])
-    return table + "\nPer-language results, intervals and subsets: `report.md` in the run directory."
-
-
-def card_model_name(recipe_name: str, run: RunDir) -> str:
-    """The name of the card's ``model-index``: the recipe, and the run's overrides unless it is the default."""
-    return recipe_name if run.path.name == "default" else f"{recipe_name} ({run.path.name})"
-
-
 def run_stage(cfg: Any, run: RunDir, ctx: StageContext) -> dict[str, Any]:
     """Merge the evaluation results of ``run`` and write the report; return headline numbers.
 
     Also rewrites the run's model card with the results, as the Hub reads them (when the run's own model
-    was evaluated: :func:`xlt.reporting.model_card.write_hub_card`) and logs tables and plots to W&B (when
-    ``logger=wandb``).
+    was evaluated: :func:`xlt.reporting.model_card.write_hub_card`), writes the harness folder (with
+    ``eval.llm.harness_output``; the main process only) and logs tables and plots to W&B (when ``logger=wandb``).
     """
     results = collect(cfg.eval, cfg.model, run, ctx.of(cfg, run, "evaluate"), train_stage_files(cfg, run),
                       seed=cfg.seed)
-    files = write_report(cfg, run, results, ctx.record())
+    files = write_report(cfg.eval, cfg.model, run, results, ctx.record(), recipe_name=cfg.recipe_name, seed=cfg.seed)
     if declaration.names_run_model(cfg.eval.model) and run.model_card.is_file():
         write_hub_card(run.model_card, run.report(), run.model_provenance, model=cfg.model, data=cfg.data,
                        eval_cfg=cfg.eval, model_name=card_model_name(cfg.recipe_name, run), summary=card_summary(results))
+    if is_main_process():
+        write_harness_output(cfg.eval, run)
     tables = {f"{name}_per_language": r.per_language for name, r in results.items()}
     log_report(cfg.logger, run, cfg, files, tables)
     log.info("report written: %s", run.report("md"))
@@ -237,8 +79,11 @@ def check(cfg: Any, run: RunDir, ctx: Any) -> list[str]:
         # The card the report wrote: another model or report since (a card of the train stage alone) reruns it.
         card = card_problem(run.model_card, run.report(), run.model_provenance)
         problems += [f"model card out of date: {card}"] if card else []
-    return problems
+    return problems + harness_output_problems(cfg.eval, run)
 
 
-STAGE = StageSpec("report", run_stage, upstream=lambda cfg: ("evaluate",), files=files, outputs=(REPORT_FILE,),
-                  check=check)
+# The report files (``check`` reads report.json back); the harness folder, where eval.llm.harness_output asks for
+# one, is checked by ``check`` (where it goes is a neutral setting, not a fixed path of the run directory).
+OUTPUTS = (*(f"{REPORT_STEM}.{ext}" for ext in REPORT_FORMATS if ext != "json"), ITEMS_REPORT_FILE, REPORT_FILE)
+
+STAGE = StageSpec("report", run_stage, upstream=lambda cfg: ("evaluate",), files=files, outputs=OUTPUTS, check=check)

@@ -68,7 +68,7 @@ def test_tsv_reads_back_exactly_with_the_documented_call(tmp_path):
 def test_report_line_names_languages_with_odd_items():
     import pandas as pd
 
-    from xlt.stages.report import data_checks_line
+    from xlt.reporting.run_report import data_checks_line
 
     df = pd.DataFrame({"language": ["fra_Latn", "deu_Latn"], "odd_items": [3, 0], "ties": [2, 1]})
     assert data_checks_line(df) == ("\nData checks: 3 odd item(s) in the benchmark files (fra_Latn 3); 3 prediction(s) "

@@ -227,7 +227,7 @@ def test_with_a_chat_template_the_config_is_the_cli_s_too(harness_setup, tmp_pat
         {"model": str(model), "num_fewshot": 5, "batch_size": 4, "dtype": "float32", "device": "cpu",
          "chat_template": True, "harness_output": str(tmp_path / "xlt")})
     cfg.eval.bootstrap_samples = 50
-    cli.run_stages(OmegaConf.create(cfg), RunDir(tmp_path / "run"), ["evaluate"])
+    cli.run_stages(OmegaConf.create(cfg), RunDir(tmp_path / "run"), ["evaluate", "report"])  # the report writes it
     (theirs,) = (tmp_path / "harness").iterdir()
     (ours,) = (tmp_path / "xlt").iterdir()
     theirs, ours = _results_file(theirs), _results_file(ours)

@@ -10,9 +10,10 @@ from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_toke
 from transformers import PreTrainedTokenizerFast
 
 import xlt.scoring.llm.encoding as encoding
+from xlt.scoring import tokenizer_cuts
 from xlt.scoring.llm.loglik import encode_pairs, encode_texts
 
-LLAMA3 = sorted(encoding.LOCAL_SPLIT_PATTERNS)[0]
+LLAMA3 = sorted(tokenizer_cuts.LOCAL_SPLIT_PATTERNS)[0]
 # Characters that stress the split rules: whitespace runs, newlines, digits, apostrophes, punctuation,
 # accents, CJK, an emoji.
 ALPHABET = list("aeioklmnst") + [" ", " ", "  ", "\n", "\n\n", " \n", "\t", "'s", "'ll", "'", "1", "23", "456",
@@ -50,11 +51,11 @@ def random_rests(rng: random.Random, n: int) -> list[str]:
 @pytest.mark.parametrize("make", [gpt2_style, llama3_style], ids=["gpt2-split", "llama3-split"])
 def test_a_shared_head_encoded_once_gives_the_whole_texts_ids(make, monkeypatch):
     tok = make()
-    assert encoding.split_safe(tok)
+    assert tokenizer_cuts.split_safe(tok)
     rng = random.Random(0)
     cuts = []
-    real_cut = encoding._cut
-    monkeypatch.setattr(encoding, "_cut", lambda t, h: cuts.append(real_cut(t, h)) or cuts[-1])
+    real_cut = tokenizer_cuts.head_cut
+    monkeypatch.setattr(tokenizer_cuts, "head_cut", lambda t, h, m: cuts.append(real_cut(t, h, m)) or cuts[-1])
     foreign = "P: Die Größe der Straße ist groß, 东京的人口 ist 1.234 — naïve 🙂 café.\nAnswer: C\n\n"
     heads = [HEAD, HEAD.rstrip("\n"), HEAD + "  ", HEAD[:-2] + " \n\n\n", HEAD.replace("\n\n", "\n \n"),
              foreign + HEAD + foreign]
@@ -87,14 +88,14 @@ def test_tokenizers_whose_pieces_are_not_local_are_encoded_whole():
     custom = _tokenizer(pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(r"(?<=a)b|\w+"), behavior="isolated"),
                                                  pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]))
     for tok in (meta, lowered, prefixed, custom):
-        assert not encoding.split_safe(tok)
+        assert not tokenizer_cuts.split_safe(tok)
         texts = [HEAD + r for r in random_rests(random.Random(2), 20)]
         assert encode_texts(tok, texts, None, [HEAD] * 20) == [tok(t)["input_ids"] for t in texts]
 
 
 def test_an_added_token_at_the_cut_sends_the_text_whole():
     tok = gpt2_style()
-    cut = encoding._cut(tok, HEAD)
+    cut = tokenizer_cuts.head_cut(tok, HEAD, encoding.MIN_HEAD)
     text = HEAD[:cut - 2] + "<s>" + HEAD[cut + 1:] + "Q?"  # "<s>" straddles the cut: not HEAD + rest any more
     head = text[: len(HEAD)]
     assert encode_texts(tok, [text, HEAD + "Q?"], None, [head, HEAD]) == [tok(text)["input_ids"], tok(HEAD + "Q?")["input_ids"]]
@@ -107,7 +108,7 @@ def test_a_wrong_cut_is_caught_by_the_sample_and_every_text_is_encoded_whole(mon
     enc = tok.backend_tokenizer.encode(HEAD)
     inside = next(start + 1 for (start, end), piece in zip(enc.offsets, enc.tokens, strict=True)
                   if end - start >= 3 and start >= encoding.MIN_HEAD and HEAD[start:end].isalpha())
-    monkeypatch.setattr(encoding, "_cut", lambda t, head: inside)  # inside a token of three letters or more
+    monkeypatch.setattr(tokenizer_cuts, "head_cut", lambda t, head, m: inside)  # inside a token of three letters or more
     texts = [HEAD + r for r in random_rests(random.Random(3), 50)]
     with caplog.at_level(logging.WARNING, logger="xlt.scoring.llm.encoding"):
         out = encode_texts(tok, texts, None, [HEAD] * 50)

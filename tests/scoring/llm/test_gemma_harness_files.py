@@ -65,7 +65,7 @@ def test_gemma_written_folder_is_the_harness_s(tmp_path):
     )
     cfg.eval.bootstrap_samples = 100
     run = RunDir(tmp_path / "run")
-    cli.run_stages(cfg, run, ["evaluate"])
+    cli.run_stages(cfg, run, ["evaluate", "report"])  # the report stage writes the harness folder
     atomic_write_text(run.config, OmegaConf.to_yaml(redact_config(cfg)))
     (theirs,) = (tmp_path / "harness").iterdir()
     (ours,) = (tmp_path / "xlt").iterdir()

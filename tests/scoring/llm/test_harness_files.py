@@ -2,7 +2,7 @@
 Full and Lite en, XCOPA it/zh; 5-shot, float32; the harness's float32 run and its folder are shared with
 ``test_harness_parity.py``: ``harness_f32_run`` in conftest.py):
 
-* the folder xlt writes (``eval.llm.harness_output=true`` at the end of the evaluate stage, and ``xlt report
+* the folder xlt writes (``eval.llm.harness_output=true``, written by the report stage, and ``xlt report
   --to-harness``) is the harness's own, field by field, read back with the harness's helpers
   (:func:`tests.fixtures.llm.harness_folders.compare_folders`; what cannot match is listed there, with why);
 * ``report --compare`` of the xlt run and the harness's folder: paired difference exactly 0 in every language,
@@ -52,11 +52,11 @@ def _config(setup, **llm):
 
 @pytest.fixture(scope="module")
 def xlt_run(parity_setup, tmp_path_factory):
-    """xlt's evaluate stage on the parity set with ``eval.llm.harness_output=true``, and the config.yaml the
+    """xlt's evaluate and report stages on the parity set with ``eval.llm.harness_output=true``, and the config.yaml the
     entry point writes beside it."""
     cfg = _config(parity_setup, harness_output=True)
     run = RunDir(tmp_path_factory.mktemp("harness_files") / "run")
-    cli.run_stages(cfg, run, ["evaluate"])
+    cli.run_stages(cfg, run, ["evaluate", "report"])
     atomic_write_text(run.config, OmegaConf.to_yaml(redact_config(cfg)))
     return run
 

@@ -2,8 +2,8 @@
 ``--log_samples``): ``<out>/<model name, sanitized>/results_<date>.json`` and one
 ``samples_<task>_<date>.jsonl`` per task, in the harness's task names (:class:`xlt.data.benchmarks.declarations.HarnessTasks`).
 
-From a finished run (:func:`export_run`: ``xlt report --to-harness RUN_DIR OUT``) or at the end of the evaluate
-stage (``eval.llm.harness_output``, :func:`export_results`). Each sample is rebuilt from what the run recorded
+From a finished run (:func:`export_run`: ``xlt report --to-harness RUN_DIR OUT``) or by the report stage, beside
+the report (``eval.llm.harness_output``: :mod:`xlt.reporting.harness.output`). Each sample is rebuilt from what the run recorded
 and the benchmark's data: the document as the source holds it (:meth:`~xlt.data.benchmarks.base.Benchmark.upstream_rows`),
 the contexts and continuations the scorer fed the model (:class:`~xlt.scoring.llm.requests.HarnessRequests`),
 each option's log-likelihood and ``is_greedy`` (the predictions' ``scores`` and ``greedy``). Only the harness
@@ -93,7 +93,7 @@ def export_results(eval_cfg: DictConfig, run: RunDir, out: str | Path, *, sample
                    now: datetime | None = None, tokenizer: Any = None, started: float | None = None) -> Path:
     """Write ``run``'s results (its ``eval`` section ``eval_cfg``) as lm-evaluation-harness's output folder ``out``
     (see the module docstring); ``tokenizer``: the scorer's, else loaded; ``started``: when the evaluate stage
-    writing them started (else its done-marker says). Returns the model's folder."""
+    started, if it is the caller (else its done-marker says). Returns the model's folder."""
     why = refusal(eval_cfg)
     if why:
         raise HarnessExportError(f"{run.path}: not written as lm-evaluation-harness's files: {why}")

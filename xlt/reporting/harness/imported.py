@@ -37,7 +37,7 @@ from xlt.reporting.harness.read import HarnessFolder, HarnessFolderError, Sample
 from xlt.reporting.run_tables import RunInfo, run_label
 from xlt.run.files import atomic_write_json, atomic_write_text, json_text, remove_path
 from xlt.run.layout import RunDir
-from xlt.run.results import first_result
+from xlt.run.results import first_result, result_record
 
 SYSTEMS_DIR = "harness_systems"  # in a comparison's folder: the harness folders compared, as run directories
 SOURCE_FILE = "harness_source.json"  # in such a run directory: the folder it was read from (model, settings)
@@ -77,11 +77,8 @@ def harness_system(path: str | Path, out: str | Path, runs: list[RunInfo], sampl
         atomic_write_json(run.plan(entry), {"benchmark": entry, "kind": b["kind"], "languages": b["languages"]})
     atomic_write_text(run.config, OmegaConf.to_yaml(_config(folder, benchmarks)))
     atomic_write_json(run.path / SOURCE_FILE, folder.provenance())
-    info = RunInfo(run.path, include_paths)
-    info.label = f"harness:{run_label(Path(path))}"
-    info.key = f"harness:{Path(path).resolve()}"
-    info.per_question = folder.has_samples  # without sample logs: accuracy per language only
-    return info
+    # without sample logs: accuracy per language only
+    return RunInfo(run.path, include_paths, harness=path, per_question=folder.has_samples)
 
 
 def _clear(path: Path, *, own: bool) -> None:
@@ -175,16 +172,14 @@ def _write_results_only(run: RunDir, folder: HarnessFolder, entry: str, kind: st
             raise HarnessFolderError(f"{data.results_file}: field 'results.{t}.acc,none' ({data.acc}) is not a "
                                      f"whole number of right answers out of its {data.n} documents")
         n, correct = n + data.n, correct + round(right)
-    result = {
-        "benchmark": entry, "kind": kind, "language": lang, "code": definition.table_code(lang), "split": "test",
-        "scorer": "llm", "model": folder.model, "translate_test": False, "settings": {},
-        **accuracy_with_ci(np.arange(n) < correct, samples, seed), "chance": 100 / definition.harness.options,
-        "ties": 0, "truncated": None,
-        "data_checks": {}, "per_question": False,
-        "per_question_note": f"{folder.path} has no sample logs (lm_eval --log_samples): results only",
-        "scorer_meta": {"comparable_to_harness": True, "harness": {
-            "tasks": tasks, "acc": {t: folder.tasks[t].acc for t in tasks}, **folder.provenance()}},
-    }
+    result = result_record(
+        benchmark=entry, kind=kind, language=lang, code=definition.table_code(lang), split="test", scorer="llm",
+        model=folder.model, translate_test=False, settings={},
+        accuracy=accuracy_with_ci(np.arange(n) < correct, samples, seed), chance=100 / definition.harness.options,
+        ties=0, truncated=None, data_checks={}, per_question=False,
+        per_question_note=f"{folder.path} has no sample logs (lm_eval --log_samples): results only",
+        scorer_meta={"comparable_to_harness": True, "harness": {
+            "tasks": tasks, "acc": {t: folder.tasks[t].acc for t in tasks}, **folder.provenance()}})
     atomic_write_json(run.result(entry, lang), result)
 
 
@@ -207,15 +202,14 @@ def _write_language(run: RunDir, folder: HarnessFolder, entry: str, kind: str, l
              for i, s in enumerate(docs)]
     atomic_write_text(run.predictions(entry, lang), "\n".join(lines) + "\n")
     tasks = sorted({t for t, d in folder.tasks.items() if d.kind == kind and d.language == lang})
-    result = {
-        "benchmark": entry, "kind": kind, "language": lang, "code": definition.table_code(lang), "split": "test",
-        "scorer": "llm", "model": folder.model, "translate_test": False, "settings": {},
-        **accuracy_with_ci(correct, samples, seed), "chance": chance_level(counts),
-        "ties": int(sum(np.sum(np.isclose(s.lls, max(s.lls), rtol=0, atol=0)) > 1 for s in docs)),
-        "truncated": None, "data_checks": {},
-        "scorer_meta": {"comparable_to_harness": True, "harness": {
-            "tasks": tasks, "acc": {t: folder.tasks[t].acc for t in tasks}, **folder.provenance()}},
-    }
+    result = result_record(
+        benchmark=entry, kind=kind, language=lang, code=definition.table_code(lang), split="test", scorer="llm",
+        model=folder.model, translate_test=False, settings={}, accuracy=accuracy_with_ci(correct, samples, seed),
+        chance=chance_level(counts),
+        ties=int(sum(np.sum(np.isclose(s.lls, max(s.lls), rtol=0, atol=0)) > 1 for s in docs)),
+        truncated=None, data_checks={},
+        scorer_meta={"comparable_to_harness": True, "harness": {
+            "tasks": tasks, "acc": {t: folder.tasks[t].acc for t in tasks}, **folder.provenance()}})
     if masks:
         result["subsets"] = {k: {**accuracy_with_ci(correct[m], samples, seed), "chance": chance_level(np.asarray(counts)[m])}
                              for k, m in masks.items()}
@@ -241,7 +235,7 @@ def harness_provenance(runs: list[RunInfo]) -> dict[str, dict[str, Any]]:
     """Per compared harness system (label), the model and settings its folder records."""
     out = {}
     for r in runs:
-        if not r.key.startswith("harness:"):
+        if r.harness is None:
             continue
         for bench in r.results:
             first = first_result(r.path, bench)

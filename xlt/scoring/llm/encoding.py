@@ -5,13 +5,12 @@ and the harness encodes every context and every context + continuation whole. Wh
 encodes a shared head once and only the rest of each text (:func:`encode_texts` with ``heads``):
 
 * the tokenizer must be a fast one whose pipeline splits text into pieces that are tokenized on their
-  own, by a rule that looks only forward and only a few characters: no normalizer, a byte-level
-  pre-tokenizer with the GPT-2 split (``ByteLevel(use_regex=True)``) or one of the known split patterns
-  of :data:`LOCAL_SPLIT_PATTERNS` (GPT-4's, Llama 3's, Qwen 2's) before a byte-level mapping, no prefix
-  space, and a BPE model without dropout (:func:`split_safe`). SentencePiece-style tokenizers (Gemma,
-  Llama 2, XLM-R: a space marker prepended, or one piece for the whole text) are always encoded whole;
-* the cut ``c`` is the start of a late piece of the head without its trailing whitespace (at least
-  three characters before that part's end, after a character that is not whitespace): the pieces before
+  own, by a rule that looks only forward and only a few characters
+  (:func:`xlt.scoring.tokenizer_cuts.split_safe`, where the rules of where a tokenizer may cut a text live).
+  SentencePiece-style tokenizers (Gemma, Llama 2, XLM-R: a space marker prepended, or one piece for the
+  whole text) are always encoded whole;
+* the cut ``c`` is the start of a late piece of the head without its trailing whitespace
+  (:func:`xlt.scoring.tokenizer_cuts.head_cut`, at least :data:`MIN_HEAD` characters in): the pieces before
   it end where they end whatever follows the head, and the rest is split from ``c`` on exactly as on
   its own;
 * the head's tokens before ``c`` (with the tokenizer's leading special tokens) + the tokens of
@@ -24,69 +23,15 @@ reasons about wrongly) sends every text of the call through whole encoding and i
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 
+from xlt.scoring import tokenizer_cuts
+
 log = logging.getLogger(__name__)
 
-# Split patterns whose matches look at most a few characters past their end and never behind.
-LOCAL_SPLIT_PATTERNS = frozenset({
-    # GPT-4 (cl100k) and Llama 3
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
-    # Qwen 2 / 2.5 / 3
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
-})
 SAMPLE = 4  # texts per call also encoded whole and compared
 MIN_HEAD = 64  # characters: a shorter shared head is not worth a cut
-
-
-def _byte_level(pre: dict, use_regex: bool) -> bool:
-    return (pre.get("type") == "ByteLevel" and not pre.get("add_prefix_space", True)
-            and bool(pre.get("use_regex", True)) == use_regex)
-
-
-def component_spec(component) -> dict:
-    """A pipeline component's own settings (its JSON; not the whole tokenizer's, which holds the vocabulary)."""
-    return json.loads(component.__getstate__()) if component is not None else {}
-
-
-def split_safe(tokenizer) -> bool:
-    """Whether a shared head of ``tokenizer``'s texts may be encoded once (see the module's docstring)."""
-    from tokenizers.models import BPE
-
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None or not getattr(tokenizer, "is_fast", False):
-        return False
-    if backend.normalizer is not None or backend.truncation or backend.padding:
-        return False
-    if not isinstance(backend.model, BPE) or backend.model.dropout:
-        return False
-    try:
-        pre = component_spec(backend.pre_tokenizer)
-    except Exception:  # noqa: BLE001 - a pre-tokenizer that cannot describe itself: encoded whole
-        return False
-    if _byte_level(pre, use_regex=True):
-        return True
-    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else None
-    if not steps or len(steps) != 2:
-        return False
-    split, byte = steps
-    return (split.get("type") == "Split" and split.get("behavior") == "Isolated" and not split.get("invert")
-            and (split.get("pattern") or {}).get("Regex") in LOCAL_SPLIT_PATTERNS and _byte_level(byte, use_regex=False))
-
-
-def _cut(tokenizer, head: str) -> int:
-    """Where texts starting with ``head`` are cut (0: nowhere): the start of a piece of the head without
-    its trailing whitespace, the last one at least three characters before that part's end (the split
-    patterns look at most two characters past a piece) and after a character that is not whitespace (so
-    the head's part before the cut ends in the same pieces on its own)."""
-    body = head.rstrip()
-    pieces = tokenizer.backend_tokenizer.pre_tokenizer.pre_tokenize_str(body)
-    for _, (start, _end) in reversed(pieces):
-        if start >= MIN_HEAD and start + 3 <= len(body) and not head[start - 1].isspace():
-            return start
-    return 0
 
 
 def _leading_specials_only(tokenizer, kw: dict) -> bool:
@@ -104,7 +49,7 @@ def _call(tokenizer, texts: list[str], kw: dict) -> list[list[int]]:
 def encode_group(tokenizer, texts: list[str], kw: dict, heads: Sequence[str] | None) -> list[list[int]]:
     """``texts`` encoded with the tokenizer call's keywords ``kw``; with ``heads`` (``heads[i]`` a string
     ``texts[i]`` starts with, shared with other texts), each distinct head's part before its cut once."""
-    if heads is None or not texts or not split_safe(tokenizer):
+    if heads is None or not texts or not tokenizer_cuts.split_safe(tokenizer):
         return _call(tokenizer, texts, kw)
     specials = kw.get("add_special_tokens", True)
     added = list(tokenizer.backend_tokenizer.get_added_tokens_decoder().values())
@@ -116,7 +61,7 @@ def encode_group(tokenizer, texts: list[str], kw: dict, heads: Sequence[str] | N
         if len(head) < MIN_HEAD or not text.startswith(head):
             continue
         if head not in cuts:
-            cuts[head] = _cut(tokenizer, head)
+            cuts[head] = tokenizer_cuts.head_cut(tokenizer, head, MIN_HEAD)
         c = cuts[head]
         near = text[max(0, c - longest): c + longest]
         if c and not any(t.content in near for t in added):
