@@ -138,6 +138,21 @@ def test_rank_0s_answer_is_not_asked_again(tmp_path, path_of):
     assert not (tmp_path / "scontrol.log").exists()
 
 
+def test_a_record_whose_rank_never_asked_is_not_the_schedulers_answer(tmp_path, path_of):
+    """Rank 0 stopped because another rank was signalled (the step-end agreement) before its own TERM came: its
+    record says no preemption without having asked. The batch shell, TERMed itself, asks: a preemption of the
+    whole job (PreemptTime of this stop) is requeued, a scancel is named as one and not requeued."""
+    unasked = {"preempted": False, "cause": "a signal to another rank: not from the scheduler", "asked_scheduler": False}
+    env = path_of(_scontrol(tmp_path, state="COMPLETING", preempt=_stamp(NOW + 1)))
+    v = after_stop(env, 143, False, True, NOW, _record(tmp_path, **unasked), None)
+    assert v.action == "requeued" and "why the TERM came: preempted" in " ".join(v.lines), v
+    other = tmp_path / "cancel"
+    other.mkdir()
+    env = path_of(_scontrol(other, state="CANCELLED"))
+    v = after_stop(env, 143, False, True, NOW, _record(other, **unasked), None)
+    assert v.action == "failed" and "why the TERM came: cancelled" in " ".join(v.lines) and _requeues(other) == 0, v
+
+
 def test_a_failure_without_a_stop_is_not_requeued(tmp_path, path_of):
     env = path_of(_scontrol(tmp_path))
     assert after_stop(env, 2, False, False, None, None, None).action == "failed"

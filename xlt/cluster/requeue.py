@@ -119,7 +119,7 @@ def after_stop(env: Any, status: int, usr1: bool, term: bool, signal_time: float
         lines.append(f"why the TERM came: {record.get('cause')}")
         return _by_slurm(job, lines, f"exit status {status}")
     wants = usr1 or bool(record and record.get("preempted")) or (status == REQUEUE_EXIT and not term)
-    if record is not None and not record.get("preempted") and not usr1:
+    if record is not None and not record.get("preempted") and not usr1 and record.get("asked_scheduler", True):
         wants = False  # rank 0 had the scheduler's answer: no preemption
         lines.append(f"why the TERM came: {record.get('cause')}")
     elif term and not wants and job:
