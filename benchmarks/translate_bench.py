@@ -456,6 +456,69 @@ def stage_bench(args) -> None:
                   f"{base['wall'] / r['wall']:.2f}× | {base['cpu'] / r['cpu']:.2f}× | {same} | {r['load']} |")
 
 
+# CTranslate2's int8 GEMM backends and weight packing: read from the environment when the library loads, so
+# each variant runs in a process of its own (``--int8-backends``).
+INT8_BACKENDS = {
+    "oneMKL (the default)": {},
+    "oneMKL, CT2_PACKED_GEMM=1": {"CT2_PACKED_GEMM": "1"},
+    "oneDNN (CT2_USE_MKL=0)": {"CT2_USE_MKL": "0"},
+}
+
+
+def int8_backend_pass(model: str, rows: int, questions: int) -> None:
+    """One timed int8 pass of the translate stage in this process (a child of :func:`int8_backends`): prints JSON."""
+    import hashlib
+    import json
+
+    from transformers import AutoTokenizer
+
+    from xlt.translation.engines.ct2 import CT2Translator
+
+    ds = make_data(max(40, math.ceil(rows / questions)), questions).select(range(rows))
+    settings = EngineSettings(device="cpu", precision="fp32")
+    tr = CT2Translator(model, settings, compute_type="int8", tokenizer=AutoTokenizer.from_pretrained(model))
+    tr.translate(["Warm up."], "eng_Latn", "fra_Latn")
+    with tempfile.TemporaryDirectory() as tmp, TranslationCache(Path(tmp) / "cache") as cache:
+        t0, c0 = time.perf_counter(), time.process_time()
+        res = translate_dataset(ds, tr, cache, "eng_Latn", "fra_Latn", set_language="fra_Latn")
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    digest = hashlib.sha256(json.dumps(res.dataset.to_list(), sort_keys=True).encode()).hexdigest()[:12]
+    print(json.dumps({"wall": wall, "cpu": cpu, "rows": digest, "load": uptime()}))
+
+
+def int8_backends(args) -> None:
+    """``--int8-backends``: CTranslate2 int8 per GEMM backend, one process per pass, the variants interleaved."""
+    import json
+    import subprocess
+    import sys
+
+    passages = max(args.passages, math.ceil(args.rows / args.questions))
+    ds = make_data(passages, args.questions).select(range(args.rows))
+    corpus = [r["passage"] for r in ds] + [r["question"] for r in ds]
+    print(f"machine: {os.cpu_count()} CPUs, load {uptime()}; int8, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
+    with tempfile.TemporaryDirectory() as tmp:
+        model = str(build_tiny_nllb(Path(tmp) / "nllb-600m", corpus, vocab_size=2000, **SHAPES["600m"]))
+        env = {**os.environ, "XLT_CACHE": str(Path(tmp) / "xlt_cache")}  # one conversion, shared by the children
+        child = [sys.executable, __file__, "--int8-pass", model, "--rows", str(args.rows),
+                 "--questions", str(args.questions)]
+        subprocess.run(child, env=env, check=True, capture_output=True)  # converts the model once, untimed
+        results: dict[str, list[dict]] = {name: [] for name in INT8_BACKENDS}
+        for _ in range(args.repeats):
+            for name, extra in INT8_BACKENDS.items():
+                out = subprocess.run(child, env={**env, **extra}, check=True, capture_output=True, text=True).stdout
+                results[name].append(json.loads(out.strip().splitlines()[-1]))
+                r = results[name][-1]
+                print(f"  {name:<28} wall {r['wall']:6.1f} s  CPU {r['cpu']:6.1f} s  rows {r['rows']}  "
+                      f"load {r['load']}", flush=True)
+    digests = {r["rows"] for runs in results.values() for r in runs}
+    print("\n| int8 GEMM backend | CPU s (runs) | wall s (runs) |\n|---|---|---|")
+    for name, runs in results.items():
+        cpu = ", ".join(f"{r['cpu']:.1f}" for r in runs)
+        wall = ", ".join(f"{r['wall']:.1f}" for r in runs)
+        print(f"| {name} | {cpu} | {wall} |")
+    print(f"rows identical across every pass: {len(digests) == 1}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--passages", type=int, default=40)
@@ -477,8 +540,18 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="--stage: profile one more pass of each ct2 variant")
     ap.add_argument("--work-only", action="store_true",
                     help="--stage: only the arithmetic of a pass and this machine's float32 GEMM rate")
+    ap.add_argument("--int8-backends", action="store_true",
+                    help="CTranslate2 int8 per GEMM backend (oneMKL packed / oneDNN), a process per pass; "
+                         "--repeats passes each, interleaved")
+    ap.add_argument("--int8-pass", metavar="MODEL", help=argparse.SUPPRESS)  # a child of --int8-backends
     args = ap.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    if args.int8_pass:
+        int8_backend_pass(args.int8_pass, args.rows, args.questions)
+        return
+    if args.int8_backends:
+        int8_backends(args)
+        return
     if args.stage:
         stage_bench(args)
         return
