@@ -339,6 +339,11 @@ def uptime() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def stage_rows(args) -> Dataset:
+    """The ``--rows`` RACE-like rows the stage benchmarks translate (``--stage``, ``--int8-backends``)."""
+    return make_data(max(args.passages, math.ceil(args.rows / args.questions)), args.questions).select(range(args.rows))
+
+
 def stage_bench(args) -> None:
     """``--stage``: the translate stage's work per engine and thread count (see the module docstring)."""
     import cProfile
@@ -346,8 +351,7 @@ def stage_bench(args) -> None:
 
     from xlt.translation.engines.ct2 import CT2Translator, cpu_thread_plan
 
-    passages = max(args.passages, math.ceil(args.rows / args.questions))
-    ds = make_data(passages, args.questions).select(range(args.rows))
+    ds = stage_rows(args)
     corpus = [r["passage"] for r in ds] + [r["question"] for r in ds]
     settings = EngineSettings(device="cpu", precision="fp32")  # the stage's defaults otherwise
     print(f"machine: {os.cpu_count()} CPUs, {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
@@ -465,7 +469,7 @@ INT8_BACKENDS = {
 }
 
 
-def int8_backend_pass(model: str, rows: int, questions: int) -> None:
+def int8_backend_pass(args) -> None:
     """One timed int8 pass of the translate stage in this process (a child of :func:`int8_backends`): prints JSON."""
     import hashlib
     import json
@@ -474,7 +478,7 @@ def int8_backend_pass(model: str, rows: int, questions: int) -> None:
 
     from xlt.translation.engines.ct2 import CT2Translator
 
-    ds = make_data(max(40, math.ceil(rows / questions)), questions).select(range(rows))
+    ds, model = stage_rows(args), args.int8_pass
     settings = EngineSettings(device="cpu", precision="fp32")
     tr = CT2Translator(model, settings, compute_type="int8", tokenizer=AutoTokenizer.from_pretrained(model))
     tr.translate(["Warm up."], "eng_Latn", "fra_Latn")
@@ -492,15 +496,14 @@ def int8_backends(args) -> None:
     import subprocess
     import sys
 
-    passages = max(args.passages, math.ceil(args.rows / args.questions))
-    ds = make_data(passages, args.questions).select(range(args.rows))
+    ds = stage_rows(args)
     corpus = [r["passage"] for r in ds] + [r["question"] for r in ds]
     print(f"machine: {os.cpu_count()} CPUs, load {uptime()}; int8, OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}")
     with tempfile.TemporaryDirectory() as tmp:
         model = str(build_tiny_nllb(Path(tmp) / "nllb-600m", corpus, vocab_size=2000, **SHAPES["600m"]))
         env = {**os.environ, "XLT_CACHE": str(Path(tmp) / "xlt_cache")}  # one conversion, shared by the children
         child = [sys.executable, __file__, "--int8-pass", model, "--rows", str(args.rows),
-                 "--questions", str(args.questions)]
+                 "--passages", str(args.passages), "--questions", str(args.questions)]
         subprocess.run(child, env=env, check=True, capture_output=True)  # converts the model once, untimed
         results: dict[str, list[dict]] = {name: [] for name in INT8_BACKENDS}
         for _ in range(args.repeats):
@@ -547,7 +550,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
     if args.int8_pass:
-        int8_backend_pass(args.int8_pass, args.rows, args.questions)
+        int8_backend_pass(args)
         return
     if args.int8_backends:
         int8_backends(args)
