@@ -213,7 +213,7 @@ class Cluster:
             f"SlurmctldPidFile={r / 'run' / 'slurmctld.pid'}", f"SlurmdPidFile={r / 'run' / 'slurmd-%n.pid'}",
             f"SlurmctldLogFile={r / 'log' / 'slurmctld.log'}", f"SlurmdLogFile={r / 'log' / 'slurmd-%n.log'}",
             "ProctrackType=proctrack/linuxproc", f"TaskPlugin={self.task_plugin}", "MpiDefault=none",
-            "JobAcctGatherType=jobacct_gather/none", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
+            "JobAcctGatherType=jobacct_gather/linux", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core_Memory",
             "SchedulerType=sched/backfill", "DefMemPerCPU=4096", "SchedulerParameters=sched_interval=2,bf_interval=2",
             "SlurmdParameters=config_overrides", "GresTypes=gpu", "ReturnToService=2",
             "MinJobAge=3600", f"KillWait={KILL_WAIT_S}", "InactiveLimit=0", "SlurmctldTimeout=30", "SlurmdTimeout=60",

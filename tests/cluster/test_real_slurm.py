@@ -230,15 +230,13 @@ def _seconds(runtime: str) -> int:
 def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node: str) -> dict[str, Any]:
     """A training in a low-priority partition, preempted once under way by a job of the ``high`` partition that
     needs its node."""
-    # mode_requeue waits for the status case's busy run before it is preempted: steps enough to be still training
-    steps = ["training.max_steps=2000", "training.eval_steps=1000"] if name == "mode_requeue" else LONG[-2:]
-    args = ["+recipe=demo_tiny", "seed=4", *LONG[:-2], *steps, f"run_root={m.work / f'runs_{name}'}"]
+    args = ["+recipe=demo_tiny", "seed=4", *LONG, f"run_root={m.work / f'runs_{name}'}"]
     run = m.run_dir(*args)
     try:
+        if name == "mode_requeue":  # the run `xlt status` sees preempted: submitted once the status case's busy
+            assert m.event("busy_training").wait(WAIT_S)  # run trains (never training while it waits)
         job = m.sbatch("-p", partition, str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=cluster)
         m.wait_training(run, job, cluster=cluster)
-        if name == "mode_requeue":  # the run `xlt status` sees preempted: once the status case's busy run trains
-            assert m.event("busy_training").wait(WAIT_S)
         high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", "sleep 30",
                         cluster=cluster)
         recs = m.wait(job, cluster=cluster, until=lambda r: int(r[0]["Restarts"]) >= 1)
@@ -418,13 +416,13 @@ def case_silent_controller(m: Matrix) -> dict[str, Any]:
             f"run_root={m.work / 'runs_silent'}"]
     # n5 (lowmulti: REQUEUE with a GraceTime of 120 s) is this case's alone on this cluster; the controller is
     # back (75 s) before the grace ends, when SLURM would requeue the job itself: by then the job has ended.
-    job = m.sbatch("-p", "lowmulti", "-w", "n5", str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=c,
-                   XLT_REQUEUE_WAIT_S="15")
+    # Submitted once the cluster's other cases are done (the pause stops them all): never training while it waits.
     run = m.run_dir(*args)
-    m.wait_training(run, job, cluster=c)
     for other in ("mode_requeue_user_signal", "mode_cancel_user_signal"):
         m._threads[other].join(WAIT_S)
-    m.wait_training(run, job, cluster=c, min_step=1)
+    job = m.sbatch("-p", "lowmulti", "-w", "n5", str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=c,
+                   XLT_REQUEUE_WAIT_S="15")
+    m.wait_training(run, job, cluster=c)
     ctld = next(p for p in c.procs if "slurmctld" in str(p.args[0]))
     high = m.sbatch("-p", "high", "-w", "n5", "--exclusive", "--job-name=urgent", "--wrap", "sleep 5", cluster=c)
     deadline = time.monotonic() + 120
@@ -449,11 +447,14 @@ MORE = {"multi_warning": lambda m: case_multi_stop(m, "multi_warning"),
 def case_status(m: Matrix) -> dict[str, Any]:
     """`xlt status` in the middle of it all: one run running, one preempted, one failed, one done."""
     args = ["+recipe=demo_tiny", "seed=40", *LONG[:-2], "training.max_steps=100000", f"run_root={m.work / 'runs_busy'}"]
-    busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
-    held = ""
+    held, busy = "", ""
     try:
         try:
-            m.wait_training(m.run_dir(*args), busy)
+            # The finished and failed runs first, then the busy run (it trains until this case cancels it: the
+            # shorter that is, the less of the machine it takes from the other cases).
+            runs = [str(m.result("sweep")["runs"][0]), str(m.result("crash")["run"]), str(m.run_dir(*args))]
+            busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
+            m.wait_training(Path(runs[2]), busy)
         finally:
             m.event("busy_training").set()
         assert m.event("mode_requeue_preempted").wait(WAIT_S) and "mode_requeue_preempted" in m._results
@@ -462,15 +463,15 @@ def case_status(m: Matrix) -> dict[str, Any]:
         # the two calls take on a loaded machine; released after.
         m.cluster.run("scontrol", "hold", preempted["job"])
         held = preempted["job"]
-        runs = [str(m.result("sweep")["runs"][0]), str(preempted["run"]), str(m.result("crash")["run"]),
-                str(m.run_dir(*args))]
+        runs = [runs[0], str(preempted["run"]), *runs[1:]]
         cmd = [sys.executable, "-m", "xlt", "status", *runs]
         env = {**m.cluster.env, **m.env}
         data = subprocess.run([*cmd, "--json"], env=env, capture_output=True, text=True, timeout=300)
         squeue = m.cluster.run("squeue", "-h", "-o", "%i %P %T %r").stdout
         text = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
     finally:
-        m.cluster.run("scancel", busy, check=False)
+        if busy:
+            m.cluster.run("scancel", busy, check=False)
         if held:
             m.cluster.run("scontrol", "release", held, check=False)
     return {"text": text, "json": data, "runs": runs, "squeue": squeue}
@@ -479,6 +480,31 @@ def case_status(m: Matrix) -> dict[str, Any]:
 CASES = {"sweep": case_sweep, "eval": case_eval, "eval_fails": case_eval_fails, "translate": case_translate,
          "paper": case_paper, "time_limit": case_time_limit, "cancel": case_cancel, "crash": case_crash,
          "cap": case_cap, "multinode": case_multinode, "hydra": case_hydra, "hydra_timeout": case_hydra_timeout}
+
+
+def cpu_by_job(cluster: slurm.Cluster) -> str:
+    """What each job of the accounting cluster cost in CPU seconds (sacct's TotalCPU, every incarnation of a
+    requeued job, its steps summed), the costliest first: where the matrix's share of CI's two cores goes."""
+    if not cluster.has_accounting:
+        return ""
+    # Without -X: the allocation's own line carries no CPU (sacct sums the steps only when it lists them); the
+    # steps' lines (``12.batch``, ``12.0``) are summed per incarnation (-D: a requeued job's earlier ones too).
+    out = cluster.run("sacct", "-n", "-P", "-D", "-o", "JobID,JobName,TotalCPU,Elapsed,State", check=False).stdout
+    jobs: dict[tuple[str, int], list] = {}
+    for n, line in enumerate(out.splitlines()):
+        job, name, cpu, elapsed, state = (line.split("|") + [""] * 5)[:5]
+        base, dot, _ = job.partition(".")
+        if not dot:
+            jobs[(base, n)] = [0.0, f"{base} {name} {elapsed} {state}"]
+            continue
+        days, _, hms = cpu.rpartition("-")
+        parts = [float(x) for x in hms.split(":")] if hms else [0.0]
+        owner = max((k for k in jobs if k[0] == base), key=lambda k: k[1], default=None)
+        if owner is not None:
+            jobs[owner][0] += int(days or 0) * 86400 + sum(v * 60 ** i for i, v in enumerate(reversed(parts)))
+    rows = sorted(jobs.values(), key=lambda r: -r[0])
+    return (f"\n== CPU of the plain cluster's jobs (sacct TotalCPU; all: {sum(r[0] for r in rows):.0f} CPU-s)\n"
+            + "\n".join(f"{cpu:7.1f} CPU-s  {what}" for cpu, what in rows))
 
 
 @pytest.fixture(scope="module")
@@ -512,6 +538,7 @@ def matrix():
             print(f"\n== SLURM jobs of the matrix, {name} (scontrol)\n" + "\n".join(
                 f"{r.get('JobId')} {r.get('JobName')} {r.get('Partition')} {r.get('JobState')} {r.get('Reason')} "
                 f"ExitCode={r.get('ExitCode')} Restarts={r.get('Restarts')}" for r in c.jobs("")))
+        print(cpu_by_job(cluster))
         signalling.stop()
         cluster.stop()
         if not os.environ.get("XLT_KEEP_SLURM_DIR"):
