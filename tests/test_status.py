@@ -1,4 +1,4 @@
-"""`xlt status` (xlt.cluster.status) on run directories in each state; on a real cluster in the middle of a sweep:
+"""`xlt status` (xlt.status) on run directories in each state; on a real cluster in the middle of a sweep:
 tests/cluster/test_real_slurm.py::test_status_in_the_middle_of_a_sweep."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import time
 
-from xlt.cluster.status import main, run_status
 from xlt.run.files import atomic_write_json
 from xlt.run.layout import RunDir
 from xlt.run.lock import RunLock, report_progress
+from xlt.status import main, run_status
 
 
 def _run(tmp_path, name: str) -> RunDir:
