@@ -7,6 +7,7 @@ from omegaconf import OmegaConf
 
 from xlt.cluster.sweep_configs import SweepConfigs
 from xlt.config.compose import compose
+from xlt.config.keys import leaves
 from xlt.errors import ConfigError
 
 RUNS = [
@@ -28,10 +29,13 @@ def _plain(cfg):
 @pytest.mark.filterwarnings("ignore:translate.engine=hf is deprecated")
 def test_each_runs_config_is_what_composing_it_gives():
     configs = SweepConfigs()
-    got = [configs.with_config(run, _plain) for run in RUNS]
+    got = [configs.with_config(run, lambda cfg: (_plain(cfg), leaves(cfg))) for run in RUNS]
     assert configs.compositions < len(RUNS)  # the seed and learning-rate runs share one
-    for run, cached in zip(RUNS, got, strict=True):
-        assert cached == _plain(compose(None, run)), run
+    for run, (cached, resolved) in zip(RUNS, got, strict=True):
+        composed = compose(None, run)
+        assert cached == _plain(composed), run
+        # what every stage's hash walks: the shared container with the run's values, as resolving it gives
+        assert resolved == leaves(composed), run
 
 
 def test_what_is_a_leaf():

@@ -17,6 +17,7 @@ its own. tests/cluster/test_sweep_configs.py checks the configs against composin
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -27,6 +28,7 @@ from omegaconf.nodes import ValueNode
 from xlt.config import XltConfig
 from xlt.config.compose import compose
 from xlt.config.fields import check_value, dataclass_of, is_dict_field, type_hints
+from xlt.config.keys import resolved_as
 from xlt.config.rules import cross_field_errors
 from xlt.errors import ConfigError
 
@@ -65,6 +67,54 @@ class _Base:
     cfg: DictConfig | None
     error: str | None
     values: dict[str, Any]  # leaf key -> its value in the base (restored after each run)
+    resolved: dict[str, Any] | None = None  # cfg resolved to a plain container (None: it cannot be)
+    interpolated: list[str] = dataclasses.field(default_factory=list)  # keys whose value holds an interpolation
+
+    def __post_init__(self) -> None:
+        if self.cfg is None:
+            return
+        try:
+            resolved = OmegaConf.to_container(self.cfg, resolve=True)
+            raw = OmegaConf.to_container(self.cfg, resolve=False)
+        except Exception:  # noqa: BLE001 - an interpolation that cannot resolve: each run resolves its own
+            return
+        found: list[str] = []
+        if _interpolations(raw, "", found):
+            self.resolved, self.interpolated = resolved, found  # type: ignore[assignment]
+
+    def resolve(self, cfg: DictConfig, leaves: dict[str, Any]) -> dict[str, Any] | None:
+        """``cfg`` (this base with ``leaves`` set) resolved: the base's container with the leaves and every
+        interpolated key read again from ``cfg`` (copied along their paths: the base's is never changed)."""
+        if self.resolved is None:
+            return None
+        out = self.resolved
+        for key in [*leaves, *self.interpolated]:
+            value = OmegaConf.select(cfg, key)
+            if OmegaConf.is_config(value):
+                value = OmegaConf.to_container(value, resolve=True)
+            out = _set_path(out, key.split("."), value)
+        return out
+
+
+def _interpolations(raw: Any, prefix: str, found: list[str]) -> bool:
+    """Collect the dotted keys (of dict entries) whose value holds an interpolation; False where a key cannot be
+    named by a dotted path (a name with a dot)."""
+    for key, value in raw.items():
+        if not isinstance(key, str) or "." in key:
+            return False
+        path = f"{prefix}{key}"
+        if isinstance(value, dict):
+            if not _interpolations(value, path + ".", found):
+                return False
+        elif "${" in json.dumps(value, default=str):
+            found.append(path)
+    return True
+
+
+def _set_path(tree: dict[str, Any], parts: list[str], value: Any) -> dict[str, Any]:
+    out = dict(tree)
+    out[parts[0]] = value if len(parts) == 1 else _set_path(tree.get(parts[0]) or {}, parts[1:], value)
+    return out
 
 
 class SweepConfigs:
@@ -145,7 +195,11 @@ class SweepConfigs:
             errors += cross_field_errors(cfg, list(cfg.stages))
             if errors:
                 raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
-            return use(cfg)
+            resolved = base.resolve(cfg, leaves)
+            if resolved is None:
+                return use(cfg)
+            with resolved_as(cfg, resolved):
+                return use(cfg)
         except ConfigError:
             raise
         except Exception as err:  # omegaconf's validation of the node's type: what composing it would say
