@@ -76,7 +76,7 @@ def make_runs(template: Path, run_root: Path, n: int) -> list[tuple[Path, list[s
     """N copies of ``template`` (a finished demo_tiny run) as the runs ``seed=1..n`` of a sweep, consistent
     (module docstring); returns ``(run directory, its call's overrides)``."""
     from xlt.config.keys import run_name
-    from xlt.run.fingerprint import _save_memo, _stat_key, digest, file_hash
+    from xlt.run.fingerprint import _MEMO, _save_memo, _stat_key, digest, file_hash
 
     markers = {p.stem: json.loads(p.read_text()) for p in sorted((template / "stages").glob("*.json"))}
     stages = list(json.loads((template / "calls.jsonl").read_text().splitlines()[-1])["stages"])
@@ -106,10 +106,12 @@ def make_runs(template: Path, run_root: Path, n: int) -> list[tuple[Path, list[s
         if i % 20 == 11:  # one in 20: its last call failed
             (dest / "failed.json").write_text(json.dumps({"exit_status": 2, "error": "xlt: error: a bench failure",
                                                           "time": time.time()}))
-        for rel, h in hashes.items():  # what the run's own evaluate stage left in the memo
-            memo[_stat_key(dest / rel)] = h
         out.append((dest, args))
+    for dest, _ in out:  # what each run's own evaluate stage left in the memo (after the last link: ctime)
+        for rel, h in hashes.items():
+            memo[_stat_key(dest / rel)] = h
     _save_memo(memo)
+    _MEMO.update(memo)
     return out
 
 

@@ -19,11 +19,14 @@ RUNS = [
     ["+recipe=demo_tiny", "seed=5", "model.lora.target_modules=[query]"],  # a list: structural
     ["+recipe=demo_tiny", "seed=6", "model.lora={r:2}", "model.lora.r=16"],  # the order of the two decides
     ["+recipe=demo_tiny", "seed=7", "run_root=/elsewhere", "translate.engine=hf"],  # rewritten by validation
+    ["+recipe=demo_tiny", "data.sources.race.path=/elsewhere/race", "seed=8"],  # an interpolation, frozen
+    ["+recipe=demo_tiny", "seed=9"],  # ... frozen again for the next run
 ]
 
 
 def _plain(cfg):
-    return OmegaConf.to_container(cfg, resolve=False)
+    """What a reader of the config sees (an interpolation resolved once for the runs that cannot change it)."""
+    return OmegaConf.to_container(cfg, resolve=True)
 
 
 @pytest.mark.filterwarnings("ignore:translate.engine=hf is deprecated")

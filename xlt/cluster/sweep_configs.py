@@ -37,6 +37,7 @@ T = TypeVar("T")
 # override of one is composed, never set.
 REWRITTEN = ("eval.include_path", "translate.engine")
 _PLAIN_KEY = re.compile(r"[A-Za-z_]\w*(\.\w+)*$")
+_INT = re.compile(r"-?[1-9][0-9]{0,17}$|0$")
 
 
 def _parser() -> Any:
@@ -69,6 +70,7 @@ class _Base:
     values: dict[str, Any]  # leaf key -> its value in the base (restored after each run)
     resolved: dict[str, Any] | None = None  # cfg resolved to a plain container (None: it cannot be)
     interpolated: list[str] = dataclasses.field(default_factory=list)  # keys whose value holds an interpolation
+    frozen: dict[str, tuple[str, Any]] = dataclasses.field(default_factory=dict)  # key -> (interpolation, value)
 
     def __post_init__(self) -> None:
         if self.cfg is None:
@@ -79,16 +81,46 @@ class _Base:
         except Exception:  # noqa: BLE001 - an interpolation that cannot resolve: each run resolves its own
             return
         found: list[str] = []
-        if _interpolations(raw, "", found):
-            self.resolved, self.interpolated = resolved, found  # type: ignore[assignment]
+        if not _interpolations(raw, "", found):
+            return
+        self.resolved, self.interpolated = resolved, found  # type: ignore[assignment]
+        for key in found:  # resolved once here, not at every read of every run (OmegaConf parses each time)
+            value = _raw_value(self.cfg, key)
+            now = OmegaConf.select(self.cfg, key)
+            if isinstance(value, str) and not OmegaConf.is_config(now):
+                self.frozen[key] = (value, now)
+        for key, (_, now) in self.frozen.items():
+            OmegaConf.update(self.cfg, key, now, merge=True)
 
-    def resolve(self, cfg: DictConfig, leaves: dict[str, Any]) -> dict[str, Any] | None:
-        """``cfg`` (this base with ``leaves`` set) resolved: the base's container with the leaves and every
-        interpolated key read again from ``cfg`` (copied along their paths: the base's is never changed)."""
+    def thaw(self, leaves: dict[str, Any]) -> list[str]:
+        """Put back the interpolations a run's ``leaves`` may change (their text names a leaf, or a key put
+        back already); return their keys (:meth:`freeze` after the run)."""
+        names = {k.rsplit(".", 1)[-1] for k in leaves}
+        thawed: list[str] = []
+        changed = True
+        while changed:
+            changed = False
+            for key, (text, _) in self.frozen.items():
+                if key not in thawed and any(n in text for n in names):
+                    thawed.append(key)
+                    names.add(key.rsplit(".", 1)[-1])
+                    changed = True
+        for key in thawed:
+            OmegaConf.update(self.cfg, key, self.frozen[key][0], merge=True)  # type: ignore[arg-type]
+        return thawed
+
+    def freeze(self, thawed: list[str]) -> None:
+        for key in thawed:
+            OmegaConf.update(self.cfg, key, self.frozen[key][1], merge=True)  # type: ignore[arg-type]
+
+    def resolve(self, cfg: DictConfig, leaves: dict[str, Any], thawed: list[str]) -> dict[str, Any] | None:
+        """``cfg`` (this base with ``leaves`` set and ``thawed`` put back) resolved: the base's container with
+        those keys and every interpolation never frozen read again from ``cfg`` (copied along their paths: the
+        base's container is never changed)."""
         if self.resolved is None:
             return None
         out = self.resolved
-        for key in [*leaves, *self.interpolated]:
+        for key in [*leaves, *thawed, *(k for k in self.interpolated if k not in self.frozen)]:
             value = OmegaConf.select(cfg, key)
             if OmegaConf.is_config(value):
                 value = OmegaConf.to_container(value, resolve=True)
@@ -127,13 +159,12 @@ class SweepConfigs:
     def __init__(self) -> None:
         self._bases: dict[tuple[str, ...], _Base] = {}
         self.compositions = 0  # how many Hydra compositions were made (the benchmark prints it)
-        self._parse = None
+        self._parse: Any = None
+        self._values: dict[str, Any] = {}
 
     def split(self, overrides: Sequence[str]) -> tuple[tuple[str, ...], dict[str, Any]]:
         """``(structural overrides, {leaf key: parsed value})``: a leaf only where setting it is provably what
         composing it gives (module docstring); the base's own node type is checked in :meth:`with_config`."""
-        if self._parse is None:
-            self._parse = _parser()
         structural: list[str] = []
         leaves: dict[str, Any] = {}
         keys = [o.partition("=")[0] for o in overrides]
@@ -144,13 +175,8 @@ class SweepConfigs:
                     or keys.count(key) > 1:
                 structural.append(text)
                 continue
-            try:
-                parsed = self._parse.parse_override(text)
-                value = parsed.value()
-            except Exception:  # noqa: BLE001 - the composition says what is wrong with it
-                structural.append(text)
-                continue
-            if parsed.is_sweep_override() or not (value is None or isinstance(value, (str, int, float, bool))):
+            value = self._value(raw)
+            if value is _NOT_LEAF:
                 structural.append(text)
                 continue
             leaves[key] = value
@@ -160,6 +186,26 @@ class SweepConfigs:
         for key in [k for k in leaves if any(_nested(k, a) for a in above)]:
             del leaves[key]
         return tuple(o for o, k in zip(overrides, keys, strict=True) if k not in leaves), leaves
+
+    def _value(self, raw: str) -> Any:
+        """An override's value as Hydra's grammar parses it, when a scalar (else :data:`_NOT_LEAF`); the same
+        text is parsed once (a sweep's ``run_root=...`` on every line)."""
+        if raw in self._values:
+            return self._values[raw]
+        if _INT.match(raw):  # what the grammar makes of a plain decimal integer (the seeds of a sweep)
+            value: Any = int(raw)
+        else:
+            if self._parse is None:
+                self._parse = _parser()
+            try:
+                parsed = self._parse.parse_override(f"k={raw}")
+                value = parsed.value()
+                if parsed.is_sweep_override() or not (value is None or isinstance(value, (str, int, float, bool))):
+                    value = _NOT_LEAF
+            except Exception:  # noqa: BLE001 - the composition says what is wrong with it
+                value = _NOT_LEAF
+        self._values[raw] = value
+        return value
 
     def _base(self, structural: tuple[str, ...], leaves: dict[str, Any]) -> _Base:
         base = self._bases.get(structural)
@@ -187,6 +233,7 @@ class SweepConfigs:
         if base.cfg is None:
             raise ConfigError(base.error or "the config could not be composed")
         cfg = base.cfg
+        thawed = base.thaw(leaves)
         try:
             for key, value in leaves.items():
                 OmegaConf.update(cfg, key, value, merge=True)
@@ -195,7 +242,7 @@ class SweepConfigs:
             errors += cross_field_errors(cfg, list(cfg.stages))
             if errors:
                 raise ConfigError("invalid config:\n  " + "\n  ".join(errors))
-            resolved = base.resolve(cfg, leaves)
+            resolved = base.resolve(cfg, leaves, thawed)
             if resolved is None:
                 return use(cfg)
             with resolved_as(cfg, resolved):
@@ -208,6 +255,7 @@ class SweepConfigs:
             for key in leaves:
                 if base.values.get(key) is not _NOT_LEAF:
                     OmegaConf.update(cfg, key, base.values[key], merge=True)
+            base.freeze(thawed)
 
 
 _NOT_LEAF = object()

@@ -151,13 +151,20 @@ def resolved_as(cfg: DictConfig, container: dict[str, Any]) -> Iterator[None]:
         yield
     finally:
         _RESOLVED.pop(id(cfg), None)
+        _LEAVES.pop(id(cfg), None)
+
+
+_LEAVES: dict[int, dict[str, tuple[KeyInfo, Any]]] = {}  # id(cfg) -> its leaves, within resolved_as()
 
 
 def leaves(cfg: DictConfig | dict[str, Any]) -> dict[str, tuple[KeyInfo, Any]]:
     """Every leaf of ``cfg`` (dotted key -> (its info, its value)), in schema order."""
     out: dict[str, tuple[KeyInfo, Any]] = {}
-    if isinstance(cfg, DictConfig) and id(cfg) in _RESOLVED:
-        cfg = _RESOLVED[id(cfg)]
+    if isinstance(cfg, DictConfig) and id(cfg) in _RESOLVED:  # the same for every stage of the run: walked once
+        if id(cfg) not in _LEAVES:
+            _walk(_root(), _RESOLVED[id(cfg)], "", None, out)
+            _LEAVES[id(cfg)] = out
+        return dict(_LEAVES[id(cfg)])
     if isinstance(cfg, DictConfig):  # plain containers walk ~10x faster (every stage hash walks them)
         try:
             cfg = OmegaConf.to_container(cfg, resolve=True)
