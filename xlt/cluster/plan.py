@@ -20,6 +20,7 @@ from pathlib import Path
 from xlt.cluster.sweep_configs import SweepConfigs
 from xlt.cluster.sweeps import read_sweep
 from xlt.config.keys import run_name
+from xlt.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -69,8 +70,6 @@ def plan_sweep(path: str | Path, extra: list[str] | None = None, configs: SweepC
     resolved by the entry points' rules (:func:`xlt.cluster.sweeps.run_dir`); ``configs``: compositions to share
     (``xlt status`` checks the same runs' stages with them). A line whose config cannot be composed raises
     :class:`~xlt.errors.ConfigError` naming the file and line."""
-    from xlt.errors import ConfigError
-
     configs = configs or SweepConfigs()
     extra = list(extra or [])
     plan = SweepPlan(str(path))
