@@ -9,7 +9,7 @@
 # 2. the training array over the sweep file (-j elements at a time), after 1: every run builds its data,
 #    translates (cache hits), trains, evaluates on Belebele + Global-MMLU and writes its report;
 # 3. the comparison report (mean +- std over seeds, paired tests against the first line) after 2:
-#    <run_root>/paper_compare/compare.md
+#    <run_root>/paper_compare/compare.md (the run root the runs resolve to: python -m xlt.cluster plan)
 # Extra overrides (e.g. run_root=/scratch/me/runs) apply to every run.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -35,21 +35,17 @@ else
     echo "warning: XLT_TRANSLATION_CACHE is not set: every translate-train-all run translates on its own" >&2
 fi
 mkdir -p slurm-logs
-N=$("$PYTHON" -m xlt.cluster count "$SWEEP")
-ROOT="runs"
-for o in ${EXTRA[@]+"${EXTRA[@]}"}; do [[ "$o" == run_root=* ]] && ROOT="${o#run_root=}"; done
+# The whole sweep resolved once (python -m xlt.cluster plan): its runs, their directories, the first run with a
+# translate stage, the comparison's folder (below the run root the runs resolve to).
+PLAN="$("$PYTHON" -m xlt.cluster plan "$SWEEP" --shell ${EXTRA[@]+"${EXTRA[@]}"})"
+eval "$PLAN"
+N="$PLAN_COUNT"
 
 # 1. translate once (the first line of the sweep whose run has a translate stage)
 DEP=()
-FIRST_TTA=""
-for i in $(seq 1 "$N"); do
-    mapfile -t LINE_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$i")
-    # (captured first: under pipefail, grep -q ending the pipe early would fail it with SIGPIPE)
-    STAGES="$("$PYTHON" -m xlt.cluster stages ${LINE_ARGS[@]+"${LINE_ARGS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"})"
-    if grep -qx translate <<<"$STAGES"; then FIRST_TTA=$i; break; fi
-done
+FIRST_TTA="$PLAN_FIRST_TRANSLATE"
 if [[ -n "$FIRST_TTA" && "$SHARDS" -gt 0 ]]; then
-    mapfile -t TTA_ARGS < <("$PYTHON" -m xlt.cluster line "$SWEEP" "$FIRST_TTA")
+    TTA_ARGS=(${PLAN_TRANSLATE_ARGS[@]+"${PLAN_TRANSLATE_ARGS[@]}"})
     DATA_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --job-name=xlt-build-data "$HERE/stage.sbatch" build_data ${TTA_ARGS[@]+"${TTA_ARGS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"})
     TR_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --kill-on-invalid-dep=yes --dependency="afterok:${DATA_JOB%%;*}" --array="0-$((SHARDS - 1))" \
         "$HERE/translate_array.sbatch" ${TTA_ARGS[@]+"${TTA_ARGS[@]}"} ${EXTRA[@]+"${EXTRA[@]}"})
@@ -63,7 +59,6 @@ TRAIN_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} ${DEP[@]+"${DEP[@]}"} --ar
 echo "training array: ${TRAIN_JOB%%;*} (${N} runs, ${PARALLEL} at a time)"
 
 # 3. comparison
-mapfile -t DIRS < <("$PYTHON" -m xlt.cluster rundirs "$SWEEP" ${EXTRA[@]+"${EXTRA[@]}"})
 CMP_JOB=$(sbatch --parsable ${OPTS[@]+"${OPTS[@]}"} --kill-on-invalid-dep=yes --dependency="afterok:${TRAIN_JOB%%;*}" --job-name=xlt-compare \
-    "$HERE/stage.sbatch" compare ${DIRS[@]+"${DIRS[@]}"} --out "${ROOT}/paper_compare")
-echo "comparison: ${CMP_JOB%%;*} -> ${ROOT}/paper_compare/compare.md"
+    "$HERE/stage.sbatch" compare ${PLAN_DIRS[@]+"${PLAN_DIRS[@]}"} --out "$PLAN_COMPARE_ROOT")
+echo "comparison: ${CMP_JOB%%;*} -> $PLAN_COMPARE_ROOT/compare.md"

@@ -23,9 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("contract", ("xlt.contract",)),
     ("stages", ("xlt.stages",)),
     ("entry points", ("xlt.cli", "xlt.__main__", "xlt.train", "xlt.build_data", "xlt.translate", "xlt.finetune",
-                      "xlt.evaluate", "xlt.report", "xlt.prefetch", "xlt.push", "xlt.plugins", "xlt.status",
-                      # `xlt status` judges each stage of a run as the engine does: it reads the stage table
-                      "xlt.cluster.status")),
+                      "xlt.evaluate", "xlt.report", "xlt.prefetch", "xlt.push", "xlt.plugins", "xlt.status")),
 )
 
 
@@ -143,7 +141,7 @@ def test_imports_inside_functions_are_for_start_up_time_and_say_so():
 
 def test_layers_never_import_a_stage_and_the_data_layer_not_the_run_directory():
     """Stages call layers, never the reverse: only xlt.stages itself and the command line (xlt.cli, which runs
-    the table xlt.stages builds; xlt.cluster.status, which judges a run's stages by it) import a stage module; the contract's engine is handed the table, and what a
+    the table xlt.stages builds; xlt.status, the command that judges a run's stages by it) import a stage module; the contract's engine is handed the table, and what a
     stage leaves is read through the run directory's checked readers (:mod:`xlt.run.artifacts`: xlt.push
     refuses a model there). The data layer is records in, DatasetDict out: nothing under xlt.data reaches,
     even indirectly, the run directory's layout, lock or checked readers, the contract or a stage (it may write
@@ -151,7 +149,7 @@ def test_layers_never_import_a_stage_and_the_data_layer_not_the_run_directory():
     graph = _graph()
     assert "xlt.stages.train" in graph and "xlt.data.assemble" in graph  # the graph sees the packages
     importers = {m for m, deps in graph.items() if any(_within(d, "xlt.stages") for d in deps)}
-    assert sorted(m for m in importers if not _within(m, "xlt.stages")) == ["xlt.cli", "xlt.cluster.status"]
+    assert sorted(m for m in importers if not _within(m, "xlt.stages")) == ["xlt.cli", "xlt.status"]
     forbidden = ("xlt.run.layout", "xlt.run.lock", "xlt.run.state", "xlt.run.artifacts", "xlt.contract", "xlt.stages")
     leaks = {m: sorted(d for d in _reaches(graph, m) if any(_within(d, f) for f in forbidden))
              for m in graph if _within(m, "xlt.data")}

@@ -38,7 +38,7 @@ from xlt.config import CONF_DIR
 from xlt.config.overrides import check_overrides, check_parsable, entry_overrides, new_entries, override_form
 from xlt.errors import ERROR_EXIT, XltError, print_error
 from xlt.run.files import atomic_write_json, atomic_write_text
-from xlt.run.layout import PREEMPTION_FILE, RunDir, is_main_process, world_size
+from xlt.run.layout import PREEMPTION_FILE, WHOLE_RUN, RunDir, is_main_process, world_size
 from xlt.run.lock import LockLost, RunLock, check_held, lock_name, lost_error, slurm_identity
 from xlt.secrets import redact_config, redact_overrides
 from xlt.stages import run_stages
@@ -87,18 +87,22 @@ def resolve_run(cfg: DictConfig, stages: Sequence[str] | None = None) -> tuple[D
     return validated, run
 
 
-def _record_failure(run: RunDir | None, status: int, error: str) -> None:
-    """``failed.json`` in the run directory: this call failed (exit status, first line of the error), for
-    ``xlt status``; removed when the next call starts. Never in the way of the error itself."""
+def _record_failure(run: RunDir | None, status: int, error: str, shard: str | None = None) -> None:
+    """``failed.json`` in the run directory (``failed.<shard>.json`` for a shard's call: each shard keeps its
+    own): this call failed (exit status, first line of the error), for ``xlt status``; removed when the same
+    call (the same shard) starts again. Never in the way of the error itself."""
     if run is None or not is_main_process():
         return
     record = {"exit_status": status, "error": error.strip().splitlines()[0][:500] if error.strip() else "",
               "time": time.time(), "host": socket.gethostname(), "slurm": slurm_identity(),
               "overrides": redact_overrides(sys.argv[1:])}
+    if shard is not None and shard != WHOLE_RUN:
+        record["shard"] = shard
+    path = run.failure_of(shard)
     try:
-        atomic_write_json(run.failure, record)
+        atomic_write_json(path, record)
     except OSError as err:
-        log.warning("could not record the failure in %s: %s", run.failure, err)
+        log.warning("could not record the failure in %s: %s", path, err)
 
 
 def _record_call(run: RunDir, stages: Sequence[str], ran: Sequence[str]) -> None:
@@ -127,7 +131,7 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
 
     @hydra.main(config_path=CONF_DIR, config_name="config", version_base="1.3")
     def _hydra_main(cfg: DictConfig) -> None:
-        run = None
+        run = shard = None
         try:  # from the first line: a stop signal (or a launcher already dead) takes the exit-75 path
             _setup_logging()
             # SLURM warns with USR1 before the time limit: checkpoint, stop, and let the requeued job resume.
@@ -145,10 +149,11 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
 
             rank = int(os.environ.get("RANK", "0"))
             fill_restart_count()  # a step or container without SLURM_RESTART_COUNT: the lock needs it
-            with RunLock(run.path, lock_name(validated.translate, validated.eval), rank=rank, interrupt=True) as lock:
+            shard = lock_name(validated.translate, validated.eval)  # "run", or this shard's: its records' names
+            with RunLock(run.path, shard, rank=rank, interrupt=True) as lock:
                 if is_main_process():
-                    clear_preemption(run.path)
-                    run.failure.unlink(missing_ok=True)
+                    clear_preemption(run.path, shard)
+                    run.failure_of(shard).unlink(missing_ok=True)
                 ran = run_stages(validated, run, stages, on_first_run=write_config, launch=lock.owner)
                 if is_main_process():
                     check_held()
@@ -158,27 +163,27 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
                                  override_form("eval.model", run.model))
         except XltError as err:
             if not isinstance(err, LockLost):  # the run is another holder's now: nothing of ours goes in it
-                _record_failure(run, ERROR_EXIT, f"xlt: error: {err}")
+                _record_failure(run, ERROR_EXIT, f"xlt: error: {err}", shard)
             if not _multirun_continues(cfg, err):
                 _fail(err)
         except Stopped as err:
             _leave_process_group()
             if not is_preemption():  # a TERM the scheduler did not send: scancel, a launcher stopping its workers
-                _record_failure(run, TERMINATED_EXIT, f"stopped ({err}): {stop_reason()}")
+                _record_failure(run, TERMINATED_EXIT, f"stopped ({err}): {stop_reason()}", shard)
                 if is_main_process():  # the scheduler's answer, for the batch shell: it need not ask again
-                    record_preemption(run.path if run is not None else None, str(err), preempted=False)
+                    record_preemption(run.path if run is not None else None, str(err), preempted=False, shard=shard)
                 print(f"\nxlt: stopped ({err}); {stop_reason()}; so the job is not requeued (exit status "
                       f"{TERMINATED_EXIT}). Under a launcher, the worker that failed first is above. Rerun the same "
                       "command to resume.", file=sys.stderr)
                 sys.exit(TERMINATED_EXIT)
             if is_main_process():  # every rank is past the checkpoint's record (a barrier): rank 0 says so
-                requeue_under_submitit(record_preemption(run.path if run is not None else None, str(err)))
+                requeue_under_submitit(record_preemption(run.path if run is not None else None, str(err), shard=shard))
             print(f"\nxlt: preempted ({err}; {stop_reason()}); rerun the same command to resume (exit status "
                   f"{REQUEUE_EXIT}, and the record {PREEMPTION_FILE}: slurm/common.sh requeues the job unless SLURM "
                   "does).", file=sys.stderr)
             sys.exit(REQUEUE_EXIT)
         except Exception as err:  # a crash: recorded for `xlt status`, then the traceback as ever
-            _record_failure(run, 1, f"{type(err).__name__}: {err}")
+            _record_failure(run, 1, f"{type(err).__name__}: {err}", shard)
             raise
         except KeyboardInterrupt:
             if lost_error() is not None:  # the lock's heartbeat stopped this run: another took the directory

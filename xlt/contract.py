@@ -182,6 +182,40 @@ def _changes(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
     return out
 
 
+# xlt's own package folder: a config value naming a file under it (the bundled demo data, a bundled benchmark
+# sample) names the same file in every copy of xlt (another checkout, another virtual environment).
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _bundled_rel(value: Any) -> str | None:
+    """``value``'s path relative to this installed package, when it names a file bundled with xlt."""
+    if not isinstance(value, str) or not value.startswith("/"):
+        return None
+    try:
+        return Path(value).relative_to(PACKAGE_DIR).as_posix()
+    except ValueError:
+        return None
+
+
+def _relocated(old: dict[str, Any], new: dict[str, Any], changed: list[str]) -> bool:
+    """Whether every change between two input details is a config value naming the same file bundled with xlt
+    in another copy of it: the current value under this package (``<package>/<rel>``), the recorded one under
+    another copy's (``.../xlt/<rel>``), and its content fingerprinted among the stage's file inputs with no
+    change there (the same files are the same inputs, wherever xlt is installed)."""
+    if not changed:
+        return False
+    old_cfg, new_cfg = old.get("config", {}), new.get("config", {})
+    files = set(new.get("files", {})) & set(old.get("files", {}))
+    for key in changed:
+        rel = _bundled_rel(new_cfg.get(key))
+        recorded = old_cfg.get(key)
+        if rel is None or not isinstance(recorded, str) or not recorded.startswith("/") \
+                or not recorded.endswith(f"/{PACKAGE_DIR.name}/{rel}") \
+                or not any(key == f or key.startswith(f + ".") for f in files):
+            return False
+    return True
+
+
 def stale_reason(run: RunDir, spec: StageSpec, ctx: StageContext, cfg: Any = None) -> str | None:
     """Why stage ``spec`` must run under ``ctx`` (None: its done-marker matches and its outputs exist)."""
     if ctx.force:
@@ -196,7 +230,9 @@ def stale_reason(run: RunDir, spec: StageSpec, ctx: StageContext, cfg: Any = Non
     if prov.get("inputs") != ctx.inputs:
         detail = prov.get("detail")
         changed = _changes(detail, ctx.detail) if isinstance(detail, dict) else []
-        return "inputs changed: " + (", ".join(changed[:8]) if changed else "(an earlier xlt version's marker)")
+        # the same bundled files, read from another copy of xlt: the same inputs
+        if not (isinstance(detail, dict) and _relocated(detail, ctx.detail, changed)):
+            return "inputs changed: " + (", ".join(changed[:8]) if changed else "(an earlier xlt version's marker)")
     missing = [o for o in spec.outputs if not (run.path / o).exists()]
     if missing:
         return f"outputs missing: {', '.join(missing)}"

@@ -63,3 +63,28 @@ def test_outside_slurm_and_without_an_answer_a_term_is_no_preemption(tmp_path):
     env = {**os.environ, **_scontrol(tmp_path, None), "SLURM_JOB_ID": "41"}
     cause = _with_path(env)
     assert (cause.kind, cause.preemption) == ("unknown", False) and "Invalid job id" in cause.why
+
+
+def test_job_states_asks_squeue_once_and_sacct_once_for_what_squeue_forgot(tmp_path, monkeypatch):
+    """An array element is named ARRAYID_TASK (-r: one line per element; -j ID alone matches the whole array);
+    a job squeue no longer lists is asked of the accounting (its last record); a job neither knows is left out."""
+    from xlt.cluster.scheduler import job_states
+
+    bin_dir, calls = tmp_path / "bin", tmp_path / "calls.txt"
+    bin_dir.mkdir()
+    (bin_dir / "squeue").write_text(
+        f"#!/bin/bash\necho \"squeue $*\" >> {calls}\n"
+        "printf '20_3 RUNNING None\\n21 PENDING BeginTime\\n20_4 PENDING JobArrayTaskLimit\\n'\n"
+        "echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1\n")
+    (bin_dir / "sacct").write_text(
+        f"#!/bin/bash\necho \"sacct $*\" >> {calls}\nprintf '22|COMPLETED\\n22|CANCELLED by 1000\\n'\n")
+    for name in ("squeue", "sacct"):
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    got = job_states(["20_3", "21", "22", "23", "20_3", ""])
+    assert got == {"20_3": "RUNNING", "21": "PENDING (BeginTime)", "22": "CANCELLED"}
+    assert calls.read_text().splitlines() == ["squeue -h -r -o %i %T %r -j 20_3,21,22,23",
+                                              "sacct -n -X -P -o JobID,State -j 22,23"]
+    assert job_states([]) == {} and len(calls.read_text().splitlines()) == 2  # nothing to ask: nothing run
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
+    assert job_states(["20_3"]) == {}  # no SLURM here

@@ -1,5 +1,6 @@
-"""``python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | stages
-+recipe=NAME [overrides] | stop-cause | after-stop ...}``: what the sbatch scripts ask of xlt (slurm/common.sh).
+"""``python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | plan FILE
+[--shell] [overrides] | stages +recipe=NAME [overrides] | stop-cause | after-stop ...}``: what the sbatch scripts
+ask of xlt (slurm/common.sh; ``plan``: the whole sweep resolved once, :mod:`xlt.cluster.plan`).
 ``after-stop``: the batch shell's verdict once its command stopped (:mod:`xlt.cluster.requeue`)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from xlt.cluster.scheduler import stop_cause
 from xlt.errors import ConfigError
 
 USAGE = ("usage: python -m xlt.cluster {line FILE N | count FILE | recipes FILE | rundirs FILE [overrides] | "
+         "plan FILE [--shell] [overrides] | "
          "stages +recipe=NAME [overrides] | stop-cause | after-stop STATUS USR1 TERM SIGNAL_TIME RECORD COUNTER}")
 
 
@@ -25,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["after-stop"] and len(argv) == 7:  # inside KillWait: nothing else loaded (Hydra, numpy)
         return after_stop(argv[1:])
-    from xlt.cluster.sweeps import read_sweep, recipe_of, run_dir, sweep_line  # lazy: start-up time
+    from xlt.cluster import plan  # lazy: start-up time
+    from xlt.cluster.sweeps import read_sweep, recipe_of, sweep_line  # lazy: start-up time
     from xlt.config.compose import compose  # lazy: start-up time
 
     try:
@@ -36,8 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         elif len(argv) == 2 and argv[0] == "recipes":
             print("\n".join(dict.fromkeys(recipe_of(r) for r in read_sweep(argv[1]))))
         elif len(argv) >= 2 and argv[0] == "rundirs":
-            extra = argv[2:]
-            print("\n".join(dict.fromkeys(run_dir([*r, *extra]) for r in read_sweep(argv[1]))))
+            print("\n".join(dict.fromkeys(r.run_dir for r in plan.plan_sweep(argv[1], argv[2:]).runs)))
+        elif len(argv) >= 2 and argv[0] == "plan":
+            return plan.main(argv[1:])
         elif len(argv) >= 2 and argv[0] == "stages":
             print("\n".join(compose(None, argv[1:]).stages))
         elif argv == ["stop-cause"]:

@@ -231,3 +231,42 @@ def requeue_allowed(env: Any = None) -> tuple[bool, str]:
                        "again; resubmit it to resume")
     return True, f"requeue {count + 1} of at most {cap}"
 
+
+
+def _job_lines(command: list[str], timeout: float) -> list[str]:
+    """The output lines of one scheduler query ([] where the command is missing, silent or refuses: a list
+    of jobs of which some are unknown still prints the known ones, whatever its exit status)."""
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in proc.stdout.splitlines() if line.strip()]
+
+
+def job_states(jobs: list[str]) -> dict[str, str]:
+    """What SLURM says of each job now, asked once for all of them: ``{job: "STATE"}`` or ``"STATE (reason)"``
+    (``RUNNING``, ``PENDING (BeginTime)``, ``COMPLETED``, ``CANCELLED``, ...). A job is ``<id>``, or
+    ``<array id>_<task>`` for an array element (``-j ID`` alone would match every element of the array).
+
+    One ``squeue -h -r -o "%i %T %r" -j JOBS`` for the jobs the controller still holds (``-r``: one line per
+    array element, named ``ARRAYID_TASK``), then one ``sacct -n -X -P -o JobID,State -j REST`` for those squeue
+    no longer lists (finished, cancelled; the accounting's last record of each). A job neither knows is left
+    out; without SLURM's commands the answer is ``{}``. Each question is bounded (:func:`scheduler_timeout`)."""
+    wanted = list(dict.fromkeys(j for j in jobs if j))
+    if not wanted:
+        return {}
+    timeout = scheduler_timeout()
+    out: dict[str, str] = {}
+    for line in _job_lines(["squeue", "-h", "-r", "-o", "%i %T %r", "-j", ",".join(wanted)], timeout):
+        job, _, rest = line.partition(" ")
+        state, _, reason = rest.strip().partition(" ")
+        if job in wanted and state:
+            reason = reason.strip()
+            out[job] = f"{state} ({reason})" if reason and reason not in ("None", "(null)") else state
+    rest_jobs = [j for j in wanted if j not in out]
+    if rest_jobs:
+        for line in _job_lines(["sacct", "-n", "-X", "-P", "-o", "JobID,State", "-j", ",".join(rest_jobs)], timeout):
+            job, _, state = line.partition("|")
+            if job in rest_jobs and state.strip():
+                out[job] = state.split()[0]  # "CANCELLED by 1000": the state; the last record of a job wins
+    return out

@@ -5,7 +5,8 @@ into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there 
 sets it). Launchers rewrite exit statuses (``accelerate launch`` and ``torchrun`` turn 75 into 1), a file
 they cannot rewrite: slurm/common.sh requeues when the record exists (unless SLURM requeues the job itself);
 under submitit (Hydra's ``slurm`` launcher) rank 0 requeues its job itself once the record is written
-(:func:`requeue_under_submitit`). A run that starts again removes the run directory's record.
+(:func:`requeue_under_submitit`). A call that starts again removes its own record (a shard's call its
+shard's ``preempted.<shard>.json``: another shard's record stays).
 
 A stop is a preemption only when the scheduler sent it (docs/preemption.md):
 
@@ -78,8 +79,10 @@ class Terminated(Stopped):
 RECORD_ENV = "XLT_PREEMPTION_RECORD"
 
 
-def record_preemption(run_path: str | os.PathLike[str] | None, reason: str, preempted: bool = True) -> list[Path]:
-    """Write the preemption record (see the module docstring) into the run directory and to
+def record_preemption(run_path: str | os.PathLike[str] | None, reason: str, preempted: bool = True,
+                      shard: str | None = None) -> list[Path]:
+    """Write the preemption record (see the module docstring) into the run directory (``preempted.json``, or
+    ``preempted.<shard>.json`` for a shard's call: :func:`xlt.run.layout.shard_record`) and to
     ``$XLT_PREEMPTION_RECORD``; return the files written. A record that cannot be written is logged: the
     exit status (75) still says it, where no launcher rewrites it. ``preempted=False``: a stop that was no
     preemption, recorded only for the batch shell (``$XLT_PREEMPTION_RECORD``), so that it reads the
@@ -91,7 +94,7 @@ def record_preemption(run_path: str | os.PathLike[str] | None, reason: str, pree
               "exit_status": REQUEUE_EXIT if preempted else TERMINATED_EXIT, "cause": stop_reason(),
               "asked_scheduler": cause is not None,
               "requeued_by_scheduler": bool(cause and cause.requeued_by_scheduler)}
-    targets = [RunDir(run_path).preemption] if run_path is not None and preempted else []
+    targets = [RunDir(run_path).preemption_of(shard)] if run_path is not None and preempted else []
     if os.environ.get(RECORD_ENV):
         targets.append(Path(os.environ[RECORD_ENV]))
     written = []
@@ -131,9 +134,10 @@ def requeue_under_submitit(written: list[Path]) -> bool:
     return True
 
 
-def clear_preemption(run_path: str | os.PathLike[str]) -> None:
-    """A run starts: the run directory's preemption record of an earlier run is history."""
-    RunDir(run_path).preemption.unlink(missing_ok=True)
+def clear_preemption(run_path: str | os.PathLike[str], shard: str | None = None) -> None:
+    """A call starts: its own preemption record of an earlier call is history (a shard's call clears only its
+    shard's record, ``preempted.<shard>.json``; a whole-run call the plain ``preempted.json``)."""
+    RunDir(run_path).preemption_of(shard).unlink(missing_ok=True)
 
 
 _requested: dict[str, Any] = {"signal": None, "preemption": False, "cause": None, "time": None, "decided": False}

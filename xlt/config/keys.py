@@ -13,9 +13,11 @@ It answers four questions, for run naming, stage input hashes, the prefetch comm
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,9 +137,34 @@ def _walk(cls: type, values: Any, prefix: str, parent: KeyInfo | None, out: dict
             _walk(sub, value, f"{key}.", info, out)
 
 
+# id(cfg) -> cfg resolved to a plain container, while a reader of many runs holds it (:func:`resolved_as`).
+_RESOLVED: dict[int, dict[str, Any]] = {}
+
+
+@contextlib.contextmanager
+def resolved_as(cfg: DictConfig, container: dict[str, Any]) -> Iterator[None]:
+    """Within the block, :func:`leaves` of ``cfg`` walks ``container``: ``cfg`` resolved to a plain container
+    (``OmegaConf.to_container(cfg, resolve=True)``), made once by the caller (:mod:`xlt.cluster.sweep_configs`:
+    a run's config is the shared one with its leaf values set) instead of at every stage's hash."""
+    _RESOLVED[id(cfg)] = container
+    try:
+        yield
+    finally:
+        _RESOLVED.pop(id(cfg), None)
+        _LEAVES.pop(id(cfg), None)
+
+
+_LEAVES: dict[int, dict[str, tuple[KeyInfo, Any]]] = {}  # id(cfg) -> its leaves, within resolved_as()
+
+
 def leaves(cfg: DictConfig | dict[str, Any]) -> dict[str, tuple[KeyInfo, Any]]:
     """Every leaf of ``cfg`` (dotted key -> (its info, its value)), in schema order."""
     out: dict[str, tuple[KeyInfo, Any]] = {}
+    if isinstance(cfg, DictConfig) and id(cfg) in _RESOLVED:  # the same for every stage of the run: walked once
+        if id(cfg) not in _LEAVES:
+            _walk(_root(), _RESOLVED[id(cfg)], "", None, out)
+            _LEAVES[id(cfg)] = out
+        return dict(_LEAVES[id(cfg)])
     if isinstance(cfg, DictConfig):  # plain containers walk ~10x faster (every stage hash walks them)
         try:
             cfg = OmegaConf.to_container(cfg, resolve=True)

@@ -6,14 +6,19 @@ is memoised on disk by (path, size, mtime, ctime, inode) in ``$XLT_CACHE/fingerp
 ``~/.cache/xlt``), so a multi-GB checkpoint is read once, not at every rerun.
 
 Things that are not local files are fingerprinted by their identity: a Hub id with its revision.
+
+A reader that fingerprints the same inputs for many runs at once (``xlt status`` over a sweep: every run reads
+the same benchmark copies) enters :func:`steady`: inside it, a file or folder is walked and fingerprinted once
+per process for the same path and stat of its root, not once per run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +107,44 @@ def file_hash(path: str | os.PathLike[str], new: dict[str, str] | None = None) -
     return digest
 
 
+# Inside steady(): (what, resolved root, its stat, ...) -> a walk's files or a fingerprint; None outside.
+_STEADY: dict[tuple[Any, ...], Any] | None = None
+
+
+@contextlib.contextmanager
+def steady() -> Iterator[None]:
+    """Within the block, inputs are taken as steady: the walk of a folder and the fingerprint of a file or
+    folder are computed once for the same path and stat of its root (size, mtime, ctime, inode) and reused.
+    For a reader of many runs' inputs (``xlt status``); the stages never enter it (a run re-reads its inputs)."""
+    global _STEADY
+    outer = _STEADY
+    _STEADY = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _STEADY = outer
+
+
+def _steady_key(what: str, root: Path, *extra: Any) -> tuple[Any, ...] | None:
+    if _STEADY is None:
+        return None
+    try:
+        st = root.stat()
+    except OSError:
+        return None
+    return (what, str(root.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, *extra)
+
+
 def _files(root: Path) -> Iterable[Path]:
+    key = _steady_key("files", root)
+    if key is None:
+        return _walk(root)
+    if key not in _STEADY:  # type: ignore[operator]
+        _STEADY[key] = list(_walk(root))  # type: ignore[index]
+    return iter(_STEADY[key])  # type: ignore[index]
+
+
+def _walk(root: Path) -> Iterable[Path]:
     if root.is_file():
         yield root
         return
@@ -118,7 +160,11 @@ def path_fingerprint(path: str | os.PathLike[str], only: Iterable[Path] | None =
     root = Path(path).expanduser()
     if not root.exists():
         return f"missing:{root}"
-    files = sorted(only) if only is not None else list(_files(root))
+    only = sorted(only) if only is not None else None
+    key = _steady_key("fingerprint", root, None if only is None else tuple(map(str, only)))
+    if key is not None and key in _STEADY:  # type: ignore[operator]
+        return _STEADY[key]  # type: ignore[index]
+    files = only if only is not None else list(_files(root))
     h = hashlib.sha256()
     new: dict[str, str] = {}
     for f in files:
@@ -126,6 +172,8 @@ def path_fingerprint(path: str | os.PathLike[str], only: Iterable[Path] | None =
         h.update(rel.encode() + b"\0" + file_hash(f, new).encode() + b"\0")
     if new:
         _save_memo(new)
+    if key is not None:
+        _STEADY[key] = h.hexdigest()[:16]  # type: ignore[index]
     return h.hexdigest()[:16]
 
 

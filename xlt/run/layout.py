@@ -20,6 +20,8 @@ Layout (the constants below; :class:`RunDir` joins them)::
         locks/<name>.json       who holds the run (xlt.run.lock)
         preempted.json          the record of a preempted run (xlt.cluster.signals)
         failed.json             the record of a call that failed: exit status, error (xlt.cli; xlt status)
+        failed.<shard>.json, preempted.<shard>.json   the same for one shard's call (<shard>: its lock's name,
+                                e.g. evaluate-shard1-of-4): each shard keeps and clears only its own
         data/train_set          the English training set (build_data); train_set.tsv, build_report.{json,md}
         data/translated/        merged translations per language (<lang>/xlt_translation.json seals each),
                                 .parts/<lang>/<unit> while shards translate; translation_report.{json,md}
@@ -57,6 +59,7 @@ MARKERS_DIR = "stages"
 LOCKS_DIR = "locks"  # <name>.json: who holds the run (xlt.run.lock)
 PREEMPTION_FILE = "preempted.json"
 FAILURE_FILE = "failed.json"
+WHOLE_RUN = "run"  # the lock name of a whole-run call (xlt.run.lock.RUN_LOCK): its records keep the plain names
 DATA_DIR = "data"
 TRAIN_SET_DIR = "data/train_set"
 TRAIN_SET_TSV = "data/train_set.tsv"
@@ -117,6 +120,19 @@ def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1"))
 
 
+def shard_record(name: str, shard: str | None) -> str:
+    """The file name of a call's record ``name`` (``failed.json``, ``preempted.json``): the plain name for a
+    whole-run call (``shard`` None or :data:`WHOLE_RUN`), ``<stem>.<shard>.json`` for a shard's call (``shard``:
+    its lock's name, :func:`xlt.run.lock.lock_name`), so that one shard's record never overwrites or clears
+    another's."""
+    if shard is None or shard == WHOLE_RUN:
+        return name
+    if not shard or "/" in shard or shard.startswith("."):
+        raise ValueError(f"{shard!r}: not a shard name (a lock's name such as evaluate-shard1-of-4)")
+    stem, _, ext = name.rpartition(".")
+    return f"{stem}.{shard}.{ext}"
+
+
 class RunDir:
     """Paths and stage bookkeeping of one run directory (the layout in the module docstring)."""
 
@@ -156,6 +172,27 @@ class RunDir:
     @property
     def failure(self) -> Path:
         return self.path / FAILURE_FILE
+
+    def failure_of(self, shard: str | None) -> Path:
+        """The failure record of a call: ``failed.json`` for a whole run, ``failed.<shard>.json`` for a shard."""
+        return self.path / shard_record(FAILURE_FILE, shard)
+
+    def preemption_of(self, shard: str | None) -> Path:
+        """The preemption record of a call: ``preempted.json`` for a whole run, ``preempted.<shard>.json``."""
+        return self.path / shard_record(PREEMPTION_FILE, shard)
+
+    def records(self, name: str) -> dict[str | None, Path]:
+        """Every record of kind ``name`` (:data:`FAILURE_FILE` or :data:`PREEMPTION_FILE`) the run holds:
+        ``{None: the whole run's, shard: that shard's}``, whole run first, then by shard name."""
+        stem, dot, ext = name.rpartition(".")
+        found: dict[str | None, Path] = {}
+        if (self.path / name).is_file():
+            found[None] = self.path / name
+        for path in sorted(self.path.glob(f"{stem}.*.{ext}")):
+            shard = path.name[len(stem) + 1:-len(ext) - 1]
+            if shard and not shard.startswith(".") and path.is_file():
+                found[shard] = path
+        return found
 
     # --- build_data and translate ---
     @property

@@ -63,12 +63,12 @@ from typing import Any, Protocol
 
 from xlt.errors import XltError
 from xlt.run.files import BEFORE_WRITE, json_text
-from xlt.run.layout import RunDir
+from xlt.run.layout import WHOLE_RUN, RunDir
 from xlt.run.state import LOCK, check_schema
 
 log = logging.getLogger("xlt.lock")
 
-RUN_LOCK = "run"
+RUN_LOCK = WHOLE_RUN
 RANK_WAIT_S = 120.0
 DAMAGED_RECHECK_S = 1.0
 # How long a lock holds without news from its holder, as a contender sees it on its own clock.
