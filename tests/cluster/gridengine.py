@@ -22,7 +22,6 @@ Run by hand: ``python tests/cluster/gridengine.py up`` (prints the environment t
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import socket
@@ -215,13 +214,13 @@ class GridEngine:
         return out.split(".")[0]
 
     def running(self) -> dict[str, str]:
-        """``JOB[.TASK]`` -> the state letters of every job ``qstat`` knows now."""
+        """``JOB[.TASK]`` -> the state letters of every job ``qstat`` knows now (a pending range: each task)."""
+        from xlt.cluster.gridengine import _qstat_rows
+
         out: dict[str, str] = {}
-        for line in self.run("qstat", "-u", "*", check=False).stdout.splitlines()[2:]:
-            words = line.split()
-            if len(words) >= 5 and words[0].isdigit():
-                task = words[-1] if re.fullmatch(r"\d+", words[-1]) and len(words) >= 9 else ""
-                out[f"{words[0]}.{task}" if task else words[0]] = words[4]
+        for job, tasks, letters in _qstat_rows(self.run("qstat", "-u", "*", check=False).stdout):
+            for key in [f"{job}.{t}" for t in tasks] or [job]:
+                out[key] = letters
         return out
 
     def wait(self, job_id: str, timeout: float, every=None) -> None:
@@ -238,15 +237,9 @@ class GridEngine:
 
     def accounting(self, job_id: str) -> list[dict[str, str]]:
         """``qacct -j JOB``: one record per finished run of a task (a rerun adds one)."""
-        proc = self.run("qacct", "-j", job_id, check=False)
-        records: list[dict[str, str]] = []
-        for line in proc.stdout.splitlines():
-            if line.startswith("====="):
-                records.append({})
-            elif records and line.strip():
-                key, _, value = line.partition(" ")
-                records[-1][key] = value.strip()
-        return records
+        from xlt.cluster.gridengine import qacct_records
+
+        return qacct_records(self.run("qacct", "-j", job_id, check=False).stdout)
 
 
 def _fields(text: str) -> dict[str, str]:

@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from xlt.cluster.backend import active_scheduler
 from xlt.cluster.scheduler import REQUEUE_EXIT, TERMINATED_EXIT, requeue_allowed, stop_cause
 from xlt.run.files import atomic_write_json
 from xlt.run.layout import RunDir
@@ -210,7 +211,7 @@ def stop_reason() -> str:
         return "the scheduler's USR1 (or a preemption's grace) reached the batch shell, which sent the TERM (slurm/common.sh)"
     if _requested["preemption"]:
         return "a preemption (rank 0 had the scheduler's answer)"
-    if not os.environ.get("SLURM_JOB_ID"):  # no scheduler to ask: said without a question
+    if active_scheduler().identity() is None:  # no scheduler to ask: said without a question
         return stop_cause().describe()
     return f"{_requested['signal'] or 'no signal'}: not from the scheduler"
 
