@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from xlt import config as xcfg
+from xlt.cluster.backend import active_scheduler
 from xlt.cluster.scheduler import fill_restart_count
 from xlt.cluster.signals import (
     REQUEUE_EXIT,
@@ -39,11 +40,29 @@ from xlt.config.overrides import check_overrides, check_parsable, entry_override
 from xlt.errors import ERROR_EXIT, XltError, print_error
 from xlt.run.files import atomic_write_json, atomic_write_text
 from xlt.run.layout import PREEMPTION_FILE, RunDir, is_main_process, world_size
-from xlt.run.lock import LockLost, RunLock, check_held, lock_name, lost_error, slurm_identity
+from xlt.run.lock import (
+    LockLost,
+    RunLock,
+    check_held,
+    lock_name,
+    lost_error,
+    read_scheduler_with,
+    scheduler_identity,
+    slurm_identity,
+)
 from xlt.secrets import redact_config, redact_overrides
 from xlt.stages import run_stages
 
 log = logging.getLogger("xlt")
+
+
+def _job_identity() -> dict | None:
+    """This process's job under whichever scheduler runs it (xlt.cluster.backend), for the lock and the records."""
+    ident = active_scheduler().identity()
+    return ident.as_dict() if ident is not None else None
+
+
+read_scheduler_with(_job_identity)  # the run layer asks no scheduler itself
 
 
 
@@ -95,6 +114,8 @@ def _record_failure(run: RunDir | None, status: int, error: str) -> None:
     record = {"exit_status": status, "error": error.strip().splitlines()[0][:500] if error.strip() else "",
               "time": time.time(), "host": socket.gethostname(), "slurm": slurm_identity(),
               "overrides": redact_overrides(sys.argv[1:])}
+    if scheduler_identity() is not None:  # under a scheduler: its job (SLURM's is "slurm" too, as ever)
+        record["scheduler"] = scheduler_identity()
     try:
         atomic_write_json(run.failure, record)
     except OSError as err:

@@ -92,6 +92,9 @@ def record_preemption(run_path: str | os.PathLike[str] | None, reason: str, pree
               "exit_status": REQUEUE_EXIT if preempted else TERMINATED_EXIT, "cause": stop_reason(),
               "asked_scheduler": cause is not None,
               "requeued_by_scheduler": bool(cause and cause.requeued_by_scheduler)}
+    ident = active_scheduler().identity()
+    if ident is not None:  # under a scheduler: its job (SLURM's is "slurm" too, as ever)
+        record["scheduler"] = ident.as_dict()
     targets = [RunDir(run_path).preemption] if run_path is not None and preempted else []
     if os.environ.get(RECORD_ENV):
         targets.append(Path(os.environ[RECORD_ENV]))
