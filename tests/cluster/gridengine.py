@@ -235,11 +235,17 @@ class GridEngine:
             time.sleep(0.5)
         raise TimeoutError(f"job {job_id}: still {self.running()} after {timeout:.0f} s\n{self.logs()}")
 
-    def accounting(self, job_id: str) -> list[dict[str, str]]:
-        """``qacct -j JOB``: one record per finished run of a task (a rerun adds one)."""
+    def accounting(self, job_id: str, count: int = 1, timeout: float = 60) -> list[dict[str, str]]:
+        """``qacct -j JOB``: one record per finished run of a task (a rerun adds one), waiting until there are
+        ``count`` (qmaster writes the accounting file a few seconds after a job leaves qstat)."""
         from xlt.cluster.gridengine import qacct_records
 
-        return qacct_records(self.run("qacct", "-j", job_id, check=False).stdout)
+        deadline = time.monotonic() + timeout
+        while True:
+            records = qacct_records(self.run("qacct", "-j", job_id, check=False).stdout)
+            if len(records) >= count or time.monotonic() > deadline:
+                return records
+            time.sleep(1)
 
 
 def _fields(text: str) -> dict[str, str]:

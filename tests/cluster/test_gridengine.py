@@ -233,3 +233,16 @@ def test_the_batch_shell_returns_a_crash_s_status_without_requeue(fake_ge, tmp_p
     out, err = proc.communicate(timeout=120)
     assert "rc=3" in out and "job 30.2 failed (exit status 3) and no preemption was sent to it" in err, err
     assert not (tmp_path / "records" / ".xlt-requeues-30.2").exists()
+
+
+def test_after_stop_stays_import_light(tmp_path):
+    """``python -m xlt.cluster after-stop`` runs inside the scheduler's kill wait: the seam (the registry, the
+    backends) loads no Hydra, omegaconf, numpy, torch, nor importlib.metadata (the installed packages' entry
+    points: xlt's own schedulers are found without them)."""
+    code = ("import runpy, sys\nsys.argv = ['xlt.cluster', 'after-stop', '0', '0', '0', '0', '', '']\n"
+            "try:\n    runpy.run_module('xlt.cluster', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('hydra', 'omegaconf', 'numpy', 'torch')"
+            " or m == 'importlib.metadata')\nprint('HEAVY', heavy)\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JOB_ID": "30", "SGE_TASK_ID": "2"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.stdout.splitlines() == ["done 0", "HEAVY []"], proc.stdout + proc.stderr

@@ -40,6 +40,9 @@ TINY = ["training.max_steps=20", "training.eval_steps=20", "eval.benchmarks.bele
 # rerun at its first s_rt without a warning (gridengine/common.sh), so the rerun must finish within it: the
 # rest of a tiny training, the evaluation and the report, with the interpreter's start, on a loaded machine.
 S_RT = 180
+# Long enough for the test to see it training (the lock's heartbeat, every 2 s with the lease below), short
+# enough for the rerun to finish within S_RT.
+LIMIT_STEPS = ["training.max_steps=60", "training.eval_steps=60"]
 WAIT_S = 1200.0
 
 
@@ -64,6 +67,7 @@ class Cases:
         (work / "sge-logs").mkdir(parents=True)
         self.env = {"PYTHONPATH": str(REPO), "XLT_PYTHON": sys.executable, "OMP_NUM_THREADS": "1",
                     "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "XLT_HOME": str(REPO), "XLT_GRACE": "120",
+                    "XLT_LOCK_LEASE_S": "8",  # a heartbeat every 2 s: the test sees the training under way
                     "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         self.results: dict[str, Any] = {}
 
@@ -105,7 +109,7 @@ def cases(cell):
                        str(REPO / "gridengine" / "train_array.sh"), str(sweep), root)
         # (b) the time-limit warning while the run trains
         limit_sweep = c.work / "limit.txt"
-        limit_sweep.write_text(f"+recipe=demo_tiny seed=13 {' '.join(TINY)}\n")
+        limit_sweep.write_text(f"+recipe=demo_tiny seed=13 {' '.join([*TINY[2:], *LIMIT_STEPS])}\n")
         limit_root = f"run_root={c.work / 'runs_limit'}"
         limited = c.run_dir(*limit_sweep.read_text().split(), limit_root)
         job = c.qsub("-t", "1-1", "-l", f"h_rt={S_RT + 600},s_rt={S_RT}", str(REPO / "gridengine" / "train_array.sh"),
@@ -135,7 +139,7 @@ def cases(cell):
             raise TimeoutError(f"Grid Engine jobs {array}, {job} still {c.ge.running()} after {WAIT_S:.0f} s\n"
                                f"{c.ge.logs()}")
         c.results = {"array": array, "runs": runs, "most": most, "job": job, "limited": limited,
-                     "array_acct": c.ge.accounting(array), "job_acct": c.ge.accounting(job),
+                     "array_acct": c.ge.accounting(array, 2), "job_acct": c.ge.accounting(job, 2),
                      "held": paused, "status_mid": status_mid, "lock_mid": lock_mid, "status_end": c.status(*runs, limited),
                      "array_log": c.log(array), "job_log": c.log(job)}
         yield c
