@@ -162,6 +162,19 @@ def test_submit_eval_chains_array_and_report(tmp_path):
     assert "1000 (4 shards)" in proc.stdout and "report: 1001" in proc.stdout
 
 
+@pytest.mark.parametrize(("script", "args", "said"), [
+    ("submit_eval.sh", ["-n", "0", "+recipe=demo_tiny"], "-n 0: give a whole number >= 1"),
+    ("submit_translate.sh", ["-n", "four", "+recipe=demo_tiny"], "-n four: give a whole number >= 1"),
+    ("paper_sweep.sh", ["-j", "-2"], "-j -2: give a whole number >= 1"),
+    ("submit_eval.sh", ["-x", "+recipe=demo_tiny"], "usage: slurm/submit_eval.sh"),
+])
+def test_the_submit_scripts_share_one_option_parser(tmp_path, script, args, said):
+    """slurm/options.sh: a bad option or count stops the script (exit 2) with the usage, before any sbatch."""
+    proc = run_script(script, args, tmp_path)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert not (tmp_path / "calls.log").exists()  # no sbatch was called
+
+
 def test_submit_translate_chains_data_array_and_run(tmp_path):
     proc = run_script("submit_translate.sh", ["-n", "6", "+recipe=xlmr_translate_train_all"], tmp_path)
     assert proc.returncode == 0, proc.stderr
