@@ -195,8 +195,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
             if is_main_process():  # every rank is past the checkpoint's record (a barrier): rank 0 says so
                 requeue_under_submitit(record_preemption(run.path if run is not None else None, str(err)))
             print(f"\nxlt: preempted ({err}; {stop_reason()}); rerun the same command to resume (exit status "
-                  f"{REQUEUE_EXIT}, and the record {PREEMPTION_FILE}: slurm/common.sh requeues the job unless SLURM "
-                  "does).", file=sys.stderr)
+                  f"{REQUEUE_EXIT}, and the record {PREEMPTION_FILE}: the batch shell (slurm/common.sh, "
+                  "gridengine/common.sh) requeues the job unless the scheduler does).", file=sys.stderr)
             sys.exit(REQUEUE_EXIT)
         except Exception as err:  # a crash: recorded for `xlt status`, then the traceback as ever
             _record_failure(run, 1, f"{type(err).__name__}: {err}")

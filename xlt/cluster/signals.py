@@ -1,9 +1,9 @@
 """Stop signals: checkpoint, then exit, when the scheduler warns; the preemption record the launchers read.
 
 The preemption record: once a preempted run's checkpoint is complete, rank 0 writes ``preempted.json``
-into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there too: slurm/common.sh
+into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there too: shell/forward.sh
 sets it). Launchers rewrite exit statuses (``accelerate launch`` and ``torchrun`` turn 75 into 1), a file
-they cannot rewrite: slurm/common.sh requeues when the record exists (unless SLURM requeues the job itself);
+they cannot rewrite: the batch shell requeues when the record exists (unless SLURM requeues the job itself);
 under submitit (Hydra's ``slurm`` launcher) rank 0 requeues its job itself once the record is written
 (:func:`requeue_under_submitit`). A run that starts again removes the run directory's record.
 
