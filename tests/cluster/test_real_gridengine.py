@@ -39,7 +39,7 @@ TINY = ["training.max_steps=20", "training.eval_steps=20", "eval.benchmarks.bele
 # The time-limit case: its warning (s_rt) comes this long after the start. Son of Grid Engine 8.1.9 kills a
 # rerun at its first s_rt without a warning (gridengine/common.sh), so the rerun must finish within it: the
 # rest of a tiny training, the evaluation and the report, with the interpreter's start, on a loaded machine.
-S_RT = 180
+S_RT = 120
 # Long enough for the test to see it training (the lock's heartbeat, every 2 s with the lease below), short
 # enough for the rerun to finish within S_RT.
 LIMIT_STEPS = ["training.max_steps=60", "training.eval_steps=60"]
