@@ -63,3 +63,24 @@ def test_outside_slurm_and_without_an_answer_a_term_is_no_preemption(tmp_path):
     env = {**os.environ, **_scontrol(tmp_path, None), "SLURM_JOB_ID": "41"}
     cause = _with_path(env)
     assert (cause.kind, cause.preemption) == ("unknown", False) and "Invalid job id" in cause.why
+
+
+def test_job_states_ask_squeue_once_and_sacct_once_for_the_forgotten(tmp_path, monkeypatch):
+    """One ``squeue -h -r`` for all jobs (array elements as ARRAYID_TASK), one ``sacct`` for those squeue has
+    forgotten; a job neither knows is left out."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    (bin_dir / "squeue").write_text(f'#!/bin/bash\necho "squeue $*" >> {log}\n'
+                                    "printf '12 RUNNING\\n10_3 PENDING\\n10_4 RUNNING\\n'\n")
+    (bin_dir / "sacct").write_text(f'#!/bin/bash\necho "sacct $*" >> {log}\n'
+                                   "printf '10_1|COMPLETED\\n9|CANCELLED by 0\\n'\n")
+    for name in ("squeue", "sacct"):
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    from xlt.cluster.scheduler import job_states
+
+    states = job_states(["12", "10_3", "10_1", "9", "77"], {"SLURM_JOB_ID": "5", "PATH": os.environ["PATH"]})
+    assert states == {"12": "RUNNING", "10_3": "PENDING", "10_1": "COMPLETED", "9": "CANCELLED"}
+    assert log.read_text().splitlines() == ["squeue -h -r -o %i %T -j 12,10_3,10_1,9,77",
+                                            "sacct -n -X -P -o JobID,State -j 10_1,9,77"]
