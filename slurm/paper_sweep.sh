@@ -18,16 +18,10 @@ PYTHON="${XLT_PYTHON:-python}"
 SHARDS=8
 PARALLEL=8
 OPTS=()
-while getopts "n:j:p:A:" opt; do
-    case "$opt" in
-        n) SHARDS="$OPTARG" ;;
-        j) PARALLEL="$OPTARG" ;;
-        p) OPTS+=("--partition=$OPTARG") ;;
-        A) OPTS+=("--account=$OPTARG") ;;
-        *) exit 2 ;;
-    esac
-done
-shift $((OPTIND - 1))
+# shellcheck source=options.sh
+source "$HERE/options.sh"
+xlt_submit_options "n:j:p:A:" "usage: slurm/paper_sweep.sh [-p PARTITION] [-A ACCOUNT] [-n TRANSLATE_SHARDS] [-j PARALLEL] [overrides...]" "$@"
+shift "$XLT_SHIFT"
 EXTRA=("$@")
 if [[ -n "${XLT_TRANSLATION_CACHE:-}" ]]; then
     EXTRA+=("translate.cache_dir=${XLT_TRANSLATION_CACHE}")

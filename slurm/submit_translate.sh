@@ -7,15 +7,10 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 SHARDS=8
 OPTS=()
-while getopts "n:p:A:" opt; do
-    case "$opt" in
-        n) SHARDS="$OPTARG" ;;
-        p) OPTS+=("--partition=$OPTARG") ;;
-        A) OPTS+=("--account=$OPTARG") ;;
-        *) exit 2 ;;
-    esac
-done
-shift $((OPTIND - 1))
+# shellcheck source=options.sh
+source "$HERE/options.sh"
+xlt_submit_options "n:p:A:" "usage: slurm/submit_translate.sh [-n SHARDS] [-p PARTITION] [-A ACCOUNT] +recipe=NAME [overrides...]" "$@"
+shift "$XLT_SHIFT"
 if [[ $# -lt 1 || "$SHARDS" -lt 1 ]]; then
     echo "usage: slurm/submit_translate.sh [-n SHARDS] [-p PARTITION] [-A ACCOUNT] +recipe=NAME [overrides...]" >&2
     exit 2

@@ -93,6 +93,7 @@ def test_every_kind_is_one_registry_type_with_its_own_entry_point_group():
         "xlt.scorers": "scorer",
         "xlt.mt_engines": "MT engine",
         "xlt.checks": "check kind",
+        "xlt.schedulers": "scheduler",
     }
     assert all(type(reg) is registry.Registry for reg in REGISTRIES)
     assert MT_ENGINES.names() == ("echo", "transformers", "ctranslate2")

@@ -19,7 +19,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SLURM = REPO / "slurm"
 SBATCH_FILES = sorted(SLURM.glob("*.sbatch"))
-SCRIPTS = SBATCH_FILES + sorted(SLURM.glob("*.sh"))
+# Every batch shell: SLURM's, Grid Engine's and the scheduler-neutral forwarder they source (shell/).
+SCRIPTS = SBATCH_FILES + sorted(SLURM.glob("*.sh")) + sorted((REPO / "shell").glob("*.sh")) + \
+    sorted((REPO / "gridengine").glob("*.sh"))
 ARRAYS = ["train_array.sbatch", "eval_array.sbatch", "translate_array.sbatch"]
 
 
@@ -160,6 +162,19 @@ def test_submit_eval_chains_array_and_report(tmp_path):
     assert report[-3:] == ["report", "+recipe=xlmr_zeroshot", "seed=1"]
     assert (tmp_path / "slurm-logs").is_dir()
     assert "1000 (4 shards)" in proc.stdout and "report: 1001" in proc.stdout
+
+
+@pytest.mark.parametrize(("script", "args", "said"), [
+    ("submit_eval.sh", ["-n", "0", "+recipe=demo_tiny"], "-n 0: give a whole number >= 1"),
+    ("submit_translate.sh", ["-n", "four", "+recipe=demo_tiny"], "-n four: give a whole number >= 1"),
+    ("paper_sweep.sh", ["-j", "-2"], "-j -2: give a whole number >= 1"),
+    ("submit_eval.sh", ["-x", "+recipe=demo_tiny"], "usage: slurm/submit_eval.sh"),
+])
+def test_the_submit_scripts_share_one_option_parser(tmp_path, script, args, said):
+    """slurm/options.sh: a bad option or count stops the script (exit 2) with the usage, before any sbatch."""
+    proc = run_script(script, args, tmp_path)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+    assert not (tmp_path / "calls.log").exists()  # no sbatch was called
 
 
 def test_submit_translate_chains_data_array_and_run(tmp_path):
@@ -480,10 +495,17 @@ def test_the_sbatch_scripts_checkpoint_and_requeue_on_their_signal(tmp_path, scr
                 os.killpg(job.pid, signal.SIGKILL)
 
 
-def test_the_scripts_requeue_on_the_status_xlt_exits_with_when_preempted():
+def test_python_decides_and_the_shell_forwards():
+    """No batch shell holds a cap, a default of it, a restart count or an exit status of its own, nor reads
+    JSON: each exits with the status of Python's one verdict line (python -m xlt.cluster after-stop)."""
     from xlt.cluster.signals import REQUEUE_EXIT
 
-    assert f"XLT_REQUEUE_EXIT={REQUEUE_EXIT}\n" in (SLURM / "common.sh").read_text()
+    for path in (SLURM / "common.sh", REPO / "gridengine" / "common.sh", REPO / "shell" / "forward.sh"):
+        code = "\n".join(line for line in path.read_text().splitlines() if not line.lstrip().startswith("#"))
+        assert "XLT_MAX_REQUEUES" not in code and str(REQUEUE_EXIT) not in code, path
+        assert not re.search(r"\b(grep|sed|jq)\b", code), path
+    forward = (REPO / "shell" / "forward.sh").read_text()
+    assert "-m xlt.cluster after-stop" in forward and 'return "$status"' in forward
 
 
 # Features newer than bash 4.2 (RHEL/CentOS 7 login and compute nodes): none in the scripts.

@@ -20,6 +20,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
 from xlt import config as xcfg
+from xlt.cluster.backend import active_scheduler
 from xlt.cluster.scheduler import fill_restart_count
 from xlt.cluster.signals import (
     REQUEUE_EXIT,
@@ -39,11 +40,29 @@ from xlt.config.overrides import check_overrides, check_parsable, entry_override
 from xlt.errors import ERROR_EXIT, XltError, print_error
 from xlt.run.files import atomic_write_json, atomic_write_text
 from xlt.run.layout import PREEMPTION_FILE, WHOLE_RUN, RunDir, is_main_process, world_size
-from xlt.run.lock import LockLost, RunLock, check_held, lock_name, lost_error, slurm_identity
+from xlt.run.lock import (
+    LockLost,
+    RunLock,
+    check_held,
+    lock_name,
+    lost_error,
+    read_scheduler_with,
+    scheduler_identity,
+    slurm_identity,
+)
 from xlt.secrets import redact_config, redact_overrides
 from xlt.stages import run_stages
 
 log = logging.getLogger("xlt")
+
+
+def _job_identity() -> dict | None:
+    """This process's job under whichever scheduler runs it (xlt.cluster.backend), for the lock and the records."""
+    ident = active_scheduler().identity()
+    return ident.as_dict() if ident is not None else None
+
+
+read_scheduler_with(_job_identity)  # the run layer asks no scheduler itself
 
 
 
@@ -99,6 +118,8 @@ def _record_failure(run: RunDir | None, status: int, error: str, shard: str | No
     if shard is not None and shard != WHOLE_RUN:
         record["shard"] = shard
     path = run.failure_of(shard)
+    if scheduler_identity() is not None:  # under a scheduler: its job (SLURM's is "slurm" too, as ever)
+        record["scheduler"] = scheduler_identity()
     try:
         atomic_write_json(path, record)
     except OSError as err:
@@ -179,8 +200,8 @@ def make_main(default_stages: Sequence[str] | None) -> Callable[[], None]:
             if is_main_process():  # every rank is past the checkpoint's record (a barrier): rank 0 says so
                 requeue_under_submitit(record_preemption(run.path if run is not None else None, str(err), shard=shard))
             print(f"\nxlt: preempted ({err}; {stop_reason()}); rerun the same command to resume (exit status "
-                  f"{REQUEUE_EXIT}, and the record {PREEMPTION_FILE}: slurm/common.sh requeues the job unless SLURM "
-                  "does).", file=sys.stderr)
+                  f"{REQUEUE_EXIT}, and the record {PREEMPTION_FILE}: the batch shell (slurm/common.sh, "
+                  "gridengine/common.sh) requeues the job unless the scheduler does).", file=sys.stderr)
             sys.exit(REQUEUE_EXIT)
         except Exception as err:  # a crash: recorded for `xlt status`, then the traceback as ever
             _record_failure(run, 1, f"{type(err).__name__}: {err}", shard)

@@ -30,7 +30,6 @@ import sys
 import traceback
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from functools import cache
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -43,6 +42,8 @@ D = TypeVar("D")
 @cache
 def _entry_point_dists(group: str) -> dict[str, str]:
     """The installed distribution (``name==version``) that provides each entry point of ``group``."""
+    from importlib.metadata import entry_points  # lazy: start-up time (python -m xlt.cluster after-stop)
+
     out = {}
     for ep in entry_points(group=group):
         dist = getattr(ep, "dist", None)
@@ -53,6 +54,8 @@ def _entry_point_dists(group: str) -> dict[str, str]:
 @cache
 def _entry_point_providers(group: str) -> dict[str, list[str]]:
     """Each entry point name of ``group`` provided by more than one definition: ``"dist (module:attr)"`` of each."""
+    from importlib.metadata import entry_points  # lazy: start-up time
+
     seen: dict[str, dict[str, str]] = {}
     for ep in entry_points(group=group):
         dist = getattr(ep, "dist", None)
@@ -64,6 +67,8 @@ def _entry_point_providers(group: str) -> dict[str, list[str]]:
 @cache
 def _entry_points(group: str) -> dict[str, str]:
     """The installed packages' entry points of ``group``: name -> ``"module:attr"`` (not loaded)."""
+    from importlib.metadata import entry_points  # lazy: start-up time
+
     return {ep.name: ep.value for ep in sorted(entry_points(group=group), key=lambda ep: ep.name)}
 
 
@@ -155,6 +160,13 @@ class Registry(MutableMapping[str, T], Generic[T]):
 
     def __delitem__(self, name: str) -> None:
         del self._added[name]
+
+    def builtin_reference(self, name: str) -> str:
+        """The ``"module:attr"`` of xlt's own definition ``name`` (read without the installed packages' entry
+        points: for a command that must start fast, python -m xlt.cluster after-stop)."""
+        if name not in self._builtin:
+            raise ConfigError(f"{name!r} is not one of xlt's own {self.what}s: {sorted(self._builtin)}")
+        return self._builtin[name]
 
     def get_entry(self, name: str) -> T:
         """The definition registered as ``name``; an unknown name raises :class:`ConfigError` saying how to add one."""
@@ -286,6 +298,14 @@ CHECKS = create_registry("checks", "check kind", "a claim's check", {
     "higher_where_column_is": "xlt.reporting.checks.groups:check_higher_where_column_is",
     "accuracy_follows_tokenizer": "xlt.reporting.checks.vocabulary:check_accuracy_follows_tokenizer",
 }, attr="check_kind")
+
+# A scheduler is a subclass of xlt.cluster.backend.Scheduler (docs/schedulers.md); XLT_SCHEDULER names one,
+# else xlt's own are told from the environment (xlt.cluster.backend.active_scheduler).
+SCHEDULERS = create_registry("schedulers", "scheduler", "XLT_SCHEDULER", {
+    "slurm": "xlt.cluster.slurm:Slurm",
+    "gridengine": "xlt.cluster.gridengine:GridEngine",
+    "local": "xlt.cluster.backend:Local",  # no scheduler
+}, attr="name", base="xlt.cluster.backend:Scheduler")
 
 _included: dict[Path, list[tuple[Registry[Any], str]]] = {}
 _file_digests: dict[str, str] = {}  # definition file -> sha256 of the content that was run

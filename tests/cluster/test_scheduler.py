@@ -88,3 +88,24 @@ def test_job_states_asks_squeue_once_and_sacct_once_for_what_squeue_forgot(tmp_p
     assert job_states([]) == {} and len(calls.read_text().splitlines()) == 2  # nothing to ask: nothing run
     monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))
     assert job_states(["20_3"]) == {}  # no SLURM here
+
+
+def test_job_states_ask_squeue_once_and_sacct_once_for_the_forgotten(tmp_path, monkeypatch):
+    """One ``squeue -h -r`` for all jobs (array elements as ARRAYID_TASK), one ``sacct`` for those squeue has
+    forgotten; a job neither knows is left out."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = tmp_path / "calls.log"
+    (bin_dir / "squeue").write_text(f'#!/bin/bash\necho "squeue $*" >> {log}\n'
+                                    "printf '12 RUNNING None\\n10_3 PENDING JobArrayTaskLimit\\n10_4 RUNNING None\\n'\n")
+    (bin_dir / "sacct").write_text(f'#!/bin/bash\necho "sacct $*" >> {log}\n'
+                                   "printf '10_1|COMPLETED\\n9|CANCELLED by 0\\n'\n")
+    for name in ("squeue", "sacct"):
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    from xlt.cluster.scheduler import job_states
+
+    states = job_states(["12", "10_3", "10_1", "9", "77"], {"SLURM_JOB_ID": "5", "PATH": os.environ["PATH"]})
+    assert states == {"12": "RUNNING", "10_3": "PENDING (JobArrayTaskLimit)", "10_1": "COMPLETED", "9": "CANCELLED"}
+    assert log.read_text().splitlines() == ["squeue -h -r -o %i %T %r -j 12,10_3,10_1,9,77",
+                                            "sacct -n -X -P -o JobID,State -j 10_1,9,77"]

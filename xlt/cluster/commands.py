@@ -17,7 +17,8 @@ USAGE = ("usage: python -m xlt.cluster {line FILE N | count FILE | recipes FILE 
 
 
 def stop_cause_line() -> str:
-    """For the batch shell after a ``TERM``: ``requeued-by-slurm``, ``requeue`` or ``stop``, then why."""
+    """For a batch shell after a ``TERM``: ``requeued-by-slurm``, ``requeue`` or ``stop``, then why (the active
+    scheduler's answer, xlt.cluster.backend)."""
     cause = stop_cause()
     verdict = "requeued-by-slurm" if cause.requeued_by_scheduler else "requeue" if cause.preemption else "stop"
     return f"{verdict} {cause.describe()}"

@@ -1,9 +1,9 @@
 """Stop signals: checkpoint, then exit, when the scheduler warns; the preemption record the launchers read.
 
 The preemption record: once a preempted run's checkpoint is complete, rank 0 writes ``preempted.json``
-into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there too: slurm/common.sh
+into the run directory (and, when ``XLT_PREEMPTION_RECORD`` names a file, there too: shell/forward.sh
 sets it). Launchers rewrite exit statuses (``accelerate launch`` and ``torchrun`` turn 75 into 1), a file
-they cannot rewrite: slurm/common.sh requeues when the record exists (unless SLURM requeues the job itself);
+they cannot rewrite: the batch shell requeues when the record exists (unless SLURM requeues the job itself);
 under submitit (Hydra's ``slurm`` launcher) rank 0 requeues its job itself once the record is written
 (:func:`requeue_under_submitit`). A call that starts again removes its own record (a shard's call its
 shard's ``preempted.<shard>.json``: another shard's record stays).
@@ -51,6 +51,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from xlt.cluster.backend import active_scheduler
 from xlt.cluster.scheduler import REQUEUE_EXIT, TERMINATED_EXIT, requeue_allowed, stop_cause
 from xlt.run.files import atomic_write_json
 from xlt.run.layout import RunDir
@@ -94,6 +95,9 @@ def record_preemption(run_path: str | os.PathLike[str] | None, reason: str, pree
               "exit_status": REQUEUE_EXIT if preempted else TERMINATED_EXIT, "cause": stop_reason(),
               "asked_scheduler": cause is not None,
               "requeued_by_scheduler": bool(cause and cause.requeued_by_scheduler)}
+    ident = active_scheduler().identity()
+    if ident is not None:  # under a scheduler: its job (SLURM's is "slurm" too, as ever)
+        record["scheduler"] = ident.as_dict()
     targets = [RunDir(run_path).preemption_of(shard)] if run_path is not None and preempted else []
     if os.environ.get(RECORD_ENV):
         targets.append(Path(os.environ[RECORD_ENV]))
@@ -214,7 +218,7 @@ def stop_reason() -> str:
         return "the scheduler's USR1 (or a preemption's grace) reached the batch shell, which sent the TERM (slurm/common.sh)"
     if _requested["preemption"]:
         return "a preemption (rank 0 had the scheduler's answer)"
-    if not os.environ.get("SLURM_JOB_ID"):  # no scheduler to ask: said without a question
+    if active_scheduler().identity() is None:  # no scheduler to ask: said without a question
         return stop_cause().describe()
     return f"{_requested['signal'] or 'no signal'}: not from the scheduler"
 

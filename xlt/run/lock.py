@@ -57,6 +57,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -146,6 +147,24 @@ def slurm_identity(env: Any = None) -> dict[str, str] | None:
     return out
 
 
+# Who this process's job is under any scheduler (xlt.cluster.backend's JobIdentity as a dict: scheduler, job_id,
+# array_job_id, array_task_id, restart_count, host): the run layer asks no scheduler itself; the entry point
+# installs the scheduler seam's reader (xlt.cli). Records keep it as "scheduler" (SLURM's also as "slurm", the
+# field old run directories have).
+_scheduler_reader: Callable[[], dict[str, Any] | None] | None = None
+
+
+def read_scheduler_with(reader: Callable[[], dict[str, Any] | None] | None) -> None:
+    """Install the function that tells this process's job (:func:`scheduler_identity`); None: none."""
+    global _scheduler_reader
+    _scheduler_reader = reader
+
+
+def scheduler_identity() -> dict[str, Any] | None:
+    """This process's job under whichever scheduler runs it (None outside one, or when no reader is installed)."""
+    return _scheduler_reader() if _scheduler_reader is not None else None
+
+
 def _same_job(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return all(a.get(k) == b.get(k) for k in ("job_id", "array_job_id", "array_task_id"))
 
@@ -190,6 +209,12 @@ def holder_state(info: dict[str, Any]) -> tuple[bool | None, str]:
     if mine and isinstance(theirs, dict) and _same_job(mine, theirs) and _count(theirs) < _count(mine):
         return False, (f"an earlier incarnation of this SLURM job {mine['job_id']} (restart {_count(theirs)}; this "
                        f"is restart {_count(mine)}): SLURM requeues a job only once that run has ended")
+    mine, theirs = scheduler_identity(), info.get("scheduler")
+    if mine and isinstance(theirs, dict) and mine.get("scheduler") == theirs.get("scheduler") != "slurm" \
+            and _same_job(mine, theirs) and _count(theirs) < _count(mine):
+        return False, (f"an earlier incarnation of this {mine['scheduler']} job {mine['job_id']} (restart "
+                       f"{_count(theirs)}; this is restart {_count(mine)}): a job runs again only once that run "
+                       "has ended")
     return None, "it runs on another host" if info.get("host") != socket.gethostname() else \
         "it runs in another container or boot of this host"
 
@@ -219,10 +244,14 @@ def _token(info: dict[str, Any]) -> str:
 
 def describe(info: dict[str, Any]) -> str:
     job = info.get("slurm") if isinstance(info.get("slurm"), dict) else None
+    other = info.get("scheduler") if isinstance(info.get("scheduler"), dict) else None
     where = f"host {info.get('host')}, PID {info.get('pid')}"
     if job:
         task = f", array {job.get('array_job_id')}_{job.get('array_task_id')}" if job.get("array_task_id") else ""
         where += f", SLURM job {job.get('job_id')}{task} restart {job.get('restart_count', 0)}"
+    elif other:
+        task = f" task {other.get('array_task_id')}" if other.get("array_task_id") else ""
+        where += f", {other.get('scheduler')} job {other.get('job_id')}{task} restart {other.get('restart_count', 0)}"
     beat = f", last heartbeat {_when(info.get('heartbeat'))} by its clock" if info.get("heartbeat") else ""
     return f"{where}, started {_when(info.get('started', 0))}{beat}: {info.get('command', '')}"
 
@@ -521,6 +550,8 @@ class RunLock:
               "boot_id": _read_first_line("/proc/sys/kernel/random/boot_id"), "pidns": _pid_namespace(),
               "token": self.owner, "launch": launch_id(), "started": now, "command": " ".join(sys.argv[1:])[:500],
               "slurm": slurm_identity(), "lease_s": self.lease, "beat": 0, "heartbeat": now}
+        if scheduler_identity() is not None:  # a key of its own only under a scheduler: records as before else
+            me["scheduler"] = scheduler_identity()
         took_over: dict[str, str] | None = None
         last: tuple[Snapshot | None, str] = (None, "")
         for _ in range(TAKE_TRIES):
