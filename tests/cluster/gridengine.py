@@ -202,11 +202,9 @@ class GridEngine:
 
     def run(self, *cmd: str, check: bool = True, cwd: Path | None = None, env: dict | None = None,
             timeout: float = 60) -> subprocess.CompletedProcess:
-        proc = subprocess.run(list(cmd), capture_output=True, text=True, env={**self.env, **(env or {})}, cwd=cwd,
-                              timeout=timeout)
-        if check and proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)}: status {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-        return proc
+        from tests.cluster.slurm import run_command
+
+        return run_command(cmd, {**self.env, **(env or {})}, check=check, cwd=cwd, timeout=timeout)
 
     def qsub(self, *args: str, cwd: Path, env: dict | None = None) -> str:
         """Submit (``qsub -terse``); the job id (an array's id without its task range)."""

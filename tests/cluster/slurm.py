@@ -271,11 +271,7 @@ class Cluster:
 
     def run(self, *cmd: str, check: bool = True, cwd: Path | None = None, env: dict | None = None,
             timeout: float = 60) -> subprocess.CompletedProcess:
-        proc = subprocess.run(list(cmd), capture_output=True, text=True, env={**self.env, **(env or {})}, cwd=cwd,
-                              timeout=timeout)
-        if check and proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)}: status {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
-        return proc
+        return run_command(cmd, {**self.env, **(env or {})}, check=check, cwd=cwd, timeout=timeout)
 
     def sbatch(self, *args: str, cwd: Path, env: dict | None = None) -> str:
         """Submit (``sbatch --parsable``); the job id."""
@@ -314,6 +310,15 @@ class Cluster:
             time.sleep(1)
         raise TimeoutError(f"job {job_id}: still {[(r['JobId'], r['JobState'], r.get('Reason')) for r in recs]} "
                            f"after {timeout:.0f} s")
+
+
+def run_command(cmd: tuple[str, ...] | list[str], env: dict, check: bool = True, cwd: Path | None = None,
+                timeout: float = 60) -> subprocess.CompletedProcess:
+    """One command of a test cluster's (SLURM's, Grid Engine's), its output captured; a failure raised with it."""
+    proc = subprocess.run(list(cmd), capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: status {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
 
 
 def parse_fields(line: str) -> dict[str, str]:
