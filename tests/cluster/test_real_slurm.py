@@ -463,6 +463,9 @@ def case_status(m: Matrix) -> dict[str, Any]:
         # the two calls take on a loaded machine; released after.
         m.cluster.run("scontrol", "hold", preempted["job"])
         held = preempted["job"]
+        # A requeued job is COMPLETING until its processes are gone (KillWait on a loaded node): looked at once it
+        # is back in the queue, PENDING.
+        m.wait(held, until=lambda recs: recs[0]["JobState"] == "PENDING")
         runs = [runs[0], str(preempted["run"]), *runs[1:]]
         cmd = [sys.executable, "-m", "xlt", "status", *runs]
         env = {**m.cluster.env, **m.env}
