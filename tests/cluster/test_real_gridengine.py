@@ -83,7 +83,7 @@ class Cases:
         proc = subprocess.run([sys.executable, "-m", "xlt.status", "--json", *map(str, paths)], capture_output=True,
                               text=True, env={**os.environ, **self.env}, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        return json.loads(proc.stdout)
+        return json.loads(proc.stdout)["runs"]  # {"summary": ..., "runs": [...]}
 
     def log(self, job: str) -> str:
         return "\n".join(p.read_text(errors="replace") for p in sorted((self.work / "sge-logs").glob(f"*{job}*")))
@@ -126,8 +126,8 @@ def cases(cell):
                 # The run trains: stopped here until Grid Engine's warning reaches the batch shell (a training
                 # slower than its time limit), so that the warning comes during training on any machine.
                 held, lock_mid = info, dict(info)
-                status_mid = c.status(limited)
                 os.kill(int(info["pid"]), signal.SIGSTOP)
+                status_mid = c.status(limited)  # while it is held: its training cannot end meanwhile
                 paused = True
             if paused and held is not None and "USR1 from the scheduler" in c.log(job):
                 os.kill(int(held["pid"]), signal.SIGCONT)
