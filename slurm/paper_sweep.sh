@@ -9,7 +9,8 @@
 # 2. the training array over the sweep file (-j elements at a time), after 1: every run builds its data,
 #    translates (cache hits), trains, evaluates on Belebele + Global-MMLU and writes its report;
 # 3. the comparison report (mean +- std over seeds, paired tests against the first line) after 2:
-#    <run_root>/paper_compare/compare.md (the run root the runs resolve to: python -m xlt.cluster plan)
+#    <run_root>/<sweep name>_compare/compare.md (paper_compare for sweeps/paper.txt; the run root the runs
+#    resolve to: python -m xlt.cluster plan)
 # Extra overrides (e.g. run_root=/scratch/me/runs) apply to every run.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

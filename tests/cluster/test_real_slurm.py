@@ -197,7 +197,8 @@ def case_paper(m: Matrix) -> dict[str, Any]:
                    XLT_TRANSLATION_CACHE=str(m.work / "translation_cache"))
     jobs = re.findall(r"(?:build_data|array|training array|comparison):? (\d+)", out)
     states = {j: m.wait(j) for j in jobs}
-    return {"out": out, "states": states, "compare": root / "paper_compare" / "compare.md"}
+    # the plan names the comparison after the sweep file: <run_root>/<sweep name>_compare
+    return {"out": out, "states": states, "compare": root / "paper_tiny_compare" / "compare.md"}
 
 
 def case_time_limit(m: Matrix) -> dict[str, Any]:
