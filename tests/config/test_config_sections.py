@@ -29,6 +29,10 @@ ROOT_CONFIG_MODULES = ("xlt.stages", "xlt.contract", "xlt.config", *dict(LAYERS)
 
 # Library functions that take the whole config, each for a reason.
 ALLOWED: dict[str, str] = {
+    "xlt.cluster.sweep_configs:_Base.resolve": "a sweep's composed root config, one per structure, its run's "
+                                               "leaf values set on it (xlt status, xlt.cluster plan)",
+    "xlt.cluster.sweep_configs:_raw_value": "reads one dotted key of a composed root config (its interpolation "
+                                            "unresolved)",
     "xlt.resources:resources_for": "the prefetch entry point's plan: what every stage of the config loads, each "
                                    "stage's part from its own section (source_resources(data), ...)",
     # The scorer plugin protocol (xlt.registry.SCORERS): a factory (cfg, run) -> scorer, which definition files
