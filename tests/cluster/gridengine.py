@@ -137,10 +137,12 @@ class GridEngine:
             self._from_file("-Msconf", "sched", _set_fields(sched, SCHED))
         queue = self.run("qconf", "-sq", QUEUE, check=False)
         if queue.returncode != 0:
-            self.run("qconf", "-sq")  # the template
             template = self.run("qconf", "-sq").stdout
+            # pe_list NONE: the template names parallel environments (make smp mpi) that a fresh cell may lack
+            # ("Parallel environment "smp" does not exist"); the tests use none.
             self._from_file("-Aq", "queue", _set_fields(template, {"qname": QUEUE, "hostlist": self.host,
-                                                                   "rerun": "TRUE", "slots": str(SLOTS)}))
+                                                                   "rerun": "TRUE", "slots": str(SLOTS),
+                                                                   "pe_list": "NONE"}))
         else:
             have = _fields(queue.stdout)
             for key, value in (("hostlist", self.host), ("rerun", "TRUE"), ("slots", str(SLOTS))):
