@@ -71,7 +71,10 @@ class Cases:
         (work / "sge-logs").mkdir(parents=True)
         self.env = {"PYTHONPATH": str(REPO), "XLT_PYTHON": sys.executable, "OMP_NUM_THREADS": "1",
                     "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "XLT_HOME": str(REPO), "XLT_GRACE": "120",
-                    "XLT_LOCK_LEASE_S": "8",  # a heartbeat every 2 s: the test sees the training under way
+                    # A heartbeat every 5 s: the test sees the training under way. Not shorter: a holder whose renewal
+                    # stalls past its lease stops itself (it cannot know no one took over), and in CI, at a load of
+                    # 6-30 on 2 cores, a lease of 8 s (a beat every 2 s) was that short.
+                    "XLT_LOCK_LEASE_S": "20",
                     "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         self.results: dict[str, Any] = {}
 
