@@ -11,12 +11,13 @@ fixture makes it usable by a test, and each step is skipped when already done (i
 * ``sge_qmaster`` started (it answers after a few seconds), the host an execution and a submission host, the
   global configuration's ``min_uid``/``min_gid`` 0 (root's jobs are refused otherwise), the scheduler fast
   (``schedule_interval 0:0:1``, flushes at once: jobs start within a second or two);
-* a queue ``all.q`` on the host with ``rerun TRUE`` (a job that exits 99 runs again) and :data:`SLOTS` slots,
+* a queue ``all.q`` on the host with ``rerun TRUE`` (a job that exits 99 runs again), :data:`SLOTS` slots and
+  no load thresholds (jobs are dispatched on a busy host too),
   then ``sge_execd``, and the queue's error state cleared.
 
 :meth:`GridEngine.stop` deletes every job and stops the daemons it started (``qconf -ke``, ``qconf -km``).
 
-Run by hand: ``python tests/cluster/gridengine.py up`` (prints the environment to use it), ``down``.
+Run by hand: ``python -m tests.cluster.gridengine up`` (prints the environment to use it), ``down``.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ QUEUE = "all.q"
 SLOTS = 4
 # What the scheduler configuration is set to: jobs start within a second or two of being submitted or freed.
 SCHED = {"schedule_interval": "0:0:1", "flush_submit_sec": "1", "flush_finish_sec": "1"}
+# load_thresholds NONE: the template's np_load_avg=1.75 puts the queue in alarm state (no job is dispatched, a
+# requeued one stays "Rq") while the host's load is high, as it is when CI runs the other tiers beside these tests.
+QUEUE_FIELDS = {"rerun": "TRUE", "slots": str(SLOTS), "load_thresholds": "NONE"}
 
 
 def missing() -> list[str]:
@@ -140,14 +144,13 @@ class GridEngine:
             template = self.run("qconf", "-sq").stdout
             # pe_list NONE: the template names parallel environments (make smp mpi) that a fresh cell may lack
             # ("Parallel environment "smp" does not exist"); the tests use none.
-            self._from_file("-Aq", "queue", _set_fields(template, {"qname": QUEUE, "hostlist": self.host,
-                                                                   "rerun": "TRUE", "slots": str(SLOTS),
-                                                                   "pe_list": "NONE"}))
+            self._from_file("-Aq", "queue", _set_fields(template, {"qname": QUEUE, **QUEUE_FIELDS,
+                                                                   "hostlist": self.host, "pe_list": "NONE"}))
         else:
             have = _fields(queue.stdout)
-            for key, value in (("hostlist", self.host), ("rerun", "TRUE"), ("slots", str(SLOTS))):
+            for key, value in (("hostlist", self.host), *QUEUE_FIELDS.items()):
                 if have.get(key) != value:
-                    self.run("qconf", "-mattr", "queue", key, value, QUEUE)
+                    self.run("qconf", "-rattr", "queue", key, value, QUEUE)  # -rattr: list values (NONE) too
 
     def _from_file(self, option: str, kind: str, text: str, named: str | None = None) -> None:
         with tempfile.TemporaryDirectory(prefix="xlt-sge-") as tmp:
@@ -198,6 +201,11 @@ class GridEngine:
                 sorted(Path("/var/spool/gridengine/execd").glob("*/messages")):
             lines = path.read_text(errors="replace").splitlines()[-tail:]
             out.append(f"== {path}\n" + "\n".join(lines))
+        try:  # the queue's states and why (alarm: which load over which threshold; error: which job left it)
+            queue = self.run("qstat", "-f", "-explain", "aAcE", check=False, timeout=10)
+            out.append("== qstat -f -explain aAcE\n" + queue.stdout + queue.stderr)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            out.append(f"== qstat -f: {exc}")
         return "\n".join(out)
 
     # -- using it ----------------------------------------------------------------------------------

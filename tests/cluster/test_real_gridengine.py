@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -42,11 +41,36 @@ TINY = ["training.max_steps=20", "training.eval_steps=20", "eval.benchmarks.bele
 # rest of a tiny training, the evaluation and the report, with the interpreter's start, on a loaded machine.
 # The first incarnation must also reach its training within it. Measured: ~30 s each on a quiet 2-core machine;
 # in CI, beside the slow tier and the SLURM matrix (load 6-30), the first took over 120 s to reach its training
-# and the rerun was killed at 120 s. Waiting costs no CPU: the case waits for the warning with its run held.
+# and the rerun was killed at 120 s. Waiting costs no CPU: the first incarnation waits for the warning paused.
 S_RT = 360
-# Long enough for the test to see it training (the lock's heartbeat, every 2 s with the lease below), short
-# enough for the rerun to finish within S_RT.
 LIMIT_STEPS = ["training.max_steps=60", "training.eval_steps=60"]
+# The first incarnation pauses at the end of optimizer step PAUSE_AT until its stop request has arrived (a
+# training slower than its time limit, on any machine): a hook loaded at interpreter start (sitecustomize, on
+# the limit job's PYTHONPATH). It writes PAUSED (its pid) once, and a later incarnation, seeing it, never pauses.
+# Not a race with the test's polling: 60 tiny steps take 3 s, less than a heartbeat of the lock.
+PAUSE_AT = 4
+PAUSE_HOOK = """
+import os, time
+from pathlib import Path
+_paused = Path(os.environ["XLT_PAUSE_FILE"])
+if not _paused.exists():
+    import transformers.trainer_callback as tc
+
+    _real = tc.CallbackHandler.on_step_end
+
+    def on_step_end(self, args, state, control):
+        if state.global_step == int(os.environ["XLT_PAUSE_AT"]) and not _paused.exists():
+            from xlt.cluster import signals
+
+            early = signals.preemption_requested()
+            _paused.write_text(f"{os.getpid()} {early or ''}")
+            end = time.time() + int(os.environ["XLT_PAUSE_S"])
+            while signals.preemption_requested() is None and time.time() < end:
+                time.sleep(0.05)
+        return _real(self, args, state, control)
+
+    tc.CallbackHandler.on_step_end = on_step_end
+"""
 WAIT_S = 1200.0
 
 
@@ -71,10 +95,6 @@ class Cases:
         (work / "sge-logs").mkdir(parents=True)
         self.env = {"PYTHONPATH": str(REPO), "XLT_PYTHON": sys.executable, "OMP_NUM_THREADS": "1",
                     "HF_HUB_OFFLINE": "1", "WANDB_MODE": "disabled", "XLT_HOME": str(REPO), "XLT_GRACE": "120",
-                    # A heartbeat every 5 s: the test sees the training under way. Not shorter: a holder whose renewal
-                    # stalls past its lease stops itself (it cannot know no one took over), and in CI, at a load of
-                    # 6-30 on 2 cores, a lease of 8 s (a beat every 2 s) was that short.
-                    "XLT_LOCK_LEASE_S": "20",
                     "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
         self.results: dict[str, Any] = {}
 
@@ -120,27 +140,25 @@ def cases(cell):
         limit_sweep.write_text(f"+recipe=demo_tiny seed=13 {' '.join([*TINY[2:], *LIMIT_STEPS])}\n")
         limit_root = f"run_root={c.work / 'runs_limit'}"
         limited = c.run_dir(*limit_sweep.read_text().split(), limit_root)
-        job = c.qsub("-t", "1-1", "-l", f"h_rt={S_RT + 600},s_rt={S_RT}", str(REPO / "gridengine" / "train_array.sh"),
-                     str(limit_sweep), limit_root)
-        most, paused, held, status_mid, lock_mid, warned = 0, False, None, None, None, 0
+        hook = c.work / "pause-hook"
+        hook.mkdir()
+        (hook / "sitecustomize.py").write_text(PAUSE_HOOK)
+        paused = c.work / "paused"
+        job = c.ge.qsub("-t", "1-1", "-l", f"h_rt={S_RT + 600},s_rt={S_RT}", str(REPO / "gridengine" / "train_array.sh"),
+                        str(limit_sweep), limit_root, cwd=c.work,
+                        env={**c.env, "PYTHONPATH": f"{hook}:{c.env['PYTHONPATH']}", "XLT_PAUSE_FILE": str(paused),
+                             "XLT_PAUSE_AT": str(PAUSE_AT), "XLT_PAUSE_S": str(S_RT + 120)})
+        most, status_mid, lock_mid = 0, None, None
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
             states = c.ge.running()
             most = max(most, sum(1 for k, v in states.items() if k.startswith(f"{array}.") and "r" in v.lower()
                                  and "q" not in v))
-            info = _lock(limited)
-            prog = (info or {}).get("progress") or {}
-            first = ((info or {}).get("scheduler") or {}).get("restart_count") == 0
-            if not paused and info and first and prog.get("stage") == "train" and (prog.get("step") or 0) >= 3:
-                # The run trains: stopped here until Grid Engine's warning reaches the batch shell (a training
-                # slower than its time limit), so that the warning comes during training on any machine.
-                held, lock_mid, warned = info, dict(info), c.log(job).count("USR1 from the scheduler")
-                os.kill(int(info["pid"]), signal.SIGSTOP)
-                status_mid = c.status(limited)  # while it is held: its training cannot end meanwhile
-                paused = True
-            if paused and held is not None and c.log(job).count("USR1 from the scheduler") > warned:
-                os.kill(int(held["pid"]), signal.SIGCONT)
-                held = None
+            info = _lock(limited) if status_mid is None and paused.exists() else None
+            if info and ((info.get("progress") or {}).get("stage")) == "train":
+                # The first incarnation waits for its warning at step PAUSE_AT (its training cannot end meanwhile),
+                # and its lock's heartbeat (every 10 s at most) has told its progress.
+                status_mid, lock_mid = c.status(limited), info
             if not any(k.split(".")[0] in (array, job) for k in states):
                 break
             time.sleep(0.5)
@@ -149,7 +167,7 @@ def cases(cell):
                                f"{c.ge.logs()}")
         c.results = {"array": array, "runs": runs, "most": most, "job": job, "limited": limited,
                      "array_acct": c.ge.accounting(array, 2), "job_acct": c.ge.accounting(job, 2),
-                     "held": paused, "status_mid": status_mid, "lock_mid": lock_mid, "status_end": c.status(*runs, limited),
+                     "paused": paused.read_text().split() if paused.exists() else None, "status_mid": status_mid, "lock_mid": lock_mid, "status_end": c.status(*runs, limited),
                      "array_log": c.log(array), "job_log": c.log(job)}
         yield c
     finally:
@@ -175,7 +193,8 @@ def test_a_sweep_runs_as_a_throttled_array(cases):
 def test_the_time_limit_warning_checkpoints_reruns_and_resumes(cases):
     res = cases.results
     log, job = res["job_log"], res["job"]
-    assert res["held"], "the first incarnation never reached its training before its warning"
+    assert res["paused"] and len(res["paused"]) == 1, \
+        f"the first incarnation never reached step {PAUSE_AT} of its training before its warning: {res['paused']}"
     acct = res["job_acct"]
     assert [(r["failed"].split()[0], r["exit_status"].split()[0]) for r in acct] == [("25", "99"), ("0", "0")], \
         f"{acct}\n{log[-6000:]}"  # rescheduled by exit 99, then the rerun finished

@@ -44,6 +44,10 @@ TINY = ["training.max_steps=30", "training.eval_steps=15", "eval.benchmarks.bele
         "eval.benchmarks.xcopa.enabled=false", "eval.bootstrap_samples=50"]
 # Runs that must still be training when a test acts on them (a preemption, a time limit, scancel).
 LONG = [*TINY[2:], "training.max_steps=500", "training.eval_steps=250"]
+# The environment of a run that trains until the scheduler or the test stops it (training.max_steps=100000):
+# 0.2 s of sleep after each step (tests/cluster/slow_steps), so that its minutes of waiting on SLURM's timers
+# take a fraction of a core instead of a whole one from the cases and the test tiers running beside it.
+UNTIL_STOPPED = {"XLT_TEST_STEP_SLEEP": "0.2"}
 TTA = ["translate=echo", "stages=[build_data,translate,train,evaluate,report]"]
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL"}
 WAIT_S = 1500.0
@@ -61,7 +65,9 @@ class Matrix:
         self.logs = work / "slurm-logs"
         self.logs.mkdir(parents=True)
         self.env = {"XLT_HOME": str(REPO), "XLT_PYTHON": sys.executable, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-                    "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(REPO),
+                    "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false",
+                    # slow_steps: XLT_TEST_STEP_SLEEP paces the runs that train until stopped (UNTIL_STOPPED)
+                    "PYTHONPATH": f"{REPO / 'tests' / 'cluster' / 'slow_steps'}:{REPO}",
                     "XLT_GRACE": "25", "TQDM_DISABLE": "1"}
         self._threads: dict[str, threading.Thread] = {}
         self._results: dict[str, Any] = {}
@@ -386,7 +392,8 @@ def case_no_requeue(m: Matrix) -> dict[str, Any]:
     XLT_HOME; the scheduler's warning: SLURM refuses the requeue, the job must fail, saying what to do."""
     args = ["+recipe=demo_tiny", "seed=7", *LONG[:-2], "training.max_steps=100000", "training.eval_steps=100000",
             f"run_root={m.work / 'runs_norequeue'}"]
-    job = m.sbatch("--no-requeue", str(REPO / "slurm" / "stage.sbatch"), "train", *args, XLT_HOME="")
+    job = m.sbatch("--no-requeue", str(REPO / "slurm" / "stage.sbatch"), "train", *args, XLT_HOME="",
+                   **UNTIL_STOPPED)
     run = m.run_dir(*args)
     m.wait_training(run, job)
     m.cluster.run("scancel", "--batch", "--signal=USR1", job)
@@ -398,7 +405,7 @@ def case_cancel_in_grace(m: Matrix) -> dict[str, Any]:
     args = ["+recipe=demo_tiny", "seed=8", *LONG[:-2], "training.max_steps=100000", "training.eval_steps=100000",
             f"run_root={m.work / 'runs_cancel_grace'}"]
     run = m.run_dir(*args)  # before the job: composing may wait for the other cases
-    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
+    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, **UNTIL_STOPPED)
     m.wait_training(run, job)
     m.cluster.run("scancel", "--batch", "--signal=USR1", job)
     time.sleep(0.5)
@@ -422,7 +429,7 @@ def case_silent_controller(m: Matrix) -> dict[str, Any]:
     for other in ("mode_requeue_user_signal", "mode_cancel_user_signal"):
         m._threads[other].join(WAIT_S)
     job = m.sbatch("-p", "lowmulti", "-w", "n5", str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=c,
-                   XLT_REQUEUE_WAIT_S="15")
+                   XLT_REQUEUE_WAIT_S="15", **UNTIL_STOPPED)
     m.wait_training(run, job, cluster=c)
     ctld = next(p for p in c.procs if "slurmctld" in str(p.args[0]))
     high = m.sbatch("-p", "high", "-w", "n5", "--exclusive", "--job-name=urgent", "--wrap", "sleep 5", cluster=c)
@@ -454,7 +461,7 @@ def case_status(m: Matrix) -> dict[str, Any]:
             # The finished and failed runs first, then the busy run (it trains until this case cancels it: the
             # shorter that is, the less of the machine it takes from the other cases).
             runs = [str(m.result("sweep")["runs"][0]), str(m.result("crash")["run"]), str(m.run_dir(*args))]
-            busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
+            busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, **UNTIL_STOPPED)
             m.wait_training(Path(runs[2]), busy)
         finally:
             m.event("busy_training").set()
