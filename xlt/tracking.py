@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -82,14 +83,14 @@ def report_to(logger: LoggerConfig) -> list[str]:
 
 
 def _active_run():
-    """The active W&B run on rank 0 (None elsewhere, when wandb is missing, or when no run is active)."""
+    """The active W&B run on rank 0 (None elsewhere, or when no run is active).
+
+    A run is active only in a process that imported wandb (:func:`init`, or the Trainer's W&B callback): one that
+    never did has none, and does not pay wandb's import (a second or more) to learn it."""
     if not is_main_process():
         return None
-    try:
-        import wandb
-    except ImportError:
-        return None
-    return wandb.run
+    wandb = sys.modules.get("wandb")
+    return getattr(wandb, "run", None)
 
 
 def summarize(values: dict[str, Any]) -> None:
