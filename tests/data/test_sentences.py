@@ -103,3 +103,17 @@ def test_max_sentences_bounds_both_splitters():
     for text in texts:
         bound = max_sentences(text)
         assert count_sentences(text) <= bound and len(split_sentences(text)) <= bound, text
+
+
+def test_the_splitter_is_named_without_loading_nltk(monkeypatch):
+    """The build report names the splitter before any passage needed it (nltk's import is over a second of every
+    build), and names the fallback when a package is missing; once loaded, it names what was loaded."""
+    import xlt.data.sentences as module
+
+    module.punkt_tokenizer.cache_clear()
+    assert splitter_name() == PUNKT and module.punkt_tokenizer.cache_info().currsize == 0
+    real = module.importlib.util.find_spec
+    monkeypatch.setattr(module.importlib.util, "find_spec", lambda name, *a: None if name == "punkt" else real(name, *a))
+    assert splitter_name() == module.REGEX_FALLBACK
+    monkeypatch.undo()
+    assert module.punkt_tokenizer() is not None and splitter_name() == PUNKT

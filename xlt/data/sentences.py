@@ -19,6 +19,7 @@ letter, a digit or an opening quote/bracket follow. It does not split after comm
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from typing import Any
 
@@ -92,8 +93,13 @@ def punkt_tokenizer() -> Any | None:
 
 
 def splitter_name() -> str:
-    """Which splitter :func:`count_sentences` uses (recorded in the build report)."""
-    return PUNKT if punkt_tokenizer() is not None else REGEX_FALLBACK
+    """Which splitter :func:`count_sentences` uses (recorded in the build report). Once a passage has needed
+    the splitter, the one loaded; before that, whether both packages are installed, looked up without importing
+    nltk (its import, with scipy's, is over a second that a build whose passages are all short never needs)."""
+    if punkt_tokenizer.cache_info().currsize:
+        return PUNKT if punkt_tokenizer() is not None else REGEX_FALLBACK
+    installed = all(importlib.util.find_spec(name) is not None for name in ("nltk", "punkt"))
+    return PUNKT if installed else REGEX_FALLBACK
 
 
 def sentences(text: str) -> list[str]:
