@@ -42,12 +42,16 @@ DEMO = REPO / "xlt" / "assets" / "demo"
 TINY = ["training.max_steps=30", "training.eval_steps=15", "eval.benchmarks.belebele.max_questions=8",
         "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]", "eval.benchmarks.global_mmlu.enabled=false",
         "eval.benchmarks.xcopa.enabled=false", "eval.bootstrap_samples=50"]
-# Runs that must still be training when a test acts on them (a preemption, a time limit, scancel).
-LONG = [*TINY[2:], "training.max_steps=500", "training.eval_steps=250"]
-# The environment of a run that trains until the scheduler or the test stops it (training.max_steps=100000):
-# 0.2 s of sleep after each step (tests/cluster/slow_steps), so that its minutes of waiting on SLURM's timers
-# take a fraction of a core instead of a whole one from the cases and the test tiers running beside it.
-UNTIL_STOPPED = {"XLT_TEST_STEP_SLEEP": "0.2"}
+# Runs that must still be training when a test acts on them (a preemption, a time limit, scancel): 150 steps,
+# paced (PACED), so at least 150 s of training, where the latest action comes about 60 s after step 3 (a time
+# limit's warning: SLURM's next check).
+LONG = [*TINY[2:], "training.max_steps=150", "training.eval_steps=75"]
+# The environment of every run that must outlast SLURM's timers (LONG, and training.max_steps=100000: until the
+# scheduler or the test stops it): 1 s of sleep after each step (tests/cluster/slow_steps). Its minutes of waiting
+# then cost a few steps' CPU instead of a whole core's (at full speed 500 steps took 17 CPU-s a run, a fifth of
+# the matrix's CPU, taken from the cases and the test tiers running beside it); a stop still lands at a step's end,
+# at most 1 s later.
+PACED = {"XLT_TEST_STEP_SLEEP": "1"}
 TTA = ["translate=echo", "stages=[build_data,translate,train,evaluate,report]"]
 FINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL"}
 WAIT_S = 1500.0
@@ -66,7 +70,7 @@ class Matrix:
         self.logs.mkdir(parents=True)
         self.env = {"XLT_HOME": str(REPO), "XLT_PYTHON": sys.executable, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
                     "WANDB_MODE": "disabled", "TOKENIZERS_PARALLELISM": "false",
-                    # slow_steps: XLT_TEST_STEP_SLEEP paces the runs that train until stopped (UNTIL_STOPPED)
+                    # slow_steps: XLT_TEST_STEP_SLEEP paces the runs that must outlast SLURM's timers (PACED)
                     "PYTHONPATH": f"{REPO / 'tests' / 'cluster' / 'slow_steps'}:{REPO}",
                     "XLT_GRACE": "25", "TQDM_DISABLE": "1"}
         self._threads: dict[str, threading.Thread] = {}
@@ -216,8 +220,9 @@ def case_time_limit(m: Matrix) -> dict[str, Any]:
     # The run directories first: composing waits for the other cases' compositions (one at a time), and a job
     # submitted before that wait could finish its training before this case looks.
     run, plain_run = m.run_dir(*limited), m.run_dir(*args, f"run_root={m.work / 'runs_plain'}")
-    job = m.sbatch("--time=00:10:00", "--signal=B:USR1@110", str(REPO / "slurm" / "stage.sbatch"), "train", *limited)
-    plain = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, f"run_root={m.work / 'runs_plain'}")
+    job = m.sbatch("--time=00:10:00", "--signal=B:USR1@110", str(REPO / "slurm" / "stage.sbatch"), "train", *limited,
+                   **PACED)
+    plain = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, f"run_root={m.work / 'runs_plain'}", **PACED)
     m.wait_training(run, job)
     elapsed = _seconds(m.cluster.job(job)["RunTime"])
     minutes = math.ceil((elapsed + 70) / 60)  # the limit 70-130 s away: within the 110 s warning at the next check
@@ -242,7 +247,7 @@ def _preempt(m: Matrix, cluster: slurm.Cluster, name: str, partition: str, node:
     try:
         if name == "mode_requeue":  # the run `xlt status` sees preempted: submitted once the status case's busy
             assert m.event("busy_training").wait(WAIT_S)  # run trains (never training while it waits)
-        job = m.sbatch("-p", partition, str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=cluster)
+        job = m.sbatch("-p", partition, str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=cluster, **PACED)
         m.wait_training(run, job, cluster=cluster)
         high = m.sbatch("-p", "high", "-w", node, "--exclusive", "--job-name=urgent", "--wrap", "sleep 30",
                         cluster=cluster)
@@ -264,7 +269,7 @@ PREEMPTIONS = {"mode_requeue": ("a", "low", "n3"), "mode_cancel": ("a", "lowcanc
 def case_cancel(m: Matrix) -> dict[str, Any]:
     args = ["+recipe=demo_tiny", "seed=5", *LONG, f"run_root={m.work / 'runs_cancel'}"]
     run = m.run_dir(*args)  # before the job: composing may wait for the other cases
-    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args)
+    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, **PACED)
     m.wait_training(run, job)
     m.cluster.run("scancel", job)
     recs = m.wait(job)
@@ -283,7 +288,7 @@ def case_cap(m: Matrix) -> dict[str, Any]:
     --batch --signal=USR1``), XLT_MAX_REQUEUES=1: requeued once, then not."""
     args = ["+recipe=demo_tiny", "seed=6", *LONG, f"run_root={m.work / 'runs_cap'}"]
     run = m.run_dir(*args)  # before the job: composing may wait for the other cases
-    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, XLT_MAX_REQUEUES="1")
+    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, XLT_MAX_REQUEUES="1", **PACED)
     m.wait_training(run, job)
     m.cluster.run("scancel", "--batch", "--signal=USR1", job)
     m.wait(job, until=lambda r: int(r[0]["Restarts"]) >= 1)
@@ -316,12 +321,14 @@ def case_hydra_timeout(m: Matrix) -> dict[str, Any]:
     :func:`case_time_limit`): submitit's USR2, its requeue, and the requeued element resumes from the last
     checkpoint."""
     root = m.work / "runs_hydra_timeout"
-    args = ["+recipe=demo_tiny", "seed=34", *LONG[:-1], "training.eval_steps=100", f"run_root={root}"]
+    # 300 steps: the action comes after step 110, and about 60 s later its warning
+    args = ["+recipe=demo_tiny", "seed=34", *LONG[:-2], "training.max_steps=300", "training.eval_steps=100",
+            f"run_root={root}"]
     run = m.run_dir(*args)  # before the job: composing may wait for the other cases
     cmd = [sys.executable, "-m", "xlt.train", "-m", *args, "hydra/launcher=slurm", "hydra.launcher.partition=main",
            "hydra.launcher.cpus_per_task=1", "hydra.launcher.mem_gb=4", "hydra.launcher.timeout_min=10",
            "hydra.launcher.signal_delay_s=110", "hydra.launcher.name=xlt-timeout"]
-    proc = subprocess.Popen(cmd, cwd=m.work, env={**m.cluster.env, **m.env}, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, cwd=m.work, env={**m.cluster.env, **m.env, **PACED}, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         job = ""
@@ -368,7 +375,7 @@ def case_multi_stop(m: Matrix, name: str) -> dict[str, Any]:
     # XLT_GRACE (and torch-elastic's shutdown timeout): room for two ranks to save and exit on a loaded machine
     run = m.run_dir(*args)  # before the job: composing may wait for the other cases
     job = m.sbatch(*part, *MULTI, str(REPO / "slurm" / "train_multinode.sbatch"), *args,
-                   XLT_PYTHON=_affinity_python(m, name), XLT_GRACE="150")
+                   XLT_PYTHON=_affinity_python(m, name), XLT_GRACE="150", **PACED)
     m.wait_training(run, job, min_step=3)
     high = ""
     if name == "multi_warning":
@@ -393,7 +400,7 @@ def case_no_requeue(m: Matrix) -> dict[str, Any]:
     args = ["+recipe=demo_tiny", "seed=7", *LONG[:-2], "training.max_steps=100000", "training.eval_steps=100000",
             f"run_root={m.work / 'runs_norequeue'}"]
     job = m.sbatch("--no-requeue", str(REPO / "slurm" / "stage.sbatch"), "train", *args, XLT_HOME="",
-                   **UNTIL_STOPPED)
+                   **PACED)
     run = m.run_dir(*args)
     m.wait_training(run, job)
     m.cluster.run("scancel", "--batch", "--signal=USR1", job)
@@ -405,7 +412,7 @@ def case_cancel_in_grace(m: Matrix) -> dict[str, Any]:
     args = ["+recipe=demo_tiny", "seed=8", *LONG[:-2], "training.max_steps=100000", "training.eval_steps=100000",
             f"run_root={m.work / 'runs_cancel_grace'}"]
     run = m.run_dir(*args)  # before the job: composing may wait for the other cases
-    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, **UNTIL_STOPPED)
+    job = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, **PACED)
     m.wait_training(run, job)
     m.cluster.run("scancel", "--batch", "--signal=USR1", job)
     time.sleep(0.5)
@@ -429,7 +436,7 @@ def case_silent_controller(m: Matrix) -> dict[str, Any]:
     for other in ("mode_requeue_user_signal", "mode_cancel_user_signal"):
         m._threads[other].join(WAIT_S)
     job = m.sbatch("-p", "lowmulti", "-w", "n5", str(REPO / "slurm" / "stage.sbatch"), "train", *args, cluster=c,
-                   XLT_REQUEUE_WAIT_S="15", **UNTIL_STOPPED)
+                   XLT_REQUEUE_WAIT_S="15", **PACED)
     m.wait_training(run, job, cluster=c)
     ctld = next(p for p in c.procs if "slurmctld" in str(p.args[0]))
     high = m.sbatch("-p", "high", "-w", "n5", "--exclusive", "--job-name=urgent", "--wrap", "sleep 5", cluster=c)
@@ -461,7 +468,7 @@ def case_status(m: Matrix) -> dict[str, Any]:
             # The finished and failed runs first, then the busy run (it trains until this case cancels it: the
             # shorter that is, the less of the machine it takes from the other cases).
             runs = [str(m.result("sweep")["runs"][0]), str(m.result("crash")["run"]), str(m.run_dir(*args))]
-            busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, **UNTIL_STOPPED)
+            busy = m.sbatch(str(REPO / "slurm" / "stage.sbatch"), "train", *args, **PACED)
             m.wait_training(Path(runs[2]), busy)
         finally:
             m.event("busy_training").set()
