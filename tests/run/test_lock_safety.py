@@ -331,6 +331,13 @@ def _files(run: Path) -> dict[str, tuple[int, int]]:
             if p.is_file() and p.name != "xlt.log" and "locks" not in p.relative_to(run).parts}
 
 
+def _training_step(lock: Path) -> int:
+    """The training step the lock's holder last reported (0 before its training loop)."""
+    snap = xlock.read_lock(lock) if lock.exists() else None
+    progress = ((snap.info or {}).get("progress") or {}) if snap else {}
+    return (progress.get("step") or 0) if progress.get("stage") == "train" else 0
+
+
 @pytest.mark.slow  # a CLI run of demo_tiny, stopped early: about 30 s
 def test_a_cli_run_whose_lock_is_taken_over_stops_with_an_error_naming_the_new_holder(tmp_path):
     from tests.cli import start
@@ -339,10 +346,13 @@ def test_a_cli_run_whose_lock_is_taken_over_stops_with_an_error_naming_the_new_h
     proc = start("xlt.train", "+recipe=demo_tiny", f"run_root={tmp_path}", log=tmp_path / "out.log",
                  env={"XLT_LOCK_LEASE_S": "2", "PYTHONPATH": str(ROOT)})
     try:
-        while not (run / "stages" / "build_data.json").exists():  # training has begun
+        lock = run / "locks" / "run.json"
+        # The takeover once the training loop is under way (a step in the lock's progress): before it, the stage
+        # tokenizes, and datasets' cache files (not xlt's writers) could land in the moment between the takeover
+        # and the heartbeat that sees it (seen once in CI's slow tier, under load).
+        while _training_step(lock) < 1:
             assert proc.poll() is None, (tmp_path / "out.log").read_text()[-3000:]
             time.sleep(0.05)
-        lock = run / "locks" / "run.json"
         tmp = lock.with_name("taker.tmp")
         tmp.write_text(json.dumps({"host": "node-b", "pid": 77, "token": "b" * 32, "lease_s": 2.0, "started": 0.0,
                                    "heartbeat": 0.0, "command": "+recipe=demo_tiny (the taker)",
