@@ -76,10 +76,12 @@ print("DONE", flush=True)
 """
 
 
-def _holder(folder: Path, **cfg) -> subprocess.Popen:
-    """A holder process of ``folder``'s lock; returns once it holds it (its first line, "HELD")."""
+def _holder(folder: Path, sigint_ignored: bool = False, **cfg) -> subprocess.Popen:
+    """A holder process of ``folder``'s lock; returns once it holds it (its first line, "HELD").
+    ``sigint_ignored``: started with SIGINT ignored, as a non-interactive shell starts a background job."""
+    ignore = (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if sigint_ignored else None
     proc = subprocess.Popen([sys.executable, "-c", HOLDER, json.dumps({"dir": str(folder), **cfg})], env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore)
     line = proc.stdout.readline()
     if line.strip() != "HELD":
         proc.kill()
@@ -329,6 +331,26 @@ def _files(run: Path) -> dict[str, tuple[int, int]]:
     """Every file of a run directory but its log and locks: (inode, mtime) by path."""
     return {str(p.relative_to(run)): (p.stat().st_ino, p.stat().st_mtime_ns) for p in run.rglob("*")
             if p.is_file() and p.name != "xlt.log" and "locks" not in p.relative_to(run).parts}
+
+
+@pytest.mark.slow  # holder processes over a few leases of 1 s: about 5 s
+def test_a_holder_started_with_sigint_ignored_is_still_stopped_when_its_lock_is_lost(tmp_path):
+    """xlt's batch scripts start it as a background job of a non-interactive shell (slurm/common.sh: ``"$@" &``),
+    which ignores SIGINT; there ``_thread.interrupt_main`` does nothing, and a run that lost its lock went on
+    writing (seen as a holder that never stopped). The heartbeat still stops it, and a SIGINT from outside stays
+    ignored, as the process was started."""
+    calm = _holder(tmp_path / "calm", sigint_ignored=True, host="node-a", lease=1.0, seconds=3)
+    always = _holder(tmp_path / "always", sigint_ignored=True, host="node-c", lease=1.0, seconds=60, eio="always")
+    try:
+        calm.send_signal(signal.SIGINT)
+        code, text = _finish(calm, timeout=30)
+        assert code == 0 and "DONE" in text, text
+        code, text = _finish(always, timeout=30)
+        assert code == 3 and "STOPPED" in text and "renewing it kept failing" in text, text
+    finally:
+        for proc in (calm, always):
+            if proc.poll() is None:
+                proc.kill()
 
 
 def _training_step(lock: Path) -> int:

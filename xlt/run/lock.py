@@ -360,6 +360,26 @@ def _link_new(tmp: Path, path: Path) -> bool:
 _REGISTRY: list[RunLock] = []
 _REGISTRY_LOCK = threading.Lock()
 _LAST_LOST: list[LockLost] = []
+# Set by the heartbeat just before it interrupts the main thread for a lost lock (see _arm_interrupt).
+_INTERRUPT_PENDING = threading.Event()
+
+
+def _interrupt_if_lost(signum: int, frame: object) -> None:
+    """SIGINT's handler where the process started with SIGINT ignored: the heartbeat's interrupt for a lost
+    lock raises ``KeyboardInterrupt``; any other SIGINT stays ignored, as the process was started."""
+    if _INTERRUPT_PENDING.is_set():
+        _INTERRUPT_PENDING.clear()
+        raise KeyboardInterrupt
+
+
+def _arm_interrupt() -> None:
+    """Make sure the heartbeat can interrupt the main thread. A process started in the background by a
+    non-interactive shell (a batch script's ``"$@" &``, as slurm/common.sh and gridengine/common.sh run xlt)
+    inherits SIGINT ignored, and then ``_thread.interrupt_main`` does nothing: a run that lost its lock would
+    go on writing. There a handler is installed that answers only the heartbeat (main thread only: Python
+    sets handlers there)."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _interrupt_if_lost)
 
 
 def check_held(io: bool = True) -> None:
@@ -521,6 +541,8 @@ class RunLock:
     # -- taking, holding, releasing --
 
     def acquire(self) -> RunLock:
+        if self.interrupt:
+            _arm_interrupt()
         if self.dir.exists() and not self.dir.is_dir():
             raise RunLockedError(f"{self.dir} is a file where xlt keeps its lock folder: remove it "
                                  f"(rm '{self.dir}') and rerun")
@@ -621,6 +643,7 @@ class RunLock:
         log.error("%s", self.lost)
         main = threading.main_thread()
         if self.interrupt and threading.current_thread() is not main:
+            _INTERRUPT_PENDING.set()
             if callable(signal.getsignal(signal.SIGINT)) and main.ident is not None:
                 signal.pthread_kill(main.ident, signal.SIGINT)  # a real signal also ends a sleep or a blocking call
             else:
