@@ -335,7 +335,7 @@ def _files(run: Path) -> dict[str, tuple[int, int]]:
 
 @pytest.mark.slow  # holder processes over a few leases of 1 s: about 5 s
 def test_a_holder_started_with_sigint_ignored_is_still_stopped_when_its_lock_is_lost(tmp_path):
-    """xlt's batch scripts start it as a background job of a non-interactive shell (slurm/common.sh: ``"$@" &``),
+    """xlt's batch scripts start it as a background job of a non-interactive shell (shell/forward.sh and slurm/common.sh: ``"$@" &``),
     which ignores SIGINT; there ``_thread.interrupt_main`` does nothing, and a run that lost its lock went on
     writing (seen as a holder that never stopped). The heartbeat still stops it, and a SIGINT from outside stays
     ignored, as the process was started."""

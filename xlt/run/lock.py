@@ -374,7 +374,7 @@ def _interrupt_if_lost(signum: int, frame: object) -> None:
 
 def _arm_interrupt() -> None:
     """Make sure the heartbeat can interrupt the main thread. A process started in the background by a
-    non-interactive shell (a batch script's ``"$@" &``, as slurm/common.sh and gridengine/common.sh run xlt)
+    non-interactive shell (a batch script's ``"$@" &``: how shell/forward.sh starts xlt under every scheduler)
     inherits SIGINT ignored, and then ``_thread.interrupt_main`` does nothing: a run that lost its lock would
     go on writing. There a handler is installed that answers only the heartbeat (main thread only: Python
     sets handlers there)."""
