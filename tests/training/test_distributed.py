@@ -240,7 +240,9 @@ def _preempted_launch(tmp_path: Path, pause_ranks: str, send) -> tuple[RunDir, s
     pids: list[int] = []
     try:
         paused = [tmp_path / f"paused-{r}" for r in pause_ranks.split(",")]
-        _wait(lambda: all(p.exists() for p in paused) or launcher.poll() is not None, 600, "no rank paused")
+        # each file holds its rank's pid once written (it exists a moment before: not an atomic write)
+        _wait(lambda: all(p.exists() and p.read_text().strip() for p in paused) or launcher.poll() is not None, 600,
+              "no rank paused")
         assert launcher.poll() is None, launcher.communicate()[1][-3000:]
         pids = [int(p.read_text()) for p in paused]
         send(launcher, pids)
