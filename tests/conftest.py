@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+import xlt.startup  # noqa: F401 - the entry points' garbage-collector thresholds, in every test process too
+
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_DATASETS_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"

@@ -7,6 +7,9 @@ same run directory (derived from the same recipe and overrides).
 
 from __future__ import annotations
 
+# isort: off
+import xlt.startup  # noqa: F401 - first: full collections made rarer before hydra, datasets, torch are imported
+# isort: on
 import json
 import logging
 import os
