@@ -32,10 +32,12 @@ from xlt.run.lock import read_lock
 pytestmark = [pytest.mark.slow, pytest.mark.gridengine]
 
 REPO = Path(__file__).resolve().parents[2]
-# Tiny runs: English and French Belebele (8 questions each), no Global-MMLU or XCOPA.
+# Tiny runs: English and French Belebele (8 questions each), no Global-MMLU or XCOPA; light steps (batch 4, 64
+# tokens, 16 dev rows), as the SLURM matrix's: the scheduler's workflows are checked, not learning.
 TINY = ["training.max_steps=20", "training.eval_steps=20", "eval.benchmarks.belebele.max_questions=8",
         "eval.benchmarks.belebele.languages=[eng_Latn,fra_Latn]", "eval.benchmarks.global_mmlu.enabled=false",
-        "eval.benchmarks.xcopa.enabled=false", "eval.bootstrap_samples=50"]
+        "eval.benchmarks.xcopa.enabled=false", "eval.bootstrap_samples=50", "training.per_device_train_batch_size=4",
+        "model.max_length=64", "training.max_dev_rows=16"]
 # The time-limit case: its warning (s_rt) comes this long after the start. Son of Grid Engine 8.1.9 kills a
 # rerun at its first s_rt without a warning (gridengine/common.sh), so the rerun must finish within it: the
 # rest of a tiny training, the evaluation and the report, with the interpreter's start, on a loaded machine.
