@@ -8,6 +8,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+import xlt.startup  # noqa: F401 - the entry points' garbage-collector thresholds, before any command's imports
+
 COMMANDS = ("train", "build_data", "translate", "finetune", "evaluate", "report", "prefetch", "push", "plugins",
             "status")
 
